@@ -1,0 +1,69 @@
+# Thin driver over CMake. The README's two commands:
+#   make run    install what is missing, build, run the main program
+#   make test   install what is missing, build, run every test: an optimised
+#               build, an ASan+UBSan build, and a TSan build of the threaded tests
+#
+# Other targets: make (build), make install [PREFIX=/usr/local], make bench,
+# make clean.
+
+JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
+PREFIX ?= /usr/local
+BUILD  := build
+
+CMAKE_RELEASE := cmake -S . -B $(BUILD)/release -DCMAKE_BUILD_TYPE=Release
+CMAKE_ASAN    := cmake -S . -B $(BUILD)/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+                 -DBK_SANITIZE=ON -DBK_EXAMPLES=OFF
+CMAKE_TSAN    := cmake -S . -B $(BUILD)/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+                 -DBK_TSAN=ON -DBK_EXAMPLES=OFF
+CTEST         := ctest --output-on-failure -j$(JOBS) --timeout 600
+
+.PHONY: all deps build run test test-release test-asan test-tsan install \
+        bench clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	@$(CMAKE_RELEASE) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	@cmake --build $(BUILD)/release -j$(JOBS)
+
+run: build
+	$(BUILD)/release/examples/bloomkit-demo
+
+test: deps
+	@$(MAKE) --no-print-directory test-release test-asan test-tsan
+	@echo "make test: all suites passed (release, asan+ubsan, tsan)"
+
+test-release:
+	@echo "== optimised build =="
+	@$(CMAKE_RELEASE) >/dev/null
+	@cmake --build $(BUILD)/release -j$(JOBS)
+	@cd $(BUILD)/release && $(CTEST)
+
+test-asan:
+	@echo "== AddressSanitizer + UndefinedBehaviorSanitizer build =="
+	@$(CMAKE_ASAN) >/dev/null
+	@cmake --build $(BUILD)/asan -j$(JOBS)
+	@cd $(BUILD)/asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CTEST)
+
+test-tsan:
+	@echo "== ThreadSanitizer build (threaded tests) =="
+	@$(CMAKE_TSAN) >/dev/null
+	@cmake --build $(BUILD)/tsan -j$(JOBS)
+	@cd $(BUILD)/tsan && TSAN_OPTIONS=halt_on_error=1 $(CTEST) -L threads
+
+install: build
+	cmake --install $(BUILD)/release --prefix $(PREFIX)
+
+bench:
+	@scripts/install-deps.sh --bench
+	@cmake -S . -B $(BUILD)/bench -DCMAKE_BUILD_TYPE=Release -DBK_BENCH=ON \
+	    -DBK_TESTS=OFF -DBK_EXAMPLES=OFF >/dev/null
+	@cmake --build $(BUILD)/bench -j$(JOBS)
+	@echo "benchmarks built in $(BUILD)/bench/bench/"
+
+clean:
+	rm -rf $(BUILD)

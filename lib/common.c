@@ -1,0 +1,134 @@
+/*
+ * common.c - version, error strings and the allocator hook.
+ *
+ * Errors are one X-macro list in bloomkit.h (BK_ERRNO_MAP, after libuv's
+ * UV_ERRNO_MAP); this file expands it into the two lookup functions.
+ *
+ * The allocator is a process-wide table of three function pointers. Aligned
+ * allocations are built on top of it because replacement allocators (Redis's
+ * RedisModule_Alloc among them) offer no alignment guarantee beyond malloc's.
+ */
+#include <stdlib.h> /* malloc, calloc, free */
+
+#include "internal.h"
+
+/*==========================================================================
+ * Version
+ *==========================================================================*/
+
+#define BK__STR2(x) #x
+#define BK__STR(x) BK__STR2(x)
+
+const char *bk_version_string(void)
+{
+    return BK__STR(BK_VERSION_MAJOR) "." BK__STR(BK_VERSION_MINOR) "."
+           BK__STR(BK_VERSION_PATCH);
+}
+
+unsigned bk_version_number(void)
+{
+    return BK_VERSION_NUMBER;
+}
+
+/*==========================================================================
+ * Errors
+ *==========================================================================*/
+
+const char *bk_strerror(int err)
+{
+    switch (err) {
+#define BK__ERR_TEXT(name, value, text) case BK_##name: return text;
+        BK_ERRNO_MAP(BK__ERR_TEXT)
+#undef BK__ERR_TEXT
+    default: return "unknown error";
+    }
+}
+
+const char *bk_errname(int err)
+{
+    switch (err) {
+#define BK__ERR_NAME(name, value, text) case BK_##name: return #name;
+        BK_ERRNO_MAP(BK__ERR_NAME)
+#undef BK__ERR_NAME
+    default: return "UNKNOWN";
+    }
+}
+
+/*==========================================================================
+ * Allocator
+ *==========================================================================*/
+
+static void *default_malloc(void *opaque, size_t size)
+{
+    (void)opaque;
+    return malloc(size);
+}
+
+static void *default_calloc(void *opaque, size_t count, size_t size)
+{
+    (void)opaque;
+    return calloc(count, size);
+}
+
+static void default_free(void *opaque, void *ptr)
+{
+    (void)opaque;
+    free(ptr);
+}
+
+static bk_allocator allocator = {default_malloc, default_calloc, default_free,
+                                 NULL};
+
+void bk_set_allocator(const bk_allocator *a)
+{
+    if (a == NULL || a->malloc_fn == NULL || a->calloc_fn == NULL ||
+        a->free_fn == NULL) {
+        allocator.malloc_fn = default_malloc;
+        allocator.calloc_fn = default_calloc;
+        allocator.free_fn = default_free;
+        allocator.opaque = NULL;
+        return;
+    }
+    allocator = *a;
+}
+
+void *bk__malloc(size_t size)
+{
+    return allocator.malloc_fn(allocator.opaque, size ? size : 1);
+}
+
+void *bk__calloc(size_t count, size_t size)
+{
+    if (count == 0 || size == 0) count = size = 1;
+    return allocator.calloc_fn(allocator.opaque, count, size);
+}
+
+void bk__free(void *ptr)
+{
+    if (ptr != NULL) allocator.free_fn(allocator.opaque, ptr);
+}
+
+void *bk__calloc_aligned(size_t size)
+{
+    size_t total;
+    /* room for the padding (up to 63 bytes, whatever the hook's alignment)
+     * and the raw pointer kept below the aligned block */
+    if (__builtin_add_overflow(size, (size_t)BK_CACHE_LINE + sizeof(void *),
+                               &total))
+        return NULL;
+    /* calloc, not malloc + memset: for large sizes the C library maps fresh
+     * zero pages and the filter costs memory only as it fills. */
+    unsigned char *raw = bk__calloc(1, total);
+    if (raw == NULL) return NULL;
+    uintptr_t addr = (uintptr_t)raw + sizeof(void *);
+    addr = (addr + BK_CACHE_LINE - 1) & ~(uintptr_t)(BK_CACHE_LINE - 1);
+    void **slot = (void **)addr - 1; /* at least sizeof(void*) above raw */
+    *slot = raw;
+    return (void *)addr;
+}
+
+void bk__free_aligned(void *ptr)
+{
+    if (ptr == NULL) return;
+    bk__free(((void **)ptr)[-1]);
+}

@@ -1,0 +1,31 @@
+/*
+ * hash.h - the one key hash, inlined into the filter files. Not installed.
+ *
+ * XXH3-128 from Debian's libxxhash, compiled in with XXH_INLINE_ALL so the
+ * hot paths pay no call. The public bk_hash_key() (lib/hash.c) is the same
+ * function for callers outside the library.
+ */
+#ifndef BK_HASH_H
+#define BK_HASH_H
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "bloomkit.h"
+
+static inline bk_hash bk__hash(const void *key, size_t len, uint64_t seed)
+{
+    XXH128_hash_t h = XXH3_128bits_withSeed(key, len, seed);
+    bk_hash out;
+    out.lo = h.low64;
+    out.hi = h.high64;
+    return out;
+}
+
+/* XXH3-64, the checksum of the file format. */
+static inline uint64_t bk__xxh64(const void *data, size_t len, uint64_t seed)
+{
+    return XXH3_64bits_withSeed(data, len, seed);
+}
+
+#endif /* BK_HASH_H */

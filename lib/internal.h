@@ -1,0 +1,136 @@
+/*
+ * internal.h - helpers shared by the library's source files. Not installed.
+ *
+ * Everything here is static inline or bk__-prefixed and hidden: the public
+ * surface is include/bloomkit.h alone.
+ */
+#ifndef BK_INTERNAL_H
+#define BK_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h> /* memcpy */
+
+#include "bloomkit.h"
+
+#if defined(__GNUC__)
+#  define BK_HIDDEN __attribute__((visibility("hidden")))
+#  define BK_LIKELY(x) __builtin_expect(!!(x), 1)
+#  define BK_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#  define BK_PREFETCH_READ(p) __builtin_prefetch((p), 0, 3)
+#  define BK_PREFETCH_WRITE(p) __builtin_prefetch((p), 1, 3)
+#else
+#  define BK_HIDDEN
+#  define BK_LIKELY(x) (x)
+#  define BK_UNLIKELY(x) (x)
+#  define BK_PREFETCH_READ(p) ((void)(p))
+#  define BK_PREFETCH_WRITE(p) ((void)(p))
+#endif
+
+#define BK_CACHE_LINE 64
+
+/*--------------------------------------------------------------------------
+ * Memory: every allocation goes through the allocator hook (lib/common.c).
+ *--------------------------------------------------------------------------*/
+
+BK_HIDDEN void *bk__malloc(size_t size);
+BK_HIDDEN void *bk__calloc(size_t count, size_t size);
+BK_HIDDEN void bk__free(void *ptr);
+
+/* size bytes, zeroed, aligned to BK_CACHE_LINE; released by
+ * bk__free_aligned. The hook knows nothing of alignment, so this allocates
+ * size + 64 bytes and keeps the raw pointer just below the aligned one. */
+BK_HIDDEN void *bk__calloc_aligned(size_t size);
+BK_HIDDEN void bk__free_aligned(void *ptr);
+
+/*--------------------------------------------------------------------------
+ * Arithmetic
+ *--------------------------------------------------------------------------*/
+
+/* Fast range (Lemire, 2019): maps a uniform 64-bit x to [0, n) with the
+ * high half of the 128-bit product x * n. Uniform for any n up to 2^64,
+ * unlike x % n of a 32-bit hash, and no division. */
+static inline uint64_t bk__fastrange64(uint64_t x, uint64_t n)
+{
+    return (uint64_t)(((unsigned __int128)x * n) >> 64);
+}
+
+/* a * b into *out, returning 1 on overflow. */
+static inline int bk__mul_overflow(uint64_t a, uint64_t b, uint64_t *out)
+{
+    return __builtin_mul_overflow(a, b, out);
+}
+
+/*--------------------------------------------------------------------------
+ * Atomics on shared 64-bit words. Relaxed ordering: a filter's bits only ever
+ * go from 0 to 1 during adds, so no ordering between words is needed for
+ * correctness; callers that hand a filter between threads synchronise
+ * themselves (a mutex, a join, a queue), which orders the bits too.
+ *--------------------------------------------------------------------------*/
+
+static inline uint64_t bk__load64(const uint64_t *p)
+{
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+static inline uint64_t bk__fetch_or64(uint64_t *p, uint64_t v)
+{
+    return __atomic_fetch_or(p, v, __ATOMIC_RELAXED);
+}
+
+static inline void bk__add64(uint64_t *p, uint64_t v)
+{
+    __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+
+static inline uint64_t bk__popcount64(uint64_t x)
+{
+    return (uint64_t)__builtin_popcountll(x);
+}
+
+/*--------------------------------------------------------------------------
+ * Probe positions: enhanced double hashing (Kirsch & Mitzenmacher 2006;
+ * Dillinger & Manolios 2004). With h = (lo, hi):
+ *     x_0 = lo, y_0 = hi | 1,  x_{i+1} = x_i + y_i,  y_{i+1} = y_i + i + 1
+ * i.e. x_i = lo + i*y_0 + (i^3 - i)/6 (mod 2^64); probe i is
+ * fastrange(x_i, m). The step is forced odd so that it is never zero, and
+ * the cubic term keeps probes apart even when y_0 is small; all arithmetic
+ * is on 64 bits and only the reduction looks at m, so a filter of more than
+ * 2^32 bits is exactly as accurate as a small one.
+ *--------------------------------------------------------------------------*/
+
+typedef struct bk__probe {
+    uint64_t x;
+    uint64_t y;
+    uint64_t i;
+} bk__probe;
+
+static inline bk__probe bk__probe_start(bk_hash h)
+{
+    bk__probe p;
+    p.x = h.lo;
+    p.y = h.hi | 1;
+    p.i = 0;
+    return p;
+}
+
+static inline uint64_t bk__probe_next(bk__probe *p, uint64_t m)
+{
+    uint64_t pos = bk__fastrange64(p->x, m);
+    p->x += p->y;
+    p->i++;
+    p->y += p->i;
+    return pos;
+}
+
+/*--------------------------------------------------------------------------
+ * Validation shared by constructors
+ *--------------------------------------------------------------------------*/
+
+/* BK_OK when p is in (0, 1), else BK_EFPR (NaN included). */
+static inline int bk__check_fpr(double p)
+{
+    return (p > 0.0 && p < 1.0) ? BK_OK : BK_EFPR;
+}
+
+#endif /* BK_INTERNAL_H */

@@ -1,0 +1,50 @@
+#!/bin/sh
+# Install the Debian packages bloomkit needs, and only those that are missing.
+#
+# Usage: scripts/install-deps.sh [--bench]
+#   --bench  also install what the benchmarks compare against (libbloom-dev).
+#
+# Runs `apt-get update` at most once, and only when something is missing, so
+# a repeat run costs a few dpkg-query calls. Needs root (or sudo) only then.
+set -eu
+
+# package         why
+# cmake           the build system
+# make            the thin top-level Makefile
+# gcc g++         the compiler; g++ checks that the public header is valid C++
+# pkg-config      finds libxxhash and libcmocka
+# libxxhash-dev   XXH3-128 key hashing and XXH3-64 checksums
+# libcmocka-dev   unit-test framework run under CTest
+# clang           libFuzzer fuzz targets (fuzz/)
+# libclang-rt-14-dev  sanitizer and libFuzzer runtimes for clang
+packages="cmake make gcc g++ pkg-config libxxhash-dev libcmocka-dev clang libclang-rt-14-dev"
+
+for arg in "$@"; do
+    case "$arg" in
+        --bench) packages="$packages libbloom-dev" ;;
+        *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
+    esac
+done
+
+missing=""
+for p in $packages; do
+    status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+    case "$status" in
+        *" installed") ;;
+        *) missing="$missing $p" ;;
+    esac
+done
+
+[ -z "$missing" ] && exit 0
+
+echo "install-deps.sh: installing:$missing" >&2
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then SUDO=sudo; else
+        echo "install-deps.sh: need root to install:$missing" >&2; exit 1
+    fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing

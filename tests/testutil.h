@@ -1,0 +1,129 @@
+/*
+ * testutil.h - helpers shared by the unit tests: a seeded PRNG, key
+ * generators, the binomial tolerance used by every false-positive test, and
+ * an allocator that fails on demand and counts what is outstanding.
+ */
+#ifndef BK_TESTUTIL_H
+#define BK_TESTUTIL_H
+
+#include <math.h>
+#include <setjmp.h> /* cmocka needs these before cmocka.h */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "bloomkit.h"
+
+/* splitmix64: a fixed-seed generator, so every statistical test is
+ * reproducible. */
+static inline uint64_t tu_next(uint64_t *state)
+{
+    uint64_t z = (*state += UINT64_C(0x9E3779B97F4A7C15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+/* Key number i as a 16-byte string: "k" + 15 hex digits of a bijective mix of
+ * i and the tag. Different (i, tag) pairs never collide, so keys of set A
+ * (tag 1) and absent keys (tag 2) are disjoint by construction. */
+#define TU_KEY_LEN 16
+static inline void tu_key(char out[TU_KEY_LEN], uint64_t i, uint64_t tag)
+{
+    static const char hex[] = "0123456789abcdef";
+    uint64_t v = (i & UINT64_C(0x0FFFFFFFFFFFFF)) | (tag << 52); /* 60 bits */
+    out[0] = 'k';
+    for (int d = 15; d >= 1; d--) {
+        out[d] = hex[v & 15];
+        v >>= 4;
+    }
+}
+
+/* The tolerance of a measured rate: `sigmas` binomial standard deviations of
+ * `trials` Bernoulli trials with success probability p. */
+static inline double tu_tolerance(double p, uint64_t trials, double sigmas)
+{
+    return sigmas * sqrt(p * (1.0 - p) / (double)trials);
+}
+
+/*--------------------------------------------------------------------------
+ * Failing allocator: tu_fail_at = N makes the Nth allocation from now on
+ * fail (0: never). tu_outstanding counts live allocations.
+ *--------------------------------------------------------------------------*/
+
+static long tu_alloc_count;
+static long tu_fail_at;
+static long tu_outstanding;
+
+static inline void *tu_malloc(void *opaque, size_t size)
+{
+    (void)opaque;
+    if (tu_fail_at && ++tu_alloc_count == tu_fail_at) return NULL;
+    void *p = malloc(size);
+    if (p) tu_outstanding++;
+    return p;
+}
+
+static inline void *tu_calloc(void *opaque, size_t count, size_t size)
+{
+    (void)opaque;
+    if (tu_fail_at && ++tu_alloc_count == tu_fail_at) return NULL;
+    void *p = calloc(count, size);
+    if (p) tu_outstanding++;
+    return p;
+}
+
+static inline void tu_free(void *opaque, void *ptr)
+{
+    (void)opaque;
+    if (ptr) tu_outstanding--;
+    free(ptr);
+}
+
+static inline void tu_install_failing_allocator(long fail_at)
+{
+    static const bk_allocator a = {tu_malloc, tu_calloc, tu_free, NULL};
+    tu_alloc_count = 0;
+    tu_fail_at = fail_at;
+    tu_outstanding = 0;
+    bk_set_allocator(&a);
+}
+
+static inline void tu_restore_allocator(void)
+{
+    bk_set_allocator(NULL);
+    tu_fail_at = 0;
+}
+
+/* Run `attempt` (which must return BK_OK or an error and free what it made
+ * on success) with the 1st, 2nd, ... allocation failing until it succeeds;
+ * every failure must be BK_ENOMEM and leave nothing allocated. Returns the
+ * number of allocations the successful call made. */
+static inline long tu_oom_loop(int (*attempt)(void *ctx), void *ctx)
+{
+    for (long n = 1; n < 10000; n++) {
+        tu_install_failing_allocator(n);
+        int rc = attempt(ctx);
+        long leaked = tu_outstanding;
+        tu_restore_allocator();
+        if (rc == BK_OK) {
+            assert_int_equal(leaked, 0); /* attempt frees on success */
+            return n - 1;
+        }
+        if (rc != BK_ENOMEM)
+            fail_msg("allocation %ld failed: got %s, want ENOMEM", n,
+                     bk_errname(rc));
+        if (leaked != 0)
+            fail_msg("allocation %ld failed: %ld allocations leaked", n,
+                     leaked);
+    }
+    fail_msg("no success after 10000 allocation failures");
+    return -1;
+}
+
+#endif /* BK_TESTUTIL_H */
