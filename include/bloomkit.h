@@ -83,13 +83,14 @@ BK_API unsigned bk_version_number(void);
     X(ECORRUPT,  -18, "inconsistent or impossible parameters: data is corrupt") \
     X(ECHUNK,    -19, "chunk out of order or malformed")                       \
     X(ELIMIT,    -20, "configured limit reached")                              \
-    X(EPARAM,    -21, "parameter out of range")
+    X(EPARAM,    -21, "parameter out of range")                             \
+    X(ECOPIES,   -22, "too many copies of one item (cuckoo: at most 2 x bucket size)")
 
 enum bk_error {
 #define BK__ERR_ENUM(name, value, text) BK_##name = (value),
     BK_ERRNO_MAP(BK__ERR_ENUM)
 #undef BK__ERR_ENUM
-    BK__ERR_LAST = -21
+    BK__ERR_LAST = -22
 };
 
 /* A sentence describing err ("filter is full"). Never NULL; unknown codes
