@@ -46,14 +46,13 @@ test-asan:
 	@echo "== AddressSanitizer + UndefinedBehaviorSanitizer build =="
 	@$(CMAKE_ASAN) >/dev/null
 	@cmake --build $(BUILD)/asan -j$(JOBS)
-	@cd $(BUILD)/asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CTEST)
+	@cd $(BUILD)/asan && $(CTEST)
 
 test-tsan:
 	@echo "== ThreadSanitizer build (threaded tests) =="
 	@$(CMAKE_TSAN) >/dev/null
 	@cmake --build $(BUILD)/tsan -j$(JOBS)
-	@cd $(BUILD)/tsan && TSAN_OPTIONS=halt_on_error=1 $(CTEST) -L threads
+	@cd $(BUILD)/tsan && $(CTEST) -L threads
 
 install: build
 	cmake --install $(BUILD)/release --prefix $(PREFIX)

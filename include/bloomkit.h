@@ -281,6 +281,10 @@ typedef struct bk_bloom_stats {
  * counts are a snapshot taken while they run. Returns BK_OK or BK_EINVAL. */
 BK_API int bk_bloom_get_stats(const bk_bloom *f, bk_bloom_stats *out);
 
+/* 1 when a and b have the same parameters (m, k, seed) and identical bits,
+ * 0 otherwise (or when either is NULL). O(m). */
+BK_API int bk_bloom_equal(const bk_bloom *a, const bk_bloom *b);
+
 /* Cheap accessors. Thread-safe. */
 BK_API uint64_t bk_bloom_bits(const bk_bloom *f);
 BK_API uint32_t bk_bloom_hashes(const bk_bloom *f);

@@ -313,6 +313,12 @@ int bk_bloom_intersect(bk_bloom *dst, const bk_bloom *src)
     return BK_OK;
 }
 
+int bk_bloom_equal(const bk_bloom *a, const bk_bloom *b)
+{
+    if (compatible(a, b) != BK_OK) return 0;
+    return memcmp(a->words, b->words, (size_t)a->nwords * sizeof(uint64_t)) == 0;
+}
+
 /*==========================================================================
  * API: statistics
  *==========================================================================*/
