@@ -30,14 +30,15 @@
 #include <math.h>   /* log1p, pow */
 #include <string.h> /* memset, memcpy */
 
+#include "filter.h"
 #include "hash.h"
-#include "internal.h"
 
 /*==========================================================================
  * Types
  *==========================================================================*/
 
 struct bk_bloom {
+    bk__object obj;     /* first: a bk_bloom is also a bk_filter */
     uint64_t *words;    /* nwords words, 64-byte aligned */
     uint64_t nwords;    /* ceil(m / 64) */
     uint64_t m;         /* bits */
@@ -46,7 +47,10 @@ struct bk_bloom {
     uint64_t capacity;  /* n it was sized for, 0 if unknown */
     double target_fpr;  /* p it was sized for, 0 if unknown */
     uint64_t items;     /* adds that returned 1; updated atomically */
+    int owns_words;     /* 0 when words live in a loaded block or mapping */
 };
+
+static const bk__family_ops bloom_ops; /* at the end of this file */
 
 /* Keys hashed ahead of the probes in the batch paths: enough misses in
  * flight to cover memory latency, few enough to stay in L1. */
@@ -72,6 +76,8 @@ static int create_filter(bk_bloom **out, uint64_t m, uint32_t k, uint64_t seed,
     if (f == NULL) goto fail;
     f->words = bk__calloc_aligned((size_t)nwords * sizeof(uint64_t));
     if (f->words == NULL) goto fail;
+    bk__object_init(&f->obj, &bloom_ops);
+    f->owns_words = 1;
     f->nwords = nwords;
     f->m = m;
     f->k = k;
@@ -178,7 +184,8 @@ int bk_bloom_create_mk(bk_bloom **out, uint64_t m_bits, uint32_t k,
 void bk_bloom_free(bk_bloom *f)
 {
     if (f == NULL) return;
-    bk__free_aligned(f->words);
+    if (f->owns_words) bk__free_aligned(f->words);
+    bk__object_release(&f->obj);
     bk__free(f);
 }
 
@@ -353,3 +360,110 @@ int bk_bloom_get_stats(const bk_bloom *f, bk_bloom_stats *out)
                  BK_CACHE_LINE + sizeof(void *);
     return BK_OK;
 }
+
+/*==========================================================================
+ * The generic filter and the file format
+ *
+ * Image: one part holding the words; part.m = m, part.k = k; capacity,
+ * target rate and item count in both the header and the part.
+ *==========================================================================*/
+
+bk_filter *bk_bloom_as_filter(bk_bloom *f)
+{
+    return (bk_filter *)(void *)f;
+}
+
+bk_bloom *bk_filter_as_bloom(bk_filter *f)
+{
+    if (f == NULL || ((bk__object *)(void *)f)->ops != &bloom_ops) return NULL;
+    return (bk_bloom *)(void *)f;
+}
+
+static int ops_add(void *f, bk_hash h) { return add_hash(f, h); }
+static int ops_contains(const void *f, bk_hash h) { return contains_hash(f, h); }
+static uint64_t ops_seed(const void *f) { return ((const bk_bloom *)f)->seed; }
+static void ops_destroy(void *f) { bk_bloom_free(f); }
+static uint32_t ops_nparts(const void *f) { (void)f; return 1; }
+
+static int ops_info(const void *vf, bk_filter_info *out)
+{
+    bk_bloom_stats st;
+    int rc = bk_bloom_get_stats(vf, &st);
+    if (rc != BK_OK) return rc;
+    out->seed = st.seed;
+    out->capacity = st.capacity;
+    out->target_fpr = st.target_fpr;
+    out->items = st.items;
+    out->estimated_items = st.estimated_items;
+    out->fpr_now = st.fpr_now;
+    out->fpr_at_capacity = st.fpr_at_capacity;
+    out->fill = st.fill;
+    out->bytes = st.bytes;
+    out->parts = 1;
+    return BK_OK;
+}
+
+static int ops_describe(const void *vf, bk__image *img)
+{
+    const bk_bloom *f = vf;
+    bk__part *p = &img->parts[0];
+    img->seed = f->seed;
+    img->capacity = f->capacity;
+    img->fpr = f->target_fpr;
+    img->items = bk__load64(&f->items);
+    p->m = f->m;
+    p->k = f->k;
+    p->capacity = f->capacity;
+    p->fpr = f->target_fpr;
+    p->items = img->items;
+    p->data = f->words;
+    p->length = f->nwords * sizeof(uint64_t);
+    return BK_OK;
+}
+
+static int ops_restore(const bk__image *img, void **out)
+{
+    const bk__part *p = &img->parts[0];
+    if (img->nparts != 1) return BK_ECORRUPT;
+    if (p->m == 0 || p->m > BK_MAX_BITS || p->k == 0 || p->k > BK_MAX_HASHES)
+        return BK_ECORRUPT;
+    uint64_t nwords = (p->m + 63) / 64;
+    if (p->length != nwords * sizeof(uint64_t)) return BK_ECORRUPT;
+    if (!bk__valid_stored_fpr(img->fpr) || (img->fpr == 0.0) != (img->capacity == 0))
+        return BK_ECORRUPT;
+    const uint64_t *words = p->data;
+    if ((p->m & 63) != 0 && (words[nwords - 1] >> (p->m & 63)) != 0)
+        return BK_ECORRUPT; /* bits past m are never set */
+
+    bk_bloom *f = bk__calloc(1, sizeof(*f));
+    if (f == NULL) return BK_ENOMEM;
+    bk__object_init(&f->obj, &bloom_ops);
+    f->words = p->data;
+    f->owns_words = 0;
+    f->nwords = nwords;
+    f->m = p->m;
+    f->k = p->k;
+    f->seed = img->seed;
+    f->capacity = img->capacity;
+    f->target_fpr = img->fpr;
+    f->items = img->items;
+    *out = f;
+    return BK_OK;
+}
+
+static const bk__family_ops bloom_ops = {
+    .family = BK_FAMILY_BLOOM,
+    .name = "bloom",
+    .add = ops_add,
+    .contains = ops_contains,
+    .remove = NULL,
+    .count = NULL,
+    .seed = ops_seed,
+    .destroy = ops_destroy,
+    .info = ops_info,
+    .nparts = ops_nparts,
+    .describe = ops_describe,
+    .restore = ops_restore,
+};
+
+const bk__family_ops *const bk__bloom_family = &bloom_ops;

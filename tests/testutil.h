@@ -63,7 +63,8 @@ static long tu_outstanding;
 static inline void *tu_malloc(void *opaque, size_t size)
 {
     (void)opaque;
-    if (tu_fail_at && ++tu_alloc_count == tu_fail_at) return NULL;
+    ++tu_alloc_count;
+    if (tu_fail_at && tu_alloc_count == tu_fail_at) return NULL;
     void *p = malloc(size);
     if (p) tu_outstanding++;
     return p;
@@ -72,7 +73,8 @@ static inline void *tu_malloc(void *opaque, size_t size)
 static inline void *tu_calloc(void *opaque, size_t count, size_t size)
 {
     (void)opaque;
-    if (tu_fail_at && ++tu_alloc_count == tu_fail_at) return NULL;
+    ++tu_alloc_count;
+    if (tu_fail_at && tu_alloc_count == tu_fail_at) return NULL;
     void *p = calloc(count, size);
     if (p) tu_outstanding++;
     return p;
@@ -127,3 +129,51 @@ static inline long tu_oom_loop(int (*attempt)(void *ctx), void *ctx)
 }
 
 #endif /* BK_TESTUTIL_H */
+
+/*--------------------------------------------------------------------------
+ * Model-based tests of filters that delete (appended for issue 4): an exact
+ * multiset of key ids in [0, universe), with a list of instances so that a
+ * random present key can be drawn uniformly.
+ *--------------------------------------------------------------------------*/
+
+typedef struct tu_multiset {
+    uint32_t *count;     /* copies of each id */
+    uint64_t *instances; /* one entry per copy */
+    size_t size;         /* copies stored */
+    size_t universe;
+    size_t room;
+} tu_multiset;
+
+static inline void tu_multiset_init(tu_multiset *s, size_t universe,
+                                    size_t room)
+{
+    s->count = calloc(universe, sizeof(*s->count));
+    s->instances = calloc(room, sizeof(*s->instances));
+    assert_non_null(s->count);
+    assert_non_null(s->instances);
+    s->size = 0;
+    s->universe = universe;
+    s->room = room;
+}
+
+static inline void tu_multiset_free(tu_multiset *s)
+{
+    free(s->count);
+    free(s->instances);
+}
+
+static inline void tu_multiset_add(tu_multiset *s, uint64_t id)
+{
+    assert_true(s->size < s->room);
+    s->count[id]++;
+    s->instances[s->size++] = id;
+}
+
+/* Remove the copy at instances[index] (swap with the last); returns its id. */
+static inline uint64_t tu_multiset_take(tu_multiset *s, size_t index)
+{
+    uint64_t id = s->instances[index];
+    s->instances[index] = s->instances[--s->size];
+    s->count[id]--;
+    return id;
+}

@@ -1,0 +1,126 @@
+/*
+ * filter.h - the generic filter object, shared by every family and by the
+ * file format. Not installed.
+ *
+ * Every family's struct begins with a bk__object, so a pointer to any
+ * family handle is also a pointer to its bk__object, which is what the
+ * public bk_filter is. The object points at its family's ops table (a
+ * small table of functions, one per generic operation) and records where
+ * its payload memory came from when it was loaded rather than created:
+ * an aligned heap block or a file mapping, released with the object.
+ *
+ * The format code (format.c) talks to families only through two ops:
+ * describe() turns a filter into a bk__image (header fields plus one
+ * bk__part per sub-filter, each pointing at its payload bytes), and
+ * restore() builds a filter from a validated image whose parts point into
+ * memory the object owns (the family keeps those pointers and must not free
+ * them: it only frees memory it allocated itself).
+ */
+#ifndef BK_FILTER_H
+#define BK_FILTER_H
+
+#include "internal.h"
+
+/*--------------------------------------------------------------------------
+ * Images: a filter as the file format sees it
+ *--------------------------------------------------------------------------*/
+
+/* One sub-filter (a classic filter has one; a scalable filter one per
+ * stage). Field meanings per family are in docs/FORMAT.md. */
+typedef struct bk__part {
+    uint64_t m;         /* bits, counters, buckets ... */
+    uint32_t k;         /* hash functions */
+    uint8_t width;      /* counter bits, fingerprint bits */
+    uint8_t slots;      /* bucket size */
+    uint16_t flags;
+    uint64_t capacity;
+    double fpr;
+    uint64_t items;
+    uint64_t param;     /* family-specific */
+    void *data;         /* payload bytes of this part */
+    uint64_t length;    /* their length */
+} bk__part;
+
+#define BK__IMAGE_PARAMS 4
+
+typedef struct bk__image {
+    uint32_t family;
+    uint64_t seed;
+    uint64_t capacity;
+    double fpr;
+    uint64_t items;
+    uint64_t flags;
+    uint64_t param[BK__IMAGE_PARAMS]; /* family-specific */
+    uint32_t nparts;
+    bk__part *parts;                  /* nparts entries */
+} bk__image;
+
+/* Largest number of parts a file may declare (stages, generations). */
+#define BK__MAX_PARTS 4096u
+
+/*--------------------------------------------------------------------------
+ * The object and its family table
+ *--------------------------------------------------------------------------*/
+
+enum bk__block_kind { BK__BLOCK_NONE = 0, BK__BLOCK_HEAP, BK__BLOCK_MAP };
+
+typedef struct bk__family_ops bk__family_ops;
+
+typedef struct bk__object {
+    const bk__family_ops *ops;
+    void *block;            /* payload memory borrowed by the family */
+    size_t block_len;
+    uint8_t block_kind;     /* enum bk__block_kind */
+    uint8_t read_only;      /* adds through bk_filter_* are refused */
+    uint8_t writable_map;   /* block is a MAP_SHARED file mapping */
+} bk__object;
+
+struct bk__family_ops {
+    bk_family family;
+    const char *name;
+    /* key operations on a key hashed with the filter's seed */
+    int (*add)(void *f, bk_hash h);             /* 1, 0 or an error */
+    int (*contains)(const void *f, bk_hash h);  /* 1 or 0 */
+    int (*remove)(void *f, bk_hash h);          /* NULL: cannot delete */
+    int64_t (*count)(const void *f, bk_hash h); /* NULL: use contains */
+    uint64_t (*seed)(const void *f);
+    void (*destroy)(void *f);                   /* the family's free */
+    int (*info)(const void *f, bk_filter_info *out);
+    /* the file format */
+    uint32_t (*nparts)(const void *f);
+    int (*describe)(const void *f, bk__image *img); /* img->parts has nparts */
+    int (*restore)(const bk__image *img, void **out);
+};
+
+/* Each family's ops table, defined in its own file. */
+extern const bk__family_ops *const bk__bloom_family;
+
+/* Set up the object part of a new family struct. */
+static inline void bk__object_init(bk__object *o, const bk__family_ops *ops)
+{
+    o->ops = ops;
+    o->block = NULL;
+    o->block_len = 0;
+    o->block_kind = BK__BLOCK_NONE;
+    o->read_only = 0;
+    o->writable_map = 0;
+}
+
+/* Release what the object holds (its heap block or mapping). Every
+ * family's free calls it before freeing its own memory. */
+BK_HIDDEN void bk__object_release(bk__object *o);
+
+/* The ops of a family id, or NULL. */
+BK_HIDDEN const bk__family_ops *bk__family_lookup(uint32_t family);
+
+/*--------------------------------------------------------------------------
+ * Validation helpers for restore()
+ *--------------------------------------------------------------------------*/
+
+/* A stored rate: 0 (unknown) or in (0, 1). */
+static inline int bk__valid_stored_fpr(double p)
+{
+    return p == 0.0 || (p > 0.0 && p < 1.0);
+}
+
+#endif /* BK_FILTER_H */

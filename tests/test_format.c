@@ -1,0 +1,626 @@
+/*
+ * test_format.c - the file format: round trips for every family, golden
+ * files, and damaged input of every kind.
+ *
+ * Golden files (tests/golden, one .bkf per family) are the format's contract: they were
+ * written once by this program (BK_WRITE_GOLDEN=1 ./test_format) and are
+ * only ever read afterwards. If a change breaks them, that change is a
+ * format version bump, not a new golden file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h> /* to re-seal a header after editing it */
+
+#define GOLDEN_DIR BK_SOURCE_DIR "/tests/golden"
+
+static char tmpdir[256];
+
+static int setup_dir(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/bk-format-XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int remove_dir(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static const char *tmp_path(const char *name)
+{
+    static char path[512];
+    snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+    return path;
+}
+
+/*--------------------------------------------------------------------------
+ * The filters under test: one per family that has a format.
+ *--------------------------------------------------------------------------*/
+
+#define SAMPLE_KEYS 2000u
+
+typedef struct sample {
+    const char *name;        /* golden file name */
+    bk_filter *(*make)(void);
+} sample;
+
+static bk_filter *make_bloom(void)
+{
+    bk_bloom *f;
+    assert_int_equal(bk_bloom_create(&f, SAMPLE_KEYS, 0.01, 42), BK_OK);
+    char key[TU_KEY_LEN];
+    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
+        tu_key(key, i, 1);
+        bk_bloom_add(f, key, sizeof(key));
+    }
+    return bk_bloom_as_filter(f);
+}
+
+static const sample samples[] = {
+    {"bloom-v1.bkf", make_bloom},
+};
+#define NSAMPLES (sizeof(samples) / sizeof(samples[0]))
+
+/* The two filters answer alike: all sample keys, and 20000 absent keys
+ * (the false positives must be the very same ones). */
+static void assert_same_answers(const bk_filter *a, const bk_filter *b)
+{
+    char key[TU_KEY_LEN];
+    assert_int_equal(bk_filter_family(a), bk_filter_family(b));
+    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
+        tu_key(key, i, 1);
+        assert_int_equal(bk_filter_contains(b, key, sizeof(key)), 1);
+    }
+    for (uint64_t i = 0; i < 20000; i++) {
+        tu_key(key, i, 2);
+        assert_int_equal(bk_filter_contains(a, key, sizeof(key)),
+                         bk_filter_contains(b, key, sizeof(key)));
+    }
+    bk_filter_info ia, ib;
+    assert_int_equal(bk_filter_get_info(a, &ia), BK_OK);
+    assert_int_equal(bk_filter_get_info(b, &ib), BK_OK);
+    assert_true(ia.items == ib.items);
+    assert_true(ia.capacity == ib.capacity);
+    assert_true(ia.target_fpr == ib.target_fpr);
+    assert_true(ia.seed == ib.seed);
+    assert_true(ia.fill == ib.fill);
+}
+
+static unsigned char *serialize(const bk_filter *f, size_t *len)
+{
+    *len = (size_t)bk_filter_serialized_size(f);
+    assert_true(*len > 0);
+    unsigned char *buf = malloc(*len);
+    assert_non_null(buf);
+    assert_int_equal(bk_filter_serialize(f, buf, *len), BK_OK);
+    return buf;
+}
+
+static unsigned char *read_file(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    if (fp == NULL) return NULL;
+    fseek(fp, 0, SEEK_END);
+    *len = (size_t)ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    unsigned char *buf = malloc(*len ? *len : 1);
+    assert_true(fread(buf, 1, *len, fp) == *len);
+    fclose(fp);
+    return buf;
+}
+
+static void write_file(const char *path, const void *buf, size_t len)
+{
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_true(fwrite(buf, 1, len, fp) == len);
+    assert_int_equal(fclose(fp), 0);
+}
+
+/*--------------------------------------------------------------------------
+ * Round trips
+ *--------------------------------------------------------------------------*/
+
+static void test_round_trip_buffer(void **state)
+{
+    (void)state;
+    for (size_t s = 0; s < NSAMPLES; s++) {
+        bk_filter *f = samples[s].make(), *g;
+        size_t len;
+        unsigned char *buf = serialize(f, &len);
+        assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_OK);
+        assert_same_answers(f, g);
+        /* serialising the copy gives the same bytes */
+        size_t len2;
+        unsigned char *buf2 = serialize(g, &len2);
+        assert_true(len2 == len && memcmp(buf, buf2, len) == 0);
+        /* too small a buffer is refused */
+        assert_int_equal(bk_filter_serialize(f, buf2, len - 1), BK_ESIZE);
+        free(buf2);
+        free(buf);
+        bk_filter_free(g);
+        bk_filter_free(f);
+    }
+}
+
+static void test_round_trip_file(void **state)
+{
+    (void)state;
+    for (size_t s = 0; s < NSAMPLES; s++) {
+        bk_filter *f = samples[s].make(), *g;
+        const char *path = tmp_path(samples[s].name);
+        assert_int_equal(bk_filter_save(f, path), BK_OK);
+        assert_int_equal(bk_filter_load(&g, path), BK_OK);
+        assert_same_answers(f, g);
+        bk_filter_free(g);
+
+        /* through a descriptor, and through a pipe */
+        int fd = open(path, O_RDONLY);
+        assert_true(fd >= 0);
+        assert_int_equal(bk_filter_read_fd(&g, fd), BK_OK);
+        close(fd);
+        assert_same_answers(f, g);
+        bk_filter_free(g);
+
+        int p[2];
+        assert_int_equal(pipe(p), 0);
+        size_t len;
+        unsigned char *buf = serialize(f, &len);
+        assert_true(len < 60000); /* fits the pipe buffer */
+        assert_true(write(p[1], buf, len) == (ssize_t)len);
+        close(p[1]);
+        assert_int_equal(bk_filter_read_fd(&g, p[0]), BK_OK);
+        close(p[0]);
+        assert_same_answers(f, g);
+        bk_filter_free(g);
+        free(buf);
+        bk_filter_free(f);
+    }
+}
+
+static void test_save_is_atomic_and_leaves_no_temp(void **state)
+{
+    (void)state;
+    bk_filter *f = samples[0].make();
+    const char *path = tmp_path("atomic.bkf");
+    write_file(path, "old contents", 12);
+    assert_int_equal(bk_filter_save(f, path), BK_OK);
+    bk_filter *g;
+    assert_int_equal(bk_filter_load(&g, path), BK_OK);
+    bk_filter_free(g);
+    /* only the file itself remains: no temporary left behind */
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "test $(ls '%s' | grep -c tmp) -eq 0", tmpdir);
+    assert_int_equal(system(cmd), 0);
+    /* a directory that does not exist: an error, nothing created */
+    assert_int_equal(bk_filter_save(f, "/nonexistent-dir/x.bkf"), BK_EIO);
+    assert_int_equal(bk_filter_save(f, ""), BK_EINVAL);
+    assert_int_equal(bk_filter_save(NULL, path), BK_EINVAL);
+    bk_filter_free(f);
+}
+
+static void test_map(void **state)
+{
+    (void)state;
+    for (size_t s = 0; s < NSAMPLES; s++) {
+        bk_filter *f = samples[s].make(), *g;
+        const char *path = tmp_path(samples[s].name);
+        assert_int_equal(bk_filter_save(f, path), BK_OK);
+
+        assert_int_equal(bk_filter_map(&g, path, BK_MAP_READONLY | BK_MAP_VERIFY), BK_OK);
+        assert_same_answers(f, g);
+        bk_filter_info info;
+        assert_int_equal(bk_filter_get_info(g, &info), BK_OK);
+        assert_true(info.mapped && info.read_only);
+        assert_int_equal(bk_filter_add(g, "new", 3), BK_EREADONLY);
+        assert_int_equal(bk_filter_sync(g), BK_EREADONLY);
+        bk_filter_free(g);
+
+        /* writable: adds land in the file after sync */
+        assert_int_equal(bk_filter_map(&g, path, BK_MAP_WRITABLE), BK_OK);
+        assert_int_equal(bk_filter_add(g, "mapped-key", 10), 1);
+        assert_int_equal(bk_filter_add(f, "mapped-key", 10), 1);
+        assert_int_equal(bk_filter_sync(g), BK_OK);
+        bk_filter_free(g);
+        assert_int_equal(bk_filter_load(&g, path), BK_OK); /* checksums valid */
+        assert_int_equal(bk_filter_contains(g, "mapped-key", 10), 1);
+        assert_same_answers(f, g);
+        bk_filter_free(g);
+        bk_filter_free(f);
+    }
+    bk_filter *g;
+    assert_int_equal(bk_filter_map(&g, tmp_path("missing.bkf"), 0), BK_EIO);
+    assert_int_equal(bk_filter_map(&g, tmp_path("bloom-v1.bkf"), 99), BK_EINVAL);
+    /* a plain filter needs no sync */
+    bk_filter *f = samples[0].make();
+    assert_int_equal(bk_filter_sync(f), BK_OK);
+    bk_filter_free(f);
+}
+
+static void test_chunked(void **state)
+{
+    (void)state;
+    static const size_t chunk_sizes[] = {1, 7, 64, 100, 4096, 1 << 20};
+    for (size_t s = 0; s < NSAMPLES; s++) {
+        bk_filter *f = samples[s].make();
+        for (size_t c = 0; c < sizeof(chunk_sizes) / sizeof(chunk_sizes[0]); c++) {
+            size_t cap = chunk_sizes[c];
+            unsigned char *buf = malloc(cap);
+            bk_loader *l;
+            assert_int_equal(bk_loader_create(&l, 0), BK_OK);
+            uint64_t cursor = 0;
+            size_t len, chunks = 0;
+            for (;;) {
+                assert_int_equal(bk_filter_dump_chunk(f, &cursor, buf, cap, &len), BK_OK);
+                if (len == 0) break;
+                assert_true(len <= cap);
+                assert_int_equal(bk_loader_feed(l, cursor, buf, len), BK_OK);
+                chunks++;
+            }
+            assert_true(cursor == 0);
+            assert_true(chunks == (bk_filter_serialized_size(f) + cap - 1) / cap);
+            bk_filter *g;
+            assert_int_equal(bk_loader_finish(l, &g), BK_OK);
+            assert_same_answers(f, g);
+            bk_filter_free(g);
+            bk_loader_free(l);
+            free(buf);
+        }
+        bk_filter_free(f);
+    }
+}
+
+static void test_chunked_errors(void **state)
+{
+    (void)state;
+    bk_filter *f = samples[0].make(), *g;
+    size_t len;
+    unsigned char *buf = serialize(f, &len);
+    bk_loader *l;
+
+    /* out of order: the second chunk first */
+    assert_int_equal(bk_loader_create(&l, 0), BK_OK);
+    assert_int_equal(bk_loader_feed(l, 200, buf + 100, 100), BK_ECHUNK);
+    assert_int_equal(bk_loader_feed(l, 100, buf, 100), BK_ECHUNK); /* sticky */
+    assert_int_equal(bk_loader_finish(l, &g), BK_ECHUNK);
+    assert_null(g);
+    bk_loader_free(l);
+
+    /* stopping early */
+    assert_int_equal(bk_loader_create(&l, 0), BK_OK);
+    assert_int_equal(bk_loader_feed(l, 1000, buf, 1000), BK_OK);
+    assert_int_equal(bk_loader_finish(l, &g), BK_ETRUNC);
+    bk_loader_free(l);
+
+    /* more bytes than announced */
+    unsigned char *longer = malloc(len + 10);
+    memcpy(longer, buf, len);
+    memset(longer + len, 0, 10);
+    assert_int_equal(bk_loader_create(&l, 0), BK_OK);
+    assert_int_equal(bk_loader_feed(l, len + 10, longer, len + 10), BK_ECHUNK);
+    bk_loader_free(l);
+    free(longer);
+
+    /* a size limit below the filter's size */
+    assert_int_equal(bk_loader_create(&l, len - 1), BK_OK);
+    assert_int_equal(bk_loader_feed(l, len, buf, len), BK_ELIMIT);
+    bk_loader_free(l);
+
+    /* a damaged payload is caught by finish */
+    buf[len - 1] ^= 1;
+    assert_int_equal(bk_loader_create(&l, 0), BK_OK);
+    assert_int_equal(bk_loader_feed(l, len, buf, len), BK_OK);
+    assert_int_equal(bk_loader_finish(l, &g), BK_ECHECKSUM);
+    bk_loader_free(l);
+
+    /* bad arguments */
+    uint64_t cursor = len + 1;
+    size_t n;
+    assert_int_equal(bk_filter_dump_chunk(f, &cursor, buf, 10, &n), BK_EINVAL);
+    cursor = 0;
+    assert_int_equal(bk_filter_dump_chunk(f, &cursor, buf, 0, &n), BK_EINVAL);
+    assert_int_equal(bk_loader_feed(NULL, 1, buf, 1), BK_EINVAL);
+    assert_int_equal(bk_loader_create(NULL, 0), BK_EINVAL);
+    bk_loader_free(NULL);
+    free(buf);
+    bk_filter_free(f);
+}
+
+/* A filter of more than 2^32 bits survives save, load and map. */
+static void test_round_trip_beyond_2_32_bits(void **state)
+{
+    (void)state;
+    bk_bloom *b;
+    int rc = bk_bloom_create_mk(&b, UINT64_C(5000000000), 3, 9);
+    if (rc == BK_ENOMEM) skip();
+    assert_int_equal(rc, BK_OK);
+    char key[TU_KEY_LEN];
+    for (uint64_t i = 0; i < 100000; i++) {
+        tu_key(key, i, 1);
+        bk_bloom_add(b, key, sizeof(key));
+    }
+    bk_filter *f = bk_bloom_as_filter(b), *g;
+    const char *path = tmp_path("big.bkf");
+    assert_int_equal(bk_filter_save(f, path), BK_OK);
+    assert_int_equal(bk_filter_load(&g, path), BK_OK);
+    assert_true(bk_bloom_equal(b, bk_filter_as_bloom(g)));
+    bk_filter_free(g);
+    assert_int_equal(bk_filter_map(&g, path, BK_MAP_READONLY), BK_OK);
+    assert_true(bk_bloom_equal(b, bk_filter_as_bloom(g)));
+    bk_filter_free(g);
+    unlink(path);
+    bk_filter_free(f);
+}
+
+/*--------------------------------------------------------------------------
+ * Golden files
+ *--------------------------------------------------------------------------*/
+
+static void test_golden_files(void **state)
+{
+    (void)state;
+    char path[512];
+    for (size_t s = 0; s < NSAMPLES; s++) {
+        snprintf(path, sizeof(path), "%s/%s", GOLDEN_DIR, samples[s].name);
+        bk_filter *f = samples[s].make();
+        if (getenv("BK_WRITE_GOLDEN")) {
+            struct stat st;
+            if (stat(path, &st) == 0) fail_msg("%s exists: golden files are never rewritten", path);
+            size_t len;
+            unsigned char *buf = serialize(f, &len);
+            write_file(path, buf, len);
+            free(buf);
+        }
+        size_t glen, len;
+        unsigned char *golden = read_file(path, &glen);
+        if (golden == NULL) fail_msg("missing golden file %s", path);
+        /* today's code writes exactly the golden bytes ... */
+        unsigned char *buf = serialize(f, &len);
+        assert_true(len == glen);
+        assert_memory_equal(buf, golden, len);
+        /* ... and reads them back to the same answers */
+        bk_filter *g;
+        assert_int_equal(bk_filter_load(&g, path), BK_OK);
+        assert_same_answers(f, g);
+        bk_filter_free(g);
+        free(buf);
+        free(golden);
+        bk_filter_free(f);
+    }
+}
+
+/*--------------------------------------------------------------------------
+ * Damage: truncation, flipped bytes, foreign files
+ *--------------------------------------------------------------------------*/
+
+/* Load from memory, from a file and by mapping; each must fail (with the
+ * same code from memory and from the file). */
+static int load_everywhere(const unsigned char *buf, size_t len, int verify_map)
+{
+    bk_filter *g = NULL;
+    int rc = bk_filter_deserialize(&g, buf, len);
+    assert_null(g);
+    const char *path = tmp_path("damaged.bkf");
+    write_file(path, buf, len);
+    assert_int_equal(bk_filter_load(&g, path), rc);
+    assert_null(g);
+    int mrc = bk_filter_map(&g, path, verify_map ? BK_MAP_VERIFY : BK_MAP_READONLY);
+    if (verify_map) assert_true(mrc != BK_OK);
+    bk_filter_free(g); /* NULL unless the unverified map accepted it */
+    bk_loader *l;
+    assert_int_equal(bk_loader_create(&l, 0), BK_OK);
+    int lrc = len ? bk_loader_feed(l, len, buf, len) : BK_OK;
+    if (lrc == BK_OK) lrc = bk_loader_finish(l, &g);
+    assert_true(lrc != BK_OK);
+    assert_null(g);
+    bk_loader_free(l);
+    return rc;
+}
+
+static void test_truncation(void **state)
+{
+    (void)state;
+    for (size_t s = 0; s < NSAMPLES; s++) {
+        bk_filter *f = samples[s].make();
+        size_t len;
+        unsigned char *buf = serialize(f, &len);
+        /* every offset of the header and descriptors, then sampled payload
+         * offsets (every 61st byte and the last 64) */
+        for (size_t cut = 0; cut < len; cut++) {
+            if (cut > 256 && cut % 61 != 0 && cut < len - 64) continue;
+            int rc = load_everywhere(buf, cut, 1);
+            if (rc != BK_ETRUNC)
+                fail_msg("%s cut at %zu: got %s, want ETRUNC", samples[s].name, cut,
+                         bk_errname(rc));
+        }
+        free(buf);
+        bk_filter_free(f);
+    }
+}
+
+static void test_flipped_header_bytes(void **state)
+{
+    (void)state;
+    for (size_t s = 0; s < NSAMPLES; s++) {
+        bk_filter *f = samples[s].make();
+        size_t len;
+        unsigned char *buf = serialize(f, &len);
+        /* header and descriptors: 128 + 64 bytes for a one-part filter, plus
+         * padding; every byte, three different flips */
+        static const unsigned char flips[] = {0x01, 0x80, 0xFF};
+        for (size_t i = 0; i < 256 && i < len; i++) {
+            for (size_t v = 0; v < 3; v++) {
+                buf[i] ^= flips[v];
+                int rc = load_everywhere(buf, len, 1);
+                if (rc == BK_OK) fail_msg("byte %zu ^ 0x%02x accepted", i, flips[v]);
+                buf[i] ^= flips[v];
+            }
+        }
+        /* payload bytes: the checksum catches each one when loading */
+        for (size_t i = 256; i < len; i += 97) {
+            buf[i] ^= 0x10;
+            int rc = load_everywhere(buf, len, 1);
+            if (rc != BK_ECHECKSUM && rc != BK_ECORRUPT)
+                fail_msg("payload byte %zu: got %s", i, bk_errname(rc));
+            buf[i] ^= 0x10;
+        }
+        free(buf);
+        bk_filter_free(f);
+    }
+}
+
+static void test_specific_errors(void **state)
+{
+    (void)state;
+    bk_filter *f = samples[0].make(), *g;
+    size_t len;
+    unsigned char *buf = serialize(f, &len);
+    unsigned char *copy = malloc(len + 64);
+
+    memcpy(copy, buf, len);
+    memcpy(copy, "GIF89a..", 8);
+    assert_int_equal(bk_filter_deserialize(&g, copy, len), BK_EMAGIC);
+
+    memcpy(copy, buf, len);
+    copy[8] = 2; /* version 2 */
+    assert_int_equal(bk_filter_deserialize(&g, copy, len), BK_EVERSION);
+
+    memcpy(copy, buf, len);
+    copy[10] = 77; /* family 77 */
+    assert_int_equal(bk_filter_deserialize(&g, copy, len), BK_EFAMILY);
+
+    memcpy(copy, buf, len);
+    copy[120] ^= 1; /* the header checksum itself */
+    assert_int_equal(bk_filter_deserialize(&g, copy, len), BK_ECHECKSUM);
+
+    memcpy(copy, buf, len);
+    memset(copy + len, 0, 64); /* trailing bytes */
+    assert_int_equal(bk_filter_deserialize(&g, copy, len + 64), BK_ECORRUPT);
+
+    assert_int_equal(bk_filter_deserialize(&g, "", 0), BK_ETRUNC);
+    assert_int_equal(bk_filter_deserialize(&g, NULL, 10), BK_EINVAL);
+    assert_int_equal(bk_filter_deserialize(NULL, buf, len), BK_EINVAL);
+    assert_int_equal(bk_filter_load(&g, tmp_path("does-not-exist")), BK_EIO);
+    assert_true(errno == ENOENT);
+    free(copy);
+    free(buf);
+    bk_filter_free(f);
+}
+
+/* A header that is valid in every way but claims an enormous payload must
+ * not make the loader allocate it: the file is simply too short. */
+static void test_no_allocation_from_unchecked_sizes(void **state)
+{
+    (void)state;
+    bk_filter *f = samples[0].make(), *g;
+    size_t len;
+    unsigned char *buf = serialize(f, &len);
+    /* Claim 2^40 payload bytes in the header and in the one descriptor, and
+     * re-seal the header checksum: a consistent header for a file that is
+     * simply far too short. */
+    for (int i = 0; i < 8; i++) {
+        buf[104 + i] = (unsigned char)((UINT64_C(1) << 40) >> (8 * i));
+        buf[128 + 8 + i] = (unsigned char)((UINT64_C(1) << 40) >> (8 * i));
+    }
+    uint32_t nparts = (uint32_t)(buf[16] | buf[17] << 8 | buf[18] << 16 | (uint32_t)buf[19] << 24);
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    XXH3_64bits_update(&st, buf, 120);
+    XXH3_64bits_update(&st, buf + 128, 64 * (size_t)nparts);
+    uint64_t sum = XXH3_64bits_digest(&st);
+    for (int i = 0; i < 8; i++) buf[120 + i] = (unsigned char)(sum >> (8 * i));
+
+    tu_install_failing_allocator(0);
+    assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_ETRUNC);
+    assert_true(tu_alloc_count == 0 && tu_outstanding == 0);
+    const char *path = tmp_path("huge-claim.bkf");
+    write_file(path, buf, len);
+    assert_int_equal(bk_filter_load(&g, path), BK_ETRUNC);
+    assert_int_equal(bk_filter_map(&g, path, 0), BK_ETRUNC);
+    assert_true(tu_outstanding == 0);
+    bk_loader *l;
+    assert_int_equal(bk_loader_create(&l, UINT64_C(1) << 30), BK_OK);
+    assert_int_equal(bk_loader_feed(l, len, buf, len), BK_ELIMIT); /* 1 TiB > 1 GiB */
+    bk_loader_free(l);
+    assert_true(tu_outstanding == 0);
+    tu_restore_allocator();
+    free(buf);
+    bk_filter_free(f);
+}
+
+static int try_load(void *ctx)
+{
+    const char *path = ctx;
+    bk_filter *g;
+    int rc = bk_filter_load(&g, path);
+    bk_filter_free(g);
+    return rc;
+}
+
+static int try_deserialize(void *ctx)
+{
+    size_t len;
+    unsigned char *buf = read_file(ctx, &len);
+    bk_filter *g;
+    int rc = bk_filter_deserialize(&g, buf, len);
+    bk_filter_free(g);
+    free(buf);
+    return rc;
+}
+
+static int try_save(void *ctx)
+{
+    (void)ctx;
+    /* the filter is made with the failing allocator too: fine, any failure
+     * is ENOMEM */
+    bk_bloom *b;
+    int rc = bk_bloom_create(&b, 100, 0.01, 1);
+    if (rc != BK_OK) return rc;
+    rc = bk_filter_save(bk_bloom_as_filter(b), tmp_path("oom.bkf"));
+    bk_bloom_free(b);
+    return rc;
+}
+
+static void test_allocation_failures(void **state)
+{
+    (void)state;
+    bk_filter *f = samples[0].make();
+    const char *path = tmp_path("oom-src.bkf");
+    assert_int_equal(bk_filter_save(f, path), BK_OK);
+    bk_filter_free(f);
+    static char saved[512];
+    snprintf(saved, sizeof(saved), "%s", path);
+    assert_true(tu_oom_loop(try_load, saved) >= 2);
+    assert_true(tu_oom_loop(try_deserialize, saved) >= 2);
+    assert_true(tu_oom_loop(try_save, NULL) >= 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip_buffer),
+        cmocka_unit_test(test_round_trip_file),
+        cmocka_unit_test(test_save_is_atomic_and_leaves_no_temp),
+        cmocka_unit_test(test_map),
+        cmocka_unit_test(test_chunked),
+        cmocka_unit_test(test_chunked_errors),
+        cmocka_unit_test(test_round_trip_beyond_2_32_bits),
+        cmocka_unit_test(test_golden_files),
+        cmocka_unit_test(test_truncation),
+        cmocka_unit_test(test_flipped_header_bytes),
+        cmocka_unit_test(test_specific_errors),
+        cmocka_unit_test(test_no_allocation_from_unchecked_sizes),
+        cmocka_unit_test(test_allocation_failures),
+    };
+    return cmocka_run_group_tests(tests, setup_dir, remove_dir);
+}
