@@ -4,7 +4,7 @@
 #               build, an ASan+UBSan build, and a TSan build of the threaded tests
 #
 # Other targets: make (build), make install [PREFIX=/usr/local], make bench,
-# make clean.
+# make fuzz [FUZZ_TIME=s], make clean.
 
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX ?= /usr/local
@@ -18,7 +18,7 @@ CMAKE_TSAN    := cmake -S . -B $(BUILD)/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 CTEST         := ctest --output-on-failure -j$(JOBS) --timeout 600
 
 .PHONY: all deps build run test test-release test-asan test-tsan install \
-        bench clean
+        bench fuzz clean
 
 all: build
 
@@ -63,6 +63,22 @@ bench:
 	    -DBK_TESTS=OFF -DBK_EXAMPLES=OFF >/dev/null
 	@cmake --build $(BUILD)/bench -j$(JOBS)
 	@echo "benchmarks built in $(BUILD)/bench/bench/"
+
+# make fuzz [FUZZ_TIME=seconds per target, default 60]: libFuzzer under clang
+# with ASan+UBSan, each target seeded from fuzz/corpus/<target>; new inputs
+# go to build/fuzz/work/<target> (copy the interesting ones into the corpus).
+FUZZ_TIME ?= 60
+FUZZ_TARGETS = $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
+fuzz: deps
+	@CC=clang CXX=clang++ cmake -S . -B $(BUILD)/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DBK_FUZZ=ON -DBK_TESTS=OFF -DBK_EXAMPLES=OFF >/dev/null
+	@cmake --build $(BUILD)/fuzz -j$(JOBS)
+	@for t in $(FUZZ_TARGETS); do \
+	    mkdir -p $(BUILD)/fuzz/work/$$t; \
+	    echo "== fuzz_$$t for $(FUZZ_TIME) s =="; \
+	    $(BUILD)/fuzz/fuzz/fuzz_$$t -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
+	        -rss_limit_mb=4096 $(BUILD)/fuzz/work/$$t fuzz/corpus/$$t || exit 1; \
+	done
 
 clean:
 	rm -rf $(BUILD)
