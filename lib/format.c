@@ -108,6 +108,7 @@ static int layout_build(const bk_filter *f, layout *lay)
 {
     const bk__family_ops *ops = OBJ(f)->ops;
     memset(lay, 0, sizeof(*lay));
+    if (ops->nparts == NULL || ops->describe == NULL) return BK_ENOTSUP;
     uint32_t n = ops->nparts(f);
     if (n == 0 || n > BK__MAX_PARTS) return BK_ECORRUPT;
     lay->img.parts = bk__calloc(n, sizeof(bk__part));
