@@ -968,6 +968,59 @@ BK_API bk_family bk_family_from_name(const char *name);
 BK_API bk_filter *bk_bloom_as_filter(bk_bloom *f);
 BK_API bk_bloom *bk_filter_as_bloom(bk_filter *f);
 
+/* What bk_filter_create builds. bk_filter_config_init fills the defaults;
+ * set capacity and fpr, and the family's options you care about (0 keeps a
+ * field's default). */
+typedef struct bk_filter_config {
+    bk_family family;          /* default BK_FAMILY_BLOCKED */
+    uint64_t capacity;         /* items (per window for the window family) */
+    double fpr;                /* target false-positive rate */
+    uint64_t seed;             /* default BK_DEFAULT_SEED */
+    uint32_t counter_bits;     /* counting: 4 or 8 */
+    uint64_t regions;          /* deletable: collision regions */
+    uint32_t bucket_size;      /* cuckoo: 2, 4 or 8 */
+    uint32_t fingerprint_bits; /* cuckoo: 0 chooses from fpr */
+    uint32_t max_kicks;        /* cuckoo: relocations before "full" */
+    uint32_t expansion;        /* scalable: growth factor of each new stage */
+    int nonscaling;            /* scalable: refuse adds when full */
+    uint64_t window;           /* window: span (caller's time unit) or, with
+                                  window_by_count, a number of insertions */
+    uint32_t generations;      /* window: sub-filters in the ring */
+    int window_by_count;       /* window: expire by insertions, not time */
+} bk_filter_config;
+
+/* Fill *cfg with the defaults: blocked family, BK_DEFAULT_SEED, every option
+ * 0 (the family's default); capacity and fpr 0 (must be set). */
+BK_API void bk_filter_config_init(bk_filter_config *cfg);
+
+/* Create a filter of any family from a config. Returns BK_OK, BK_EINVAL (a
+ * NULL pointer), BK_EFAMILY (unknown family) or the family constructor's
+ * own error (BK_EFPR, BK_ECAPACITY, BK_EPARAM, BK_ENOMEM ...). */
+BK_API int bk_filter_create(bk_filter **out, const bk_filter_config *cfg);
+
+/* A copy of f (memory only: never mapped). Returns BK_OK, BK_EINVAL,
+ * BK_ENOMEM or BK_ENOTSUP. */
+BK_API int bk_filter_clone(bk_filter **out, const bk_filter *f);
+
+/* Forget every item. Returns BK_OK, BK_EINVAL, BK_EREADONLY or BK_ENOTSUP.
+ * Not thread-safe with other use. */
+BK_API int bk_filter_clear(bk_filter *f);
+
+/* dst becomes the union (merge) or intersection of dst and src, which must
+ * be of the same family with the same shape and seed. Returns BK_OK,
+ * BK_EINVAL, BK_EINCOMPAT (different family, size, hashes or seed: the
+ * message of bk_filter_incompatibility says which), BK_EREADONLY or
+ * BK_ENOTSUP (a family without the operation). Not thread-safe with adds. */
+BK_API int bk_filter_merge(bk_filter *dst, const bk_filter *src);
+BK_API int bk_filter_intersect(bk_filter *dst, const bk_filter *src);
+
+/* Why a and b cannot be merged, in words ("family differs: bloom vs
+ * cuckoo", "sizes differ: 9585059 vs 100 bits", "seeds differ"), written
+ * into buf (cap bytes, NUL-terminated). Returns 0 when they are compatible,
+ * 1 when they are not. */
+BK_API int bk_filter_incompatibility(const bk_filter *a, const bk_filter *b,
+                                     char *buf, size_t cap);
+
 /* The family of f. */
 BK_API bk_family bk_filter_family(const bk_filter *f);
 

@@ -28,6 +28,7 @@
  *   blocked filter keeps a key's probes in one cache line.
  */
 #include <math.h>   /* log1p, pow */
+#include <stdio.h>  /* snprintf */
 #include <string.h> /* memset, memcpy */
 
 #include "filter.h"
@@ -451,6 +452,39 @@ static int ops_restore(const bk__image *img, void **out)
     return BK_OK;
 }
 
+static int ops_create(const bk_filter_config *cfg, void **out)
+{
+    return bk_bloom_create((bk_bloom **)out, cfg->capacity, cfg->fpr, cfg->seed);
+}
+
+static int ops_clone(const void *f, void **out)
+{
+    return bk_bloom_clone((bk_bloom **)out, f);
+}
+
+static void ops_clear(void *f) { bk_bloom_clear(f); }
+
+static int ops_merge(void *dst, const void *src, int op)
+{
+    return op ? bk_bloom_intersect(dst, src) : bk_bloom_union(dst, src);
+}
+
+static int ops_incompatibility(const void *va, const void *vb, char *buf, size_t cap)
+{
+    const bk_bloom *a = va, *b = vb;
+    if (a->m != b->m)
+        snprintf(buf, cap, "sizes differ: %llu vs %llu bits",
+                 (unsigned long long)a->m, (unsigned long long)b->m);
+    else if (a->k != b->k)
+        snprintf(buf, cap, "hash counts differ: %u vs %u", a->k, b->k);
+    else if (a->seed != b->seed)
+        snprintf(buf, cap, "seeds differ: %llu vs %llu",
+                 (unsigned long long)a->seed, (unsigned long long)b->seed);
+    else
+        return 0;
+    return 1;
+}
+
 static const bk__family_ops bloom_ops = {
     .family = BK_FAMILY_BLOOM,
     .name = "bloom",
@@ -461,6 +495,11 @@ static const bk__family_ops bloom_ops = {
     .seed = ops_seed,
     .destroy = ops_destroy,
     .info = ops_info,
+    .create = ops_create,
+    .clone = ops_clone,
+    .clear = ops_clear,
+    .merge = ops_merge,
+    .incompatibility = ops_incompatibility,
     .nparts = ops_nparts,
     .describe = ops_describe,
     .restore = ops_restore,

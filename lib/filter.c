@@ -5,6 +5,7 @@
  * The table of families below is the only place that lists them all; a new
  * family adds one line here and one ops table in its own file.
  */
+#include <stdio.h>  /* snprintf */
 #include <string.h> /* strcmp */
 #include <sys/mman.h> /* munmap */
 
@@ -117,4 +118,94 @@ int bk_filter_get_info(const bk_filter *f, bk_filter_info *out)
     out->mapped = o->block_kind == BK__BLOCK_MAP;
     out->read_only = o->read_only;
     return rc;
+}
+
+/*==========================================================================
+ * Whole filters
+ *==========================================================================*/
+
+void bk_filter_config_init(bk_filter_config *cfg)
+{
+    if (cfg == NULL) return;
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->family = BK_FAMILY_BLOCKED;
+    cfg->seed = BK_DEFAULT_SEED;
+}
+
+int bk_filter_create(bk_filter **out, const bk_filter_config *cfg)
+{
+    if (out == NULL) return BK_EINVAL;
+    *out = NULL;
+    if (cfg == NULL) return BK_EINVAL;
+    const bk__family_ops *ops = bk__family_lookup((uint32_t)cfg->family);
+    if (ops == NULL) return BK_EFAMILY;
+    if (ops->create == NULL) return BK_ENOTSUP;
+    void *f = NULL;
+    int rc = ops->create(cfg, &f);
+    if (rc == BK_OK) *out = f;
+    return rc;
+}
+
+int bk_filter_clone(bk_filter **out, const bk_filter *f)
+{
+    if (out == NULL) return BK_EINVAL;
+    *out = NULL;
+    if (f == NULL) return BK_EINVAL;
+    if (OBJ(f)->ops->clone == NULL) return BK_ENOTSUP;
+    void *c = NULL;
+    int rc = OBJ(f)->ops->clone(f, &c);
+    if (rc == BK_OK) *out = c;
+    return rc;
+}
+
+int bk_filter_clear(bk_filter *f)
+{
+    if (f == NULL) return BK_EINVAL;
+    const bk__object *o = OBJ(f);
+    if (o->read_only) return BK_EREADONLY;
+    if (o->ops->clear == NULL) return BK_ENOTSUP;
+    o->ops->clear(f);
+    return BK_OK;
+}
+
+int bk_filter_incompatibility(const bk_filter *a, const bk_filter *b,
+                              char *buf, size_t cap)
+{
+    char scratch[1];
+    if (buf == NULL || cap == 0) buf = scratch, cap = sizeof(scratch);
+    buf[0] = '\0';
+    if (a == NULL || b == NULL) {
+        snprintf(buf, cap, "missing filter");
+        return 1;
+    }
+    const bk__family_ops *oa = OBJ(a)->ops, *ob = OBJ(b)->ops;
+    if (oa != ob) {
+        snprintf(buf, cap, "family differs: %s vs %s", oa->name, ob->name);
+        return 1;
+    }
+    if (oa->incompatibility == NULL) {
+        snprintf(buf, cap, "%s filters cannot be combined", oa->name);
+        return 1;
+    }
+    return oa->incompatibility(a, b, buf, cap);
+}
+
+static int merge(bk_filter *dst, const bk_filter *src, int op)
+{
+    if (dst == NULL || src == NULL) return BK_EINVAL;
+    const bk__object *o = OBJ(dst);
+    if (o->ops != OBJ(src)->ops) return BK_EINCOMPAT;
+    if (o->ops->merge == NULL) return BK_ENOTSUP;
+    if (o->read_only) return BK_EREADONLY;
+    return o->ops->merge(dst, src, op);
+}
+
+int bk_filter_merge(bk_filter *dst, const bk_filter *src)
+{
+    return merge(dst, src, 0);
+}
+
+int bk_filter_intersect(bk_filter *dst, const bk_filter *src)
+{
+    return merge(dst, src, 1);
 }

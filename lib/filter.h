@@ -86,6 +86,14 @@ struct bk__family_ops {
     uint64_t (*seed)(const void *f);
     void (*destroy)(void *f);                   /* the family's free */
     int (*info)(const void *f, bk_filter_info *out);
+    /* whole-filter operations (NULL: BK_ENOTSUP) */
+    int (*create)(const bk_filter_config *cfg, void **out);
+    int (*clone)(const void *f, void **out);
+    void (*clear)(void *f);
+    /* dst op= src; op 0 union, 1 intersection. Both of this family. */
+    int (*merge)(void *dst, const void *src, int op);
+    /* 0 when a and b can be merged, else 1 and why in buf */
+    int (*incompatibility)(const void *a, const void *b, char *buf, size_t cap);
     /* the file format */
     uint32_t (*nparts)(const void *f);
     int (*describe)(const void *f, bk__image *img); /* img->parts has nparts */
