@@ -1038,6 +1038,19 @@ BK_API int bk_filter_contains(const bk_filter *f, const void *key, size_t len);
 BK_API int bk_filter_remove(bk_filter *f, const void *key, size_t len);
 BK_API int64_t bk_filter_count(const bk_filter *f, const void *key, size_t len);
 
+/* Batched add and lookup through the family's batch functions (hashing
+ * ahead and prefetching where the family has them). results[i] (may be
+ * NULL) gets what the single-key call returns for key i (add: 1, 0;
+ * contains: 1, 0). Returns the number of 1s, or a negative error: for add,
+ * the first error stops the batch (results before it are filled). */
+BK_API int64_t bk_filter_add_batch(bk_filter *f, const void *const *keys,
+                                   const size_t *lens, size_t n,
+                                   uint8_t *results);
+BK_API int64_t bk_filter_contains_batch(const bk_filter *f,
+                                        const void *const *keys,
+                                        const size_t *lens, size_t n,
+                                        uint8_t *results);
+
 /* The seed keys are hashed with (for bk_hash_key). */
 BK_API uint64_t bk_filter_seed(const bk_filter *f);
 
@@ -1054,6 +1067,7 @@ typedef struct bk_filter_info {
     size_t bytes;             /* memory held */
     uint32_t parts;           /* sub-filters (stages, generations); 1 otherwise */
     int can_remove;           /* 1 when bk_filter_remove is supported */
+    int lockfree_add;         /* 1 when threads may add concurrently */
     int mapped;               /* 1 when the payload lives in a mapped file */
     int read_only;            /* 1 when adds are refused (read-only mapping) */
 } bk_filter_info;

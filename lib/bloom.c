@@ -382,6 +382,18 @@ bk_bloom *bk_filter_as_bloom(bk_filter *f)
 
 static int ops_add(void *f, bk_hash h) { return add_hash(f, h); }
 static int ops_contains(const void *f, bk_hash h) { return contains_hash(f, h); }
+static int64_t ops_add_batch(void *f, const void *const *keys, const size_t *lens,
+                             size_t n, uint8_t *results)
+{
+    return bk_bloom_add_batch(f, keys, lens, n, results);
+}
+
+static int64_t ops_contains_batch(const void *f, const void *const *keys,
+                                  const size_t *lens, size_t n, uint8_t *results)
+{
+    return bk_bloom_contains_batch(f, keys, lens, n, results);
+}
+
 static uint64_t ops_seed(const void *f) { return ((const bk_bloom *)f)->seed; }
 static void ops_destroy(void *f) { bk_bloom_free(f); }
 static uint32_t ops_nparts(const void *f) { (void)f; return 1; }
@@ -492,6 +504,9 @@ static const bk__family_ops bloom_ops = {
     .contains = ops_contains,
     .remove = NULL,
     .count = NULL,
+    .add_batch = ops_add_batch,
+    .contains_batch = ops_contains_batch,
+    .lockfree_add = 1,
     .seed = ops_seed,
     .destroy = ops_destroy,
     .info = ops_info,

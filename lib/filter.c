@@ -107,6 +107,41 @@ int64_t bk_filter_count(const bk_filter *f, const void *key, size_t len)
     return o->ops->contains(f, h);
 }
 
+int64_t bk_filter_add_batch(bk_filter *f, const void *const *keys,
+                            const size_t *lens, size_t n, uint8_t *results)
+{
+    if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
+    const bk__object *o = OBJ(f);
+    if (o->read_only) return BK_EREADONLY;
+    if (o->ops->add_batch != NULL) return o->ops->add_batch(f, keys, lens, n, results);
+    uint64_t seed = o->ops->seed(f);
+    int64_t hits = 0;
+    for (size_t i = 0; i < n; i++) {
+        int r = o->ops->add(f, bk_hash_key(keys[i], lens[i], seed));
+        if (r < 0) return r;
+        if (results != NULL) results[i] = (uint8_t)r;
+        hits += r;
+    }
+    return hits;
+}
+
+int64_t bk_filter_contains_batch(const bk_filter *f, const void *const *keys,
+                                 const size_t *lens, size_t n, uint8_t *results)
+{
+    if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
+    const bk__object *o = OBJ(f);
+    if (o->ops->contains_batch != NULL)
+        return o->ops->contains_batch(f, keys, lens, n, results);
+    uint64_t seed = o->ops->seed(f);
+    int64_t hits = 0;
+    for (size_t i = 0; i < n; i++) {
+        int r = o->ops->contains(f, bk_hash_key(keys[i], lens[i], seed));
+        if (results != NULL) results[i] = (uint8_t)r;
+        hits += r;
+    }
+    return hits;
+}
+
 int bk_filter_get_info(const bk_filter *f, bk_filter_info *out)
 {
     if (f == NULL || out == NULL) return BK_EINVAL;
@@ -115,6 +150,7 @@ int bk_filter_get_info(const bk_filter *f, bk_filter_info *out)
     int rc = o->ops->info(f, out);
     out->family = o->ops->family;
     out->can_remove = o->ops->remove != NULL;
+    out->lockfree_add = o->ops->lockfree_add;
     out->mapped = o->block_kind == BK__BLOCK_MAP;
     out->read_only = o->read_only;
     return rc;

@@ -83,6 +83,12 @@ struct bk__family_ops {
     int (*contains)(const void *f, bk_hash h);  /* 1 or 0 */
     int (*remove)(void *f, bk_hash h);          /* NULL: cannot delete */
     int64_t (*count)(const void *f, bk_hash h); /* NULL: use contains */
+    /* batches as bk_<family>_add_batch / _contains_batch (NULL: a loop) */
+    int64_t (*add_batch)(void *f, const void *const *keys, const size_t *lens,
+                         size_t n, uint8_t *results);
+    int64_t (*contains_batch)(const void *f, const void *const *keys,
+                              const size_t *lens, size_t n, uint8_t *results);
+    int lockfree_add;                           /* threads may add at once */
     uint64_t (*seed)(const void *f);
     void (*destroy)(void *f);                   /* the family's free */
     int (*info)(const void *f, bk_filter_info *out);

@@ -11,12 +11,13 @@ typedef struct family_case {
     void (*configure)(bk_filter_config *cfg);
     int can_remove;
     int can_merge;
+    int lockfree_add;
 } family_case;
 
 static void cfg_plain(bk_filter_config *cfg) { (void)cfg; }
 
 static const family_case cases[] = {
-    {BK_FAMILY_BLOOM, cfg_plain, 0, 1},
+    {BK_FAMILY_BLOOM, cfg_plain, 0, 1, 1},
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -89,6 +90,7 @@ static void test_every_family_basic(void **state)
         assert_int_equal(bk_filter_get_info(f, &info), BK_OK);
         assert_int_equal(info.family, c->family);
         assert_int_equal(info.can_remove, c->can_remove);
+        assert_int_equal(info.lockfree_add, c->lockfree_add);
         assert_true(info.items >= 4900 && info.items <= 5001);
         assert_true(info.capacity == 10000);
         assert_true(info.target_fpr == 0.01);
@@ -157,6 +159,45 @@ static void test_every_family_merge(void **state)
 }
 
 /* Filters of different families never combine, whatever their order. */
+/* Batches answer as single calls do. */
+static void test_every_family_batch(void **state)
+{
+    (void)state;
+    enum { N = 3000 };
+    static char storage[2 * N][TU_KEY_LEN];
+    static const void *keys[2 * N];
+    static size_t lens[2 * N];
+    static uint8_t got[2 * N];
+    for (size_t i = 0; i < 2 * N; i++) {
+        tu_key(storage[i], i, 7);
+        keys[i] = storage[i];
+        lens[i] = TU_KEY_LEN;
+    }
+    for (size_t i = 0; i < NCASES; i++) {
+        bk_filter *a = make(&cases[i], 10000, 9), *b = make(&cases[i], 10000, 9);
+        int64_t fresh = bk_filter_add_batch(a, keys, lens, N, got);
+        int64_t fresh_single = 0;
+        for (size_t j = 0; j < N; j++) {
+            int r = bk_filter_add(b, keys[j], lens[j]);
+            assert_int_equal(got[j], r);
+            fresh_single += r;
+        }
+        assert_true(fresh == fresh_single);
+        int64_t found = bk_filter_contains_batch(a, keys, lens, 2 * N, got);
+        int64_t found_single = 0;
+        for (size_t j = 0; j < 2 * N; j++) {
+            int r = bk_filter_contains(b, keys[j], lens[j]);
+            assert_int_equal(got[j], r);
+            found_single += r;
+        }
+        assert_true(found == found_single && found >= N);
+        assert_true(bk_filter_add_batch(a, NULL, lens, 2, got) == BK_EINVAL);
+        assert_true(bk_filter_contains_batch(NULL, keys, lens, 2, got) == BK_EINVAL);
+        bk_filter_free(a);
+        bk_filter_free(b);
+    }
+}
+
 static void test_cross_family(void **state)
 {
     (void)state;
@@ -242,6 +283,7 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_every_family_basic),
         cmocka_unit_test(test_every_family_merge),
+        cmocka_unit_test(test_every_family_batch),
         cmocka_unit_test(test_cross_family),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_allocation_failures),
