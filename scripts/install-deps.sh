@@ -17,11 +17,12 @@ set -eu
 # libcmocka-dev   unit-test framework run under CTest
 # clang           libFuzzer fuzz targets (fuzz/)
 # libclang-rt-14-dev  sanitizer and libFuzzer runtimes for clang
+# --bench adds: libbloom-dev (the C peer), time (GNU time -v: peak memory)
 packages="cmake make gcc g++ pkg-config libxxhash-dev libcmocka-dev clang libclang-rt-14-dev"
 
 for arg in "$@"; do
     case "$arg" in
-        --bench) packages="$packages libbloom-dev" ;;
+        --bench) packages="$packages libbloom-dev time" ;;
         *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
     esac
 done
