@@ -100,6 +100,9 @@ BK_API const char *bk_strerror(int err);
 /* The code's name without prefix ("EFULL"), or "UNKNOWN". Thread-safe. */
 BK_API const char *bk_errname(int err);
 
+/* Any filter, whatever its family (see "Any filter" near the end). */
+typedef struct bk_filter bk_filter;
+
 /*==========================================================================
  * Memory
  *==========================================================================*/
@@ -935,6 +938,357 @@ BK_API uint64_t bk_cuckoo_items(const bk_cuckoo *f);
 BK_API size_t bk_cuckoo_bytes(const bk_cuckoo *f);
 
 /*==========================================================================
+ * Scalable Bloom filter (Almeida, Baquero, Preguica & Hutchison, 2007)
+ *
+ * A filter that grows: a chain of cache-blocked filters ("stages"). Stage i
+ * is sized for capacity * expansion^i items at rate error * 0.5^i. When the
+ * newest stage has received as many new items as it was sized for, the next
+ * new item creates a stage. A key is hashed once with the filter's seed for
+ * all stages. An add looks the key up in every stage first and writes (and
+ * counts) it only when no stage has it, so items counts distinct keys up to
+ * false positives: the semantics of RedisBloom's BF.ADD / BF.CARD, whose
+ * BF.RESERVE parameters and defaults these are.
+ *
+ * False positives: a lookup is wrong when any stage is, so the rate is at
+ * most the sum of the stage rates, sum_i p r^i < p / (1 - r) with r = 0.5:
+ * with RedisBloom's rule (stage 0 at `error`) the compound bound is
+ * 2 * error once many stages exist. With BK_SCALABLE_BOUNDED stage 0 is
+ * sized at error * (1 - r) instead (Almeida et al.'s rule), so the compound
+ * rate stays under `error` itself, for about one bit per key more.
+ * Stage rates below about 1e-9 are not reached in practice: a blocked
+ * filter places bits with 32 hash bits (see above).
+ *
+ * Limits: at most BK_SCALABLE_MAX_STAGES stages (lower with
+ * bk_scalable_set_max_stages) and optionally a cap on total bytes. An add
+ * that would need a stage beyond either limit returns BK_ELIMIT and changes
+ * nothing; one whose stage cannot be allocated returns BK_ENOMEM and loses
+ * nothing; a non-scaling filter refuses new keys once full with BK_EFULL.
+ *
+ * Concurrency: adds and lookups are lock-free, with each other and with
+ * growth. Stages live in a fixed array of pointers published with
+ * release/acquire atomics and never move or change until clear or free, so
+ * a lookup always sees a consistent prefix of stages; two adds that both
+ * find the newest stage full race to install the next one and the loser
+ * frees its copy. Counts are relaxed atomics: with concurrent adds a stage
+ * may receive a few more items than its capacity (one per racing thread),
+ * and two threads adding the same new key at once may both get 1 (and both
+ * count it). clear, free and the set_* functions need exclusive access.
+ *==========================================================================*/
+
+typedef struct bk_scalable bk_scalable;
+
+/* Defaults of an auto-created filter (RedisBloom's BF.ADD on a missing key). */
+#define BK_SCALABLE_DEFAULT_CAPACITY 100
+#define BK_SCALABLE_DEFAULT_ERROR 0.01
+#define BK_SCALABLE_DEFAULT_EXPANSION 2
+/* Each new stage's error rate is the previous one's times this. */
+#define BK_SCALABLE_TIGHTENING 0.5
+/* Largest number of stages. */
+#define BK_SCALABLE_MAX_STAGES 64
+
+/* Flags of bk_scalable_create. */
+#define BK_SCALABLE_NONSCALING 1u /* one stage; new keys beyond it: BK_EFULL */
+#define BK_SCALABLE_BOUNDED 2u    /* stage 0 at error * (1 - r): compound <= error */
+
+/* Create a filter whose first stage holds `capacity` items at rate `error`
+ * (see BK_SCALABLE_BOUNDED), growing by `expansion` (>= 1; 1 keeps every
+ * stage the same size). flags: 0 or BK_SCALABLE_* bits. The first stage
+ * is allocated now. Returns BK_OK and sets *out, BK_EINVAL (out NULL),
+ * BK_ECAPACITY (capacity 0), BK_EFPR (error not in (0, 1)), BK_EPARAM
+ * (expansion 0, unknown flag), BK_ESIZE or BK_ENOMEM. O(first stage). */
+BK_API int bk_scalable_create(bk_scalable **out, uint64_t capacity,
+                              double error, uint32_t expansion,
+                              unsigned flags, uint64_t seed);
+
+/* Release a filter and all its stages. Accepts NULL. Exclusive. */
+BK_API void bk_scalable_free(bk_scalable *f);
+
+/* Add a key. Returns 1 when no stage had it (it was written into the
+ * newest stage and counted), 0 when some stage may have had it (nothing
+ * written), or, for a new key: BK_EFULL (non-scaling filter full),
+ * BK_ELIMIT (stage or memory limit), BK_ESIZE (the next stage would exceed
+ * BK_MAX_BITS) or BK_ENOMEM (the next stage could not be allocated); on an
+ * error nothing changed. One cache line per stage read; a growing add also
+ * allocates and sizes the new stage. Thread-safe (see above). */
+BK_API int bk_scalable_add(bk_scalable *f, const void *key, size_t len);
+
+/* 1 if some stage probably holds the key, 0 if certainly absent. One cache
+ * line per stage. Thread-safe. */
+BK_API int bk_scalable_contains(const bk_scalable *f, const void *key,
+                                size_t len);
+
+/* The same on a key hashed with bk_hash_key(key, len, bk_scalable_seed(f)).
+ * Thread-safe. */
+BK_API int bk_scalable_add_hash(bk_scalable *f, bk_hash h);
+BK_API int bk_scalable_contains_hash(const bk_scalable *f, bk_hash h);
+
+/* Batch add: results[i] (when results is not NULL) is what
+ * bk_scalable_add returned for key i; keys after an error are still tried
+ * (a front end that must stop at the first error reads results). Returns
+ * the number of keys that were new (>= 0) or BK_EINVAL. Thread-safe. */
+BK_API int64_t bk_scalable_add_batch(bk_scalable *f, const void *const *keys,
+                                     const size_t *lens, size_t n,
+                                     int *results);
+
+/* Batch lookup: results[i] = bk_scalable_contains(keys[i]); results may be
+ * NULL. Returns the number found or BK_EINVAL. Thread-safe. */
+BK_API int64_t bk_scalable_contains_batch(const bk_scalable *f,
+                                          const void *const *keys,
+                                          const size_t *lens, size_t n,
+                                          uint8_t *results);
+
+/* Drop every stage but the first, clear it and zero the counts: the filter
+ * is as created (limits kept). O(first stage). Exclusive. */
+BK_API void bk_scalable_clear(bk_scalable *f);
+
+/* Cap total memory (bytes as bk_scalable_bytes counts them; 0: no cap).
+ * A cap below the current size is allowed: it only stops growth. Growth
+ * is checked against it before allocating. Returns BK_OK or BK_EINVAL.
+ * Exclusive. */
+BK_API int bk_scalable_set_max_bytes(bk_scalable *f, size_t max_bytes);
+BK_API size_t bk_scalable_max_bytes(const bk_scalable *f);
+
+/* Lower the stage limit: 1..BK_SCALABLE_MAX_STAGES (the default); below
+ * the current number of stages it only stops growth. Returns BK_OK,
+ * BK_EINVAL or BK_EPARAM. Exclusive. */
+BK_API int bk_scalable_set_max_stages(bk_scalable *f, uint32_t max_stages);
+BK_API uint32_t bk_scalable_max_stages(const bk_scalable *f);
+
+typedef struct bk_scalable_stats {
+    uint64_t seed;
+    uint64_t initial_capacity;  /* capacity of stage 0, as created */
+    double error;               /* error rate as created */
+    uint32_t expansion;         /* growth factor; 0 for a non-scaling filter
+                                   (BF.INFO answers nil) */
+    int nonscaling;             /* 1 with BK_SCALABLE_NONSCALING */
+    int bounded;                /* 1 with BK_SCALABLE_BOUNDED */
+    uint32_t stages;            /* BF.INFO "Number of filters" */
+    uint32_t max_stages;
+    size_t max_bytes;           /* 0: no cap */
+    uint64_t capacity;          /* sum of stage capacities (BF.INFO Capacity) */
+    uint64_t items;             /* adds that returned 1 (BF.CARD) */
+    double estimated_items;     /* sum of the stages' estimates */
+    double fpr_bound;           /* 1 - prod(1 - p_i) over the stages' target
+                                   rates: the rate when all are full */
+    double fpr_limit;           /* the bound for any number of stages:
+                                   p0 / (1 - r) (error, if bounded) */
+    double fpr_now;             /* 1 - prod(1 - fpr_now_i) */
+    size_t bytes;               /* memory held (BF.INFO Size) */
+} bk_scalable_stats;
+
+typedef struct bk_scalable_stage_stats {
+    uint64_t capacity;          /* items it takes before the next stage */
+    double target_fpr;          /* its error rate */
+    uint64_t items;             /* new items written into it */
+    uint64_t bits;
+    uint32_t hashes;
+    double fill;                /* bits set / bits */
+    double estimated_items;
+    double fpr_now;
+    size_t bytes;
+} bk_scalable_stage_stats;
+
+/* Fill *out. O(total size) (counts bits in every stage). A snapshot when
+ * adds run concurrently. Returns BK_OK or BK_EINVAL. Thread-safe. */
+BK_API int bk_scalable_get_stats(const bk_scalable *f, bk_scalable_stats *out);
+
+/* Statistics of stage i (0 = oldest, smallest). O(stage size). Returns
+ * BK_OK, BK_EINVAL or BK_EPARAM (no such stage). Thread-safe. */
+BK_API int bk_scalable_get_stage_stats(const bk_scalable *f, uint32_t i,
+                                       bk_scalable_stage_stats *out);
+
+/* Cheap accessors, O(stages) at most. Thread-safe. bk_scalable_capacity is
+ * the sum of stage capacities; bk_scalable_items the BF.CARD count;
+ * bk_scalable_expansion 0 for a non-scaling filter. */
+BK_API uint64_t bk_scalable_seed(const bk_scalable *f);
+BK_API uint32_t bk_scalable_stages(const bk_scalable *f);
+BK_API uint64_t bk_scalable_capacity(const bk_scalable *f);
+BK_API uint64_t bk_scalable_items(const bk_scalable *f);
+BK_API uint32_t bk_scalable_expansion(const bk_scalable *f);
+BK_API double bk_scalable_error(const bk_scalable *f);
+BK_API size_t bk_scalable_bytes(const bk_scalable *f);
+
+/* The generic handle (see "Any filter"). bk_filter_add on a scalable
+ * filter returns what bk_scalable_add does. */
+BK_API bk_filter *bk_scalable_as_filter(bk_scalable *f);
+BK_API bk_scalable *bk_filter_as_scalable(bk_filter *f);
+
+/*==========================================================================
+ * Time-window filter
+ *
+ * Answers "was this key added within the last W?" and forgets older keys,
+ * so an endless stream never fills it. A ring of g >= 2 generations, each
+ * a cache-blocked filter; the current one takes the adds, lookups check
+ * every live one. Time is the caller's: any uint64_t unit, passed to each
+ * call (no hidden clock). The window is split into g - 1 slices of
+ * s = ceil(W / (g - 1)); when the current generation's slice ends the
+ * oldest generation is cleared and becomes current. In count mode the
+ * clock is the number of insertions made: the window is the last N of them.
+ *
+ * Guarantee (lib/window.c proves it): a key added at time t is found at
+ * every t' < t + (g - 1) s (>= t + W), and is gone, but for false
+ * positives, from t' >= t + g s (= t + W + s when g - 1 divides W). It holds
+ * while the stream keeps to the rate the filter was sized for: a generation
+ * that receives its share (items_per_window * s / W, about
+ * items_per_window / (g - 1), distinct keys) before its slice ends is
+ * rotated early, which keeps the false-positive rate within target but
+ * shortens the memory of older keys: when every rotation is early, a key
+ * is still found until at least items_per_window later new keys.
+ *
+ * Sizing: each generation holds items_per_window / (g - 1) keys at rate
+ * 1 - (1 - p)^(1/g), so that a lookup across g full generations stays
+ * within p. More generations give finer expiry (keys outlive the window by
+ * at most one slice, W / (g - 1)) and cost more memory (g / (g - 1) times
+ * the keys of a window, each at a rate about p / g): about 2.4x the bits
+ * of a plain filter for one window's keys at g = 2, 1.7x at g = 4, 1.6x at
+ * g = 8 (p = 1%).
+ *
+ * Time going backwards: a time earlier than the latest one seen is taken
+ * as the latest one (the clock never goes back). A jump forward by g s or
+ * more clears every generation (in O(size), not O(jump)).
+ *
+ * Concurrency: adds, advance and clear are writers (a rotation clears a
+ * generation in place): they need external serialisation, and a lookup
+ * concurrent with a writer needs the caller's lock (a reader-writer lock
+ * fits). Lookups, stats and accessors may run concurrently with each other.
+ *==========================================================================*/
+
+typedef struct bk_window bk_window;
+
+#define BK_WINDOW_MIN_GENERATIONS 2
+#define BK_WINDOW_MAX_GENERATIONS 64
+#define BK_WINDOW_DEFAULT_GENERATIONS 4
+
+/* Modes, as reported by bk_window_stats.mode. */
+#define BK_WINDOW_TIME 0  /* the window is a span of the caller's time */
+#define BK_WINDOW_COUNT 1 /* the window is the last N insertions */
+
+/* Create a time-window filter: keys added within the last `window` time
+ * units are found, `items_per_window` distinct keys per window at rate
+ * `fpr` at most, with `generations` generations (0: default 4) and the
+ * clock starting at `now`. Returns BK_OK and *out, BK_EINVAL,
+ * BK_ECAPACITY (items_per_window 0), BK_EFPR, BK_EPARAM (window 0,
+ * generations out of 2..BK_WINDOW_MAX_GENERATIONS), BK_ESIZE or
+ * BK_ENOMEM. Allocates all g generations now (the memory never changes). */
+BK_API int bk_window_create(bk_window **out, uint64_t items_per_window,
+                            double fpr, uint64_t window, uint32_t generations,
+                            uint64_t now, uint64_t seed);
+
+/* Create a count-window filter: keys among the last `window_insertions`
+ * adds are found. The clock is the number of adds made; the `now`
+ * arguments of the functions below are ignored. Same returns. */
+BK_API int bk_window_create_count(bk_window **out, uint64_t window_insertions,
+                                  double fpr, uint32_t generations,
+                                  uint64_t seed);
+
+/* Release a filter. Accepts NULL. Exclusive. */
+BK_API void bk_window_free(bk_window *f);
+
+/* Move the clock to `now` (no earlier than the latest time seen), clearing
+ * the generations whose time is over. Returns the number of generations
+ * cleared (>= 0) or BK_EINVAL. O(size of the cleared ones). Writer. */
+BK_API int bk_window_advance(bk_window *f, uint64_t now);
+
+/* Add a key at time `now` (after advancing to it; a full current
+ * generation is rotated first). Returns 1 when no live generation had the
+ * key, 0 when one may have had it; either way the key is written into the
+ * current generation, so re-adding refreshes it. BK_EINVAL for NULL f.
+ * One cache line per live generation read, one written; a rotation costs
+ * O(generation size). Writer. */
+BK_API int bk_window_add(bk_window *f, const void *key, size_t len,
+                         uint64_t now);
+
+/* 1 if the key was probably added within the window ending at `now`, 0 if
+ * certainly not. Does not move the clock: generations that advancing to
+ * `now` would clear are skipped. One cache line per live generation.
+ * Reader. */
+BK_API int bk_window_contains(const bk_window *f, const void *key,
+                              size_t len, uint64_t now);
+
+/* The same on a key hashed with bk_hash_key(key, len, bk_window_seed(f)). */
+BK_API int bk_window_add_hash(bk_window *f, bk_hash h, uint64_t now);
+BK_API int bk_window_contains_hash(const bk_window *f, bk_hash h,
+                                   uint64_t now);
+
+/* Batch add of n keys at time `now`: results[i] (results may be NULL) is
+ * what bk_window_add returned. Returns the number of keys that were new,
+ * or BK_EINVAL. Writer. */
+BK_API int64_t bk_window_add_batch(bk_window *f, const void *const *keys,
+                                   const size_t *lens, size_t n,
+                                   uint64_t now, uint8_t *results);
+
+/* Batch lookup at time `now`; results may be NULL. Returns the number
+ * found or BK_EINVAL. Reader. */
+BK_API int64_t bk_window_contains_batch(const bk_window *f,
+                                        const void *const *keys,
+                                        const size_t *lens, size_t n,
+                                        uint64_t now, uint8_t *results);
+
+/* Clear every generation; the clock stays where it is and a new slice
+ * starts there. O(size). Writer. */
+BK_API void bk_window_clear(bk_window *f);
+
+typedef struct bk_window_stats {
+    int mode;                   /* BK_WINDOW_TIME or BK_WINDOW_COUNT */
+    uint32_t generations;       /* g */
+    uint64_t window;            /* W (time units or insertions) */
+    uint64_t slice;             /* s = ceil(W / (g - 1)) */
+    uint64_t items_per_window;  /* keys per window it was sized for */
+    uint64_t generation_capacity; /* ceil(items_per_window * s / W) */
+    double target_fpr;          /* p */
+    double generation_fpr;      /* 1 - (1 - p)^(1/g) */
+    uint64_t seed;
+    uint64_t now;               /* the clock: latest time seen (count mode:
+                                   insertions made) */
+    uint64_t slice_start;       /* when the current generation started */
+    uint64_t rotations;         /* generations cleared by time or fullness */
+    uint64_t early_rotations;   /* of which because the current one was full */
+    uint64_t items;             /* sum of the live generations' new-key
+                                   counts (a key re-added in two generations
+                                   counts twice) */
+    double estimated_items;     /* sum of the live generations' estimates */
+    double fpr_now;             /* 1 - prod(1 - fpr_now_i), live generations */
+    double fpr_bound;           /* 1 - (1 - generation_fpr)^g: rate with all
+                                   generations full, at most p */
+    size_t bytes;               /* memory held */
+} bk_window_stats;
+
+typedef struct bk_window_generation_stats {
+    uint64_t start;             /* time its slice started */
+    int live;                   /* 0 once advancing to the clock would clear it */
+    uint64_t items;             /* new keys written into it */
+    uint64_t bits;
+    uint32_t hashes;
+    double fill;
+    double estimated_items;
+    double fpr_now;
+    size_t bytes;
+} bk_window_generation_stats;
+
+/* Fill *out at the filter's clock. O(size). Returns BK_OK or BK_EINVAL.
+ * Reader. */
+BK_API int bk_window_get_stats(const bk_window *f, bk_window_stats *out);
+
+/* Statistics of the generation of age `age` (0 = current, g - 1 = oldest).
+ * O(generation size). Returns BK_OK, BK_EINVAL or BK_EPARAM. Reader. */
+BK_API int bk_window_get_generation_stats(const bk_window *f, uint32_t age,
+                                          bk_window_generation_stats *out);
+
+/* Cheap accessors. Readers. bk_window_now is the clock (latest time seen;
+ * count mode: insertions made). */
+BK_API uint64_t bk_window_seed(const bk_window *f);
+BK_API uint32_t bk_window_generations(const bk_window *f);
+BK_API uint64_t bk_window_window(const bk_window *f);
+BK_API uint64_t bk_window_slice(const bk_window *f);
+BK_API uint64_t bk_window_now(const bk_window *f);
+BK_API size_t bk_window_bytes(const bk_window *f);
+
+/* The generic handle (see "Any filter"). bk_filter_add and
+ * bk_filter_contains use the filter's clock (the latest time given). */
+BK_API bk_filter *bk_window_as_filter(bk_window *f);
+BK_API bk_window *bk_filter_as_window(bk_filter *f);
+
+/*==========================================================================
  * Any filter: the generic handle
  *
  * Every family's handle is also a bk_filter: bk_<family>_as_filter() views
@@ -967,6 +1321,8 @@ BK_API bk_family bk_family_from_name(const char *name);
 
 BK_API bk_filter *bk_bloom_as_filter(bk_bloom *f);
 BK_API bk_bloom *bk_filter_as_bloom(bk_filter *f);
+BK_API bk_filter *bk_blocked_as_filter(bk_blocked *f);
+BK_API bk_blocked *bk_filter_as_blocked(bk_filter *f);
 
 /* What bk_filter_create builds. bk_filter_config_init fills the defaults;
  * set capacity and fpr, and the family's options you care about (0 keeps a

@@ -17,6 +17,7 @@ const bk__family_ops *bk__family_lookup(uint32_t family)
     /* Each family's file exports a pointer to its table (filter.h). */
     const bk__family_ops *const families[] = {
         bk__bloom_family,
+        bk__blocked_family,
     };
     for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
         if ((uint32_t)families[i]->family == family) return families[i];

@@ -108,6 +108,14 @@ struct bk__family_ops {
 
 /* Each family's ops table, defined in its own file. */
 extern const bk__family_ops *const bk__bloom_family;
+extern const bk__family_ops *const bk__blocked_family;
+
+/* A blocked filter as one part of an image, and back (blocked.c): shared
+ * by the families whose stages are blocked filters. restore_part borrows
+ * p->data. */
+BK_HIDDEN void bk__blocked_describe_part(const bk_blocked *f, bk__part *p);
+BK_HIDDEN int bk__blocked_restore_part(const bk__part *p, uint64_t seed,
+                                       bk_blocked **out);
 
 /* Set up the object part of a new family struct. */
 static inline void bk__object_init(bk__object *o, const bk__family_ops *ops)

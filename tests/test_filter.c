@@ -18,6 +18,7 @@ static void cfg_plain(bk_filter_config *cfg) { (void)cfg; }
 
 static const family_case cases[] = {
     {BK_FAMILY_BLOOM, cfg_plain, 0, 1, 1},
+    {BK_FAMILY_BLOCKED, cfg_plain, 0, 1, 1},
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 

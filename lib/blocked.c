@@ -1,0 +1,1030 @@
+/*
+ * blocked.c - the cache-blocked Bloom filter (Putze, Sanders & Singler,
+ * "Cache-, hash- and space-efficient Bloom filters", WEA 2007, section 3).
+ *
+ * Structure
+ *   b blocks of 512 bits (one 64-byte cache line), stored as 8 * b 64-bit
+ *   words, 64-byte aligned. A key is hashed once (XXH3-128 with the
+ *   filter's seed, h = (lo, hi)); fast range on h.lo picks its block,
+ *       block = fastrange64(h.lo, b),
+ *   and the low 32 bits of h.hi, x, place its k bits inside that block by
+ *   multiply-shift with k fixed odd 32-bit constants ("salts"):
+ *       pos_i = (uint32_t)(x * SALT[i]) >> 23        (9 bits, 0..511)
+ *   Bit pos of a block is bit (pos & 63) of its word pos >> 6. So a lookup
+ *   reads one cache line, whatever k is, and an add writes one.
+ *
+ * Layout promise
+ *   The salts, the 512-bit block and the bit numbering above are part of
+ *   the filter's definition: they never depend on the CPU. The scalar code
+ *   is the reference; the AVX2 and AVX-512 paths build the same 512-bit
+ *   mask (x86 is little-endian, so 32-bit lane L of a block holds bits
+ *   32L..32L+31, exactly the bits the scalar code numbers that way). Which
+ *   path runs is chosen once per process from the CPU (or forced with
+ *   bk_blocked_set_simd_level); a filter built by one answers identically
+ *   under any other, on any machine.
+ *
+ * False positives
+ *   Keys fall into blocks unevenly: a block receives i keys with binomial
+ *   probability P(i) = C(n, i) q^i (1 - q)^(n - i), q = 1 / b, and an
+ *   absent key mapped to it is found with the rate r_k(i) of a 512-bit
+ *   filter holding i keys. So (Putze et al. 2007, section 3)
+ *       fpr(n, b, k) = sum_i P(i) r_k(i).
+ *   Putze et al. take the Poisson load and the classic approximation
+ *   r_k(i) ~ (1 - (1 - 1/512)^(ik))^k; we use the exact binomial (tiny
+ *   filters are exact too) and the exact r_k(i) (see block_model below):
+ *   on one cache line the approximation is 1-3% optimistic, enough for a
+ *   filter sized by it to miss its target. Overloaded blocks cost more
+ *   than underloaded ones save, so a blocked filter needs more bits than a
+ *   classic one for the same rate (9.9 instead of 9.6 bits per key at 1%,
+ *   15.5 instead of 14.4 at 0.1%) and a smaller k. Sizing searches the
+ *   smallest b for which the best k in 1..BK_BLOCKED_MAX_HASHES meets the
+ *   target.
+ *
+ * Concurrency
+ *   As the classic filter: adds read each word with a relaxed atomic load
+ *   and OR the missing bits in with an atomic fetch-or; lookups use relaxed
+ *   loads only. SIMD code only builds the key's 512-bit mask in registers;
+ *   memory is always touched through those atomics, so concurrent adds and
+ *   lookups are lock-free on every path and free of data races.
+ *
+ * Batches
+ *   A window of keys is hashed ahead of the probes and their blocks are
+ *   prefetched, so that up to BATCH_AHEAD cache misses are in flight at
+ *   once instead of one: on a filter much larger than the caches this is
+ *   where the speed comes from.
+ *
+ * What it cannot do
+ *   Delete, grow or forget (see the counting, scalable and window filters).
+ *   k is at most 16 (BK_BLOCKED_MAX_HASHES): very small rates are reached
+ *   with more bits per key rather than more probes. Only 32 bits of hash
+ *   place bits within a block, so two keys in one block have the same
+ *   pattern with probability 2^-32: far below any rate the filter is sized
+ *   for.
+ */
+#include <math.h>   /* log1p, log, pow, sqrt, exp */
+#include <stdio.h>  /* snprintf */
+#include <string.h> /* memset, memcpy */
+
+#include "filter.h"
+#include "hash.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#  define BK_BLOCKED_X86 1
+#  include <immintrin.h> /* AVX2 / AVX-512 intrinsics, used in target() functions */
+#else
+#  define BK_BLOCKED_X86 0
+#endif
+
+/*==========================================================================
+ * Types
+ *==========================================================================*/
+
+#define BLOCK_BITS 512
+#define BLOCK_WORDS 8 /* 64-bit words per block */
+
+struct bk_blocked {
+    bk__object obj;     /* first: a bk_blocked is also a bk_filter */
+    uint64_t *words;    /* 8 * nblocks words, 64-byte aligned */
+    uint64_t nblocks;   /* b */
+    uint32_t k;         /* bits per key, all in one block */
+    uint64_t seed;      /* of the key hash */
+    uint64_t capacity;  /* n it was sized for, 0 if unknown */
+    double target_fpr;  /* p it was sized for, 0 if unknown */
+    uint64_t items;     /* adds that returned 1; updated atomically */
+    int owns_words;     /* 0 when words live in a loaded block or mapping */
+};
+
+static const bk__family_ops blocked_ops; /* at the end of this file */
+
+/* Odd multipliers for the in-block positions: the upper 32 bits of
+ * splitmix64 outputs from state 0, forced odd. Part of the layout: never
+ * change them. */
+static const uint32_t SALT[BK_BLOCKED_MAX_HASHES] = {
+    0xe220a839u, 0x6e789e6bu, 0x06c45d19u, 0xf88bb8a9u,
+    0x1b39896bu, 0x53cb9f0du, 0x2c829abfu, 0xc584133bu,
+    0x3ee57891u, 0xf3b8488du, 0x657eecddu, 0xc2d326e1u,
+    0x8621a03fu, 0x8e1f7555u, 0xb54e0f17u, 0x84bb3f97u,
+};
+
+/* Keys hashed ahead of the probes in the batch paths. One miss per key, so
+ * the window is the number of misses in flight; 32 covers DRAM latency with
+ * room to spare and its hashes stay in L1. */
+#define BATCH_AHEAD 32
+
+/* Builds the 512-bit mask of the k in-block positions of x. */
+typedef void (*mask_fn)(uint32_t x, uint32_t k, uint64_t mask[BLOCK_WORDS]);
+
+typedef int64_t (*batch_fn)(bk_blocked *f, const void *const *keys,
+                            const size_t *lens, size_t n, uint8_t *results,
+                            int is_add);
+
+/* One row per SIMD level: how it builds masks and runs batches. */
+typedef struct simd_impl {
+    int level;        /* BK_SIMD_* */
+    mask_fn make_mask;
+    batch_fn run_batch;
+} simd_impl;
+
+/*==========================================================================
+ * Internals: the reference (scalar) mask
+ *==========================================================================*/
+
+static inline uint32_t in_block_position(uint32_t x, uint32_t i)
+{
+    return (uint32_t)(x * SALT[i]) >> 23;
+}
+
+static inline void mask_scalar(uint32_t x, uint32_t k,
+                               uint64_t mask[BLOCK_WORDS])
+{
+    for (int w = 0; w < BLOCK_WORDS; w++) mask[w] = 0;
+    for (uint32_t i = 0; i < k; i++) {
+        uint32_t pos = in_block_position(x, i);
+        mask[pos >> 6] |= UINT64_C(1) << (pos & 63);
+    }
+}
+
+/*==========================================================================
+ * Internals: SIMD masks
+ *
+ * All positions are computed at once (one vector multiply and shift); then
+ * each probe's one-hot 512-bit vector is made with a variable shift of 1 by
+ * (pos - 32 L) in 32-bit lane L: the shift is in range only in the lane that
+ * holds bit pos, and a count of 32 or more (negative ones included, as
+ * unsigned) shifts the 1 out, leaving 0 in every other lane.
+ *==========================================================================*/
+
+#if BK_BLOCKED_X86
+
+__attribute__((target("avx2")))
+static inline void mask_avx2(uint32_t x, uint32_t k,
+                             uint64_t mask[BLOCK_WORDS])
+{
+    const __m256i lo_base = _mm256_setr_epi32(0, 32, 64, 96, 128, 160, 192, 224);
+    const __m256i hi_base = _mm256_add_epi32(lo_base, _mm256_set1_epi32(256));
+    const __m256i one = _mm256_set1_epi32(1);
+    const __m256i vx = _mm256_set1_epi32((int)x);
+    uint32_t pos[BK_BLOCKED_MAX_HASHES];
+    __m256i p0 = _mm256_srli_epi32(
+        _mm256_mullo_epi32(vx, _mm256_loadu_si256((const __m256i *)&SALT[0])), 23);
+    __m256i p1 = _mm256_srli_epi32(
+        _mm256_mullo_epi32(vx, _mm256_loadu_si256((const __m256i *)&SALT[8])), 23);
+    _mm256_storeu_si256((__m256i *)&pos[0], p0);
+    _mm256_storeu_si256((__m256i *)&pos[8], p1);
+
+    __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+    for (uint32_t i = 0; i < k; i++) {
+        __m256i p = _mm256_set1_epi32((int)pos[i]);
+        lo = _mm256_or_si256(lo, _mm256_sllv_epi32(one, _mm256_sub_epi32(p, lo_base)));
+        hi = _mm256_or_si256(hi, _mm256_sllv_epi32(one, _mm256_sub_epi32(p, hi_base)));
+    }
+    _mm256_storeu_si256((__m256i *)&mask[0], lo);
+    _mm256_storeu_si256((__m256i *)&mask[4], hi);
+}
+
+__attribute__((target("avx512f")))
+static inline void mask_avx512(uint32_t x, uint32_t k,
+                               uint64_t mask[BLOCK_WORDS])
+{
+    const __m512i base = _mm512_setr_epi32(0, 32, 64, 96, 128, 160, 192, 224,
+                                           256, 288, 320, 352, 384, 416, 448,
+                                           480);
+    const __m512i one = _mm512_set1_epi32(1);
+    __m512i positions = _mm512_srli_epi32(
+        _mm512_mullo_epi32(_mm512_set1_epi32((int)x),
+                           _mm512_loadu_si512((const void *)SALT)),
+        23);
+    __m512i acc = _mm512_setzero_si512();
+    for (uint32_t i = 0; i < k; i++) {
+        __m512i p = _mm512_permutexvar_epi32(_mm512_set1_epi32((int)i), positions);
+        acc = _mm512_or_si512(acc, _mm512_sllv_epi32(one, _mm512_sub_epi32(p, base)));
+    }
+    _mm512_storeu_si512((void *)mask, acc);
+}
+
+#endif /* BK_BLOCKED_X86 */
+
+/*==========================================================================
+ * Internals: probing one block
+ *==========================================================================*/
+
+static inline uint64_t block_of(const bk_blocked *f, bk_hash h)
+{
+    return bk__fastrange64(h.lo, f->nblocks);
+}
+
+/* OR mask into the block; returns 1 when at least one bit was clear. */
+static inline int add_mask(bk_blocked *f, uint64_t block,
+                           const uint64_t mask[BLOCK_WORDS])
+{
+    uint64_t *words = f->words + block * BLOCK_WORDS;
+    uint64_t fresh = 0;
+    for (int w = 0; w < BLOCK_WORDS; w++) {
+        /* skip the locked OR when the bits are already there */
+        uint64_t missing = mask[w] & ~bk__load64(&words[w]);
+        if (missing) fresh |= missing & ~bk__fetch_or64(&words[w], missing);
+    }
+    if (fresh) bk__add64(&f->items, 1);
+    return fresh != 0;
+}
+
+/* 1 when every bit of mask is set in the block. Branch-free over the eight
+ * words: a lookup's outcome is unpredictable, a mispredict costs more. */
+static inline int test_mask(const bk_blocked *f, uint64_t block,
+                            const uint64_t mask[BLOCK_WORDS])
+{
+    const uint64_t *words = f->words + block * BLOCK_WORDS;
+    uint64_t missing = 0;
+    for (int w = 0; w < BLOCK_WORDS; w++)
+        missing |= mask[w] & ~bk__load64(&words[w]);
+    return missing == 0;
+}
+
+/*==========================================================================
+ * Internals: batches, one instance per SIMD level
+ *
+ * key i + AHEAD is hashed and its block prefetched while key i is probed.
+ * batch_body is always inlined with a constant mask builder, so each level's
+ * instance runs its own mask code with no indirect call per key.
+ *==========================================================================*/
+
+typedef struct slot {
+    uint64_t block;
+    uint32_t x;
+} slot;
+
+static inline slot slot_of(const bk_blocked *f, const void *key, size_t len,
+                           int is_add)
+{
+    bk_hash h = bk_hash_key(key, len, f->seed);
+    slot s;
+    s.block = block_of(f, h);
+    s.x = (uint32_t)h.hi;
+    const uint64_t *line = f->words + s.block * BLOCK_WORDS;
+    if (is_add) BK_PREFETCH_WRITE(line); else BK_PREFETCH_READ(line);
+    return s;
+}
+
+__attribute__((always_inline))
+static inline int64_t batch_body(bk_blocked *f, const void *const *keys,
+                                 const size_t *lens, size_t n,
+                                 uint8_t *results, int is_add, mask_fn make)
+{
+    slot ring[BATCH_AHEAD];
+    uint64_t mask[BLOCK_WORDS];
+    int64_t hits = 0;
+
+    size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
+    for (size_t i = 0; i < ahead; i++)
+        ring[i] = slot_of(f, keys[i], lens[i], is_add);
+    for (size_t i = 0; i < n; i++) {
+        slot s = ring[i % BATCH_AHEAD];
+        size_t next = i + BATCH_AHEAD;
+        if (next < n) ring[i % BATCH_AHEAD] = slot_of(f, keys[next], lens[next], is_add);
+        make(s.x, f->k, mask);
+        int r = is_add ? add_mask(f, s.block, mask) : test_mask(f, s.block, mask);
+        hits += r;
+        if (results != NULL) results[i] = (uint8_t)r;
+    }
+    return hits;
+}
+
+static int64_t batch_scalar(bk_blocked *f, const void *const *keys,
+                            const size_t *lens, size_t n, uint8_t *results,
+                            int is_add)
+{
+    return batch_body(f, keys, lens, n, results, is_add, mask_scalar);
+}
+
+#if BK_BLOCKED_X86
+__attribute__((target("avx2")))
+static int64_t batch_avx2(bk_blocked *f, const void *const *keys,
+                          const size_t *lens, size_t n, uint8_t *results,
+                          int is_add)
+{
+    return batch_body(f, keys, lens, n, results, is_add, mask_avx2);
+}
+
+__attribute__((target("avx512f")))
+static int64_t batch_avx512(bk_blocked *f, const void *const *keys,
+                            const size_t *lens, size_t n, uint8_t *results,
+                            int is_add)
+{
+    return batch_body(f, keys, lens, n, results, is_add, mask_avx512);
+}
+#endif
+
+/*==========================================================================
+ * Internals: SIMD dispatch
+ *
+ * The level is process-wide, detected on first use and stored as a relaxed
+ * atomic: every level computes the same bits, so a change while other
+ * threads run only changes how fast they go.
+ *==========================================================================*/
+
+static const simd_impl IMPLS[] = {
+    {BK_SIMD_SCALAR, mask_scalar, batch_scalar},
+#if BK_BLOCKED_X86
+    {BK_SIMD_AVX2, mask_avx2, batch_avx2},
+    {BK_SIMD_AVX512, mask_avx512, batch_avx512},
+#endif
+};
+#define N_IMPLS ((int)(sizeof(IMPLS) / sizeof(IMPLS[0])))
+
+static int simd_level = -1; /* -1: not detected yet */
+
+static int detect_best_level(void)
+{
+#if BK_BLOCKED_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return BK_SIMD_AVX512;
+    if (__builtin_cpu_supports("avx2")) return BK_SIMD_AVX2;
+#endif
+    return BK_SIMD_SCALAR;
+}
+
+static inline const simd_impl *current_impl(void)
+{
+    int level = __atomic_load_n(&simd_level, __ATOMIC_RELAXED);
+    if (BK_UNLIKELY(level < 0)) {
+        level = detect_best_level();
+        __atomic_store_n(&simd_level, level, __ATOMIC_RELAXED);
+    }
+    return &IMPLS[level];
+}
+
+/*==========================================================================
+ * Internals: sizing maths
+ *==========================================================================*/
+
+/* The exact rate of one 512-bit block that received j = i k bit-sets.
+ * An absent key's k positions are uniform draws with replacement; let D be
+ * how many distinct ones there are, P(D = d) = B!/(B-d)! S(k, d) / B^k
+ * (S: Stirling numbers of the second kind). d given bits are all set after
+ * j uniform bit-sets with probability sum_s (-1)^s C(d, s) (1 - s/B)^j
+ * (inclusion-exclusion). Gathering the terms by s:
+ *     rate(j) = sum_{s=0..k} coef_s (1 - s/B)^j,
+ *     coef_s  = (-1)^s sum_{d=s..k} P(D = d) C(d, s).
+ * The alternating sum cancels badly while the block is nearly empty, so up
+ * to DP_BITSETS bit-sets the rate comes instead from the distribution of
+ * the number T of bits set, P(T = t) by dynamic programming, as
+ * sum_t P(T = t) (t/B)^k (positive terms only); past it the sum's relative
+ * error is below 1e-6 for every k <= 16.
+ * Putze et al. use (1 - (1 - 1/B)^j)^k instead, which is low by 1-3% at
+ * B = 512 (it ignores the spread of T, and E[X^k] > E[X]^k); the tests see
+ * that bias, so sizing uses the exact form. */
+#define DP_BITSETS 256
+
+typedef struct block_model {
+    uint32_t k;
+    uint32_t table_keys;                /* loads i with i k <= DP_BITSETS */
+    double coef[BK_BLOCKED_MAX_HASHES + 1];
+    double log_keep[BK_BLOCKED_MAX_HASHES + 1]; /* ln(1 - s/B) */
+    double table[DP_BITSETS + 1];       /* rate of a block with i keys */
+} block_model;
+
+static void block_model_init(block_model *bm, uint32_t k)
+{
+    double stirling[BK_BLOCKED_MAX_HASHES + 1] = {1.0}; /* S(0, d) */
+    double p_distinct[BK_BLOCKED_MAX_HASHES + 1];
+    for (uint32_t row = 1; row <= k; row++) { /* S(row, d), d downwards */
+        for (uint32_t d = row; d >= 1; d--)
+            stirling[d] = (double)d * stirling[d] + stirling[d - 1];
+        stirling[0] = 0.0;
+    }
+    double falling = 1.0; /* B (B-1) ... (B-d+1) / B^d */
+    for (uint32_t d = 0; d <= k; d++) {
+        p_distinct[d] = falling * stirling[d] * pow(1.0 / BLOCK_BITS, (double)(k - d));
+        falling *= (double)(BLOCK_BITS - d) / BLOCK_BITS;
+    }
+    bm->k = k;
+    for (uint32_t s = 0; s <= k; s++) {
+        double sum = 0.0, choose = 1.0; /* C(d, s), starting at d = s */
+        for (uint32_t d = s; d <= k; d++) {
+            sum += p_distinct[d] * choose;
+            choose = choose * (double)(d + 1) / (double)(d + 1 - s);
+        }
+        bm->coef[s] = (s & 1) ? -sum : sum;
+        bm->log_keep[s] = log1p(-(double)s / BLOCK_BITS);
+    }
+
+    /* P(T = t) after j bit-sets: a set lands on one of the t set bits with
+     * probability t / B, else sets a new one. */
+    double occupied[DP_BITSETS + 1] = {1.0};
+    bm->table_keys = DP_BITSETS / k;
+    for (uint32_t j = 0;; j++) {
+        if (j % k == 0) {
+            double rate = 0.0;
+            for (uint32_t t = 1; t <= j; t++)
+                rate += occupied[t] * pow((double)t / BLOCK_BITS, (double)k);
+            bm->table[j / k] = rate;
+            if (j / k == bm->table_keys) break;
+        }
+        for (uint32_t t = j + 1; t >= 1; t--)
+            occupied[t] = occupied[t] * t / BLOCK_BITS +
+                          occupied[t - 1] * (double)(BLOCK_BITS - t + 1) / BLOCK_BITS;
+        occupied[0] = 0.0;
+    }
+}
+
+/* Rate of a block holding i keys. */
+static double block_fpr(const block_model *bm, double i)
+{
+    if (i <= (double)bm->table_keys) return bm->table[(uint32_t)i];
+    double j = i * (double)bm->k, rate = 0.0;
+    for (uint32_t s = 0; s <= bm->k; s++) rate += bm->coef[s] * exp(j * bm->log_keep[s]);
+    return rate < 0.0 ? 0.0 : rate > 1.0 ? 1.0 : rate;
+}
+
+/* The sum of the header over the binomial load of a block. Terms are
+ * walked from i = 0 in log space, log P(i+1) = log P(i) + log((n-i)/(i+1))
+ * + log(q/(1-q)), up to 12 standard deviations above the mean (the tail
+ * beyond weighs less than 1e-30); each term is at most 1, so nothing is
+ * lost. O(k * mean load) time. */
+static double blocked_fpr_blocks(uint64_t n, uint64_t nblocks,
+                                 const block_model *bm)
+{
+    if (nblocks == 1) return block_fpr(bm, (double)n);
+    double q = 1.0 / (double)nblocks;
+    double mean = (double)n * q;
+    /* With 1e5 keys per block of 512 bits nothing is left clear. */
+    if (mean > 1e5) return 1.0;
+    double sd = sqrt(mean * (1.0 - q));
+    double last = fmin((double)n, ceil(mean + 12.0 * sd + 30.0));
+    double log_odds = log(q) - log1p(-q);
+    double log_p = (double)n * log1p(-q); /* log P(0) */
+    double sum = 0.0;
+    for (double i = 0.0; i <= last; i += 1.0) {
+        if (log_p > -745.0) sum += exp(log_p) * block_fpr(bm, i);
+        log_p += log(((double)n - i) / (i + 1.0)) + log_odds;
+    }
+    return sum > 1.0 ? 1.0 : sum;
+}
+
+/* One model per k, built once per sizing call (about 37 KiB of stack). */
+typedef struct all_models {
+    block_model by_k[BK_BLOCKED_MAX_HASHES + 1]; /* [0] unused */
+} all_models;
+
+static void all_models_init(all_models *am)
+{
+    for (uint32_t k = 1; k <= BK_BLOCKED_MAX_HASHES; k++)
+        block_model_init(&am->by_k[k], k);
+}
+
+/* The best k for n keys in nblocks blocks, and its rate. */
+static double best_k(const all_models *am, uint64_t n, uint64_t nblocks,
+                     uint32_t *k_out)
+{
+    double best = 2.0;
+    uint32_t best_k_value = 1;
+    for (uint32_t k = 1; k <= BK_BLOCKED_MAX_HASHES; k++) {
+        double p = blocked_fpr_blocks(n, nblocks, &am->by_k[k]);
+        if (p < best) best = p, best_k_value = k;
+    }
+    if (k_out != NULL) *k_out = best_k_value;
+    return best;
+}
+
+#define MAX_BLOCKS (BK_MAX_BITS / BLOCK_BITS)
+#define LN2 0.69314718055994530942
+
+static inline uint64_t blocks_for_bits(uint64_t m_bits)
+{
+    return m_bits / BLOCK_BITS + (m_bits % BLOCK_BITS != 0);
+}
+
+/*==========================================================================
+ * Internals: construction and counting
+ *==========================================================================*/
+
+static int create_filter(bk_blocked **out, uint64_t nblocks, uint32_t k,
+                         uint64_t seed, uint64_t capacity, double target_fpr)
+{
+    bk_blocked *f = NULL;
+    if (out == NULL) return BK_EINVAL;
+    *out = NULL;
+    if (nblocks == 0 || nblocks > MAX_BLOCKS) return BK_ESIZE;
+    if (k == 0 || k > BK_BLOCKED_MAX_HASHES) return BK_EHASHES;
+    if (nblocks > SIZE_MAX / BK_CACHE_LINE) return BK_ESIZE;
+
+    f = bk__calloc(1, sizeof(*f));
+    if (f == NULL) goto fail;
+    f->words = bk__calloc_aligned((size_t)nblocks * BK_CACHE_LINE);
+    if (f->words == NULL) goto fail;
+    bk__object_init(&f->obj, &blocked_ops);
+    f->owns_words = 1;
+    f->nblocks = nblocks;
+    f->k = k;
+    f->seed = seed;
+    f->capacity = capacity;
+    f->target_fpr = target_fpr;
+    *out = f;
+    return BK_OK;
+
+fail:
+    bk__free(f);
+    return BK_ENOMEM;
+}
+
+static int compatible(const bk_blocked *a, const bk_blocked *b)
+{
+    if (a == NULL || b == NULL) return BK_EINVAL;
+    if (a->nblocks != b->nblocks || a->k != b->k || a->seed != b->seed)
+        return BK_EINCOMPAT;
+    return BK_OK;
+}
+
+static uint64_t block_bits_set(const bk_blocked *f, uint64_t block)
+{
+    const uint64_t *words = f->words + block * BLOCK_WORDS;
+    uint64_t t = 0;
+    for (int w = 0; w < BLOCK_WORDS; w++) t += bk__popcount64(bk__load64(&words[w]));
+    return t;
+}
+
+/* Keys behind t set bits of one block: -(B / k) ln(1 - t / B). */
+static double block_estimate(uint64_t t, uint32_t k)
+{
+    if (t >= BLOCK_BITS) return INFINITY;
+    return -((double)BLOCK_BITS / (double)k) * log1p(-(double)t / BLOCK_BITS);
+}
+
+/* Per-block sums: bits set, estimated keys and the exact current rate
+ * (the mean over blocks of (t_j / 512)^k). */
+typedef struct census {
+    uint64_t bits_set;
+    double estimated_items;
+    double fpr_now;
+    uint64_t fullest_block;
+} census;
+
+static census take_census(const bk_blocked *f)
+{
+    census c = {0, 0.0, 0.0, 0};
+    for (uint64_t b = 0; b < f->nblocks; b++) {
+        uint64_t t = block_bits_set(f, b);
+        c.bits_set += t;
+        c.estimated_items += block_estimate(t, f->k);
+        c.fpr_now += pow((double)t / BLOCK_BITS, (double)f->k);
+        if (t > c.fullest_block) c.fullest_block = t;
+    }
+    c.fpr_now /= (double)f->nblocks;
+    return c;
+}
+
+/* An estimate as an item count: rounded, capped where it is infinite. */
+static uint64_t estimate_to_count(double estimate)
+{
+    const double cap = 9.0e18; /* < 2^63: the conversion is always defined */
+    return estimate < cap ? (uint64_t)(estimate + 0.5) : (uint64_t)cap;
+}
+
+/*==========================================================================
+ * API: sizing
+ *==========================================================================*/
+
+double bk_blocked_fpr(uint64_t n, uint64_t m_bits, uint32_t k)
+{
+    if (m_bits == 0 || k == 0 || k > BK_BLOCKED_MAX_HASHES) return NAN;
+    if (n == 0) return 0.0;
+    block_model bm;
+    block_model_init(&bm, k);
+    return blocked_fpr_blocks(n, blocks_for_bits(m_bits), &bm);
+}
+
+int bk_blocked_optimal(uint64_t n, double p, uint64_t *m_bits, uint32_t *k)
+{
+    uint64_t classic_m;
+    if (n == 0) return BK_ECAPACITY;
+    if (bk__check_fpr(p) != BK_OK) return BK_EFPR;
+    /* The classic size is a lower bound of the blocked one (within
+     * rounding): start there and double until the target is met. */
+    double classic = ceil(-(double)n * log(p) / (LN2 * LN2));
+    if (!(classic <= (double)BK_MAX_BITS)) return BK_ESIZE;
+    classic_m = (uint64_t)classic;
+    all_models am;
+    all_models_init(&am);
+
+    uint64_t hi = classic_m / BLOCK_BITS / 2;
+    if (hi == 0) hi = 1;
+    uint64_t lo = 0; /* invariant: lo == 0 or lo does not fit; hi fits */
+    while (best_k(&am, n, hi, NULL) > p) {
+        if (hi >= MAX_BLOCKS) return BK_ESIZE;
+        lo = hi;
+        hi = hi > MAX_BLOCKS / 2 ? MAX_BLOCKS : 2 * hi;
+    }
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (best_k(&am, n, mid, NULL) <= p) hi = mid; else lo = mid;
+    }
+    uint32_t best;
+    best_k(&am, n, hi, &best);
+    if (m_bits != NULL) *m_bits = hi * BLOCK_BITS;
+    if (k != NULL) *k = best;
+    return BK_OK;
+}
+
+int bk_blocked_capacity(uint64_t m_bits, double p, uint64_t *n)
+{
+    if (bk__check_fpr(p) != BK_OK) return BK_EFPR;
+    if (m_bits == 0 || m_bits > BK_MAX_BITS) return BK_ESIZE;
+    uint64_t nblocks = blocks_for_bits(m_bits);
+    all_models am;
+    all_models_init(&am);
+    if (best_k(&am, 1, nblocks, NULL) > p) return BK_ECAPACITY;
+
+    /* invariant: lo fits, hi does not; the rate at the best k grows with n */
+    uint64_t lo = 1, hi = 2;
+    while (best_k(&am, hi, nblocks, NULL) <= p) {
+        lo = hi;
+        hi *= 2;
+    }
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (best_k(&am, mid, nblocks, NULL) <= p) lo = mid; else hi = mid;
+    }
+    if (n != NULL) *n = lo;
+    return BK_OK;
+}
+
+/*==========================================================================
+ * API: SIMD level
+ *==========================================================================*/
+
+int bk_blocked_simd_best(void)
+{
+    return detect_best_level();
+}
+
+int bk_blocked_simd_level(void)
+{
+    return current_impl()->level;
+}
+
+const char *bk_blocked_simd_name(int level)
+{
+    static const char *const names[] = {"scalar", "avx2", "avx512"};
+    if (level < BK_SIMD_SCALAR || level > BK_SIMD_AVX512) return "unknown";
+    return names[level];
+}
+
+int bk_blocked_set_simd_level(int level)
+{
+    if (level < BK_SIMD_SCALAR || level > BK_SIMD_AVX512) return BK_EINVAL;
+    if (level > detect_best_level() || level >= N_IMPLS) return BK_ENOTSUP;
+    int previous = current_impl()->level;
+    __atomic_store_n(&simd_level, level, __ATOMIC_RELAXED);
+    return previous;
+}
+
+/*==========================================================================
+ * API: life cycle
+ *==========================================================================*/
+
+int bk_blocked_create(bk_blocked **out, uint64_t capacity, double fpr,
+                      uint64_t seed)
+{
+    uint64_t m;
+    uint32_t k;
+    if (out == NULL) return BK_EINVAL;
+    *out = NULL;
+    int rc = bk_blocked_optimal(capacity, fpr, &m, &k);
+    if (rc != BK_OK) return rc;
+    return create_filter(out, m / BLOCK_BITS, k, seed, capacity, fpr);
+}
+
+int bk_blocked_create_mk(bk_blocked **out, uint64_t m_bits, uint32_t k,
+                         uint64_t seed)
+{
+    if (out == NULL) return BK_EINVAL;
+    *out = NULL;
+    if (m_bits == 0 || m_bits > BK_MAX_BITS) return BK_ESIZE;
+    return create_filter(out, blocks_for_bits(m_bits), k, seed, 0, 0.0);
+}
+
+void bk_blocked_free(bk_blocked *f)
+{
+    if (f == NULL) return;
+    if (f->owns_words) bk__free_aligned(f->words);
+    bk__object_release(&f->obj);
+    bk__free(f);
+}
+
+int bk_blocked_clone(bk_blocked **out, const bk_blocked *src)
+{
+    if (out == NULL) return BK_EINVAL;
+    *out = NULL;
+    if (src == NULL) return BK_EINVAL;
+    int rc = create_filter(out, src->nblocks, src->k, src->seed, src->capacity,
+                           src->target_fpr);
+    if (rc != BK_OK) return rc;
+    memcpy((*out)->words, src->words, (size_t)src->nblocks * BK_CACHE_LINE);
+    (*out)->items = bk__load64(&src->items);
+    return BK_OK;
+}
+
+void bk_blocked_clear(bk_blocked *f)
+{
+    if (f == NULL) return;
+    memset(f->words, 0, (size_t)f->nblocks * BK_CACHE_LINE);
+    f->items = 0;
+}
+
+/*==========================================================================
+ * API: single keys
+ *==========================================================================*/
+
+int bk_blocked_add_hash(bk_blocked *f, bk_hash h)
+{
+    uint64_t mask[BLOCK_WORDS];
+    current_impl()->make_mask((uint32_t)h.hi, f->k, mask);
+    return add_mask(f, block_of(f, h), mask);
+}
+
+int bk_blocked_contains_hash(const bk_blocked *f, bk_hash h)
+{
+    uint64_t mask[BLOCK_WORDS];
+    current_impl()->make_mask((uint32_t)h.hi, f->k, mask);
+    return test_mask(f, block_of(f, h), mask);
+}
+
+int bk_blocked_add_if_absent_hash(bk_blocked *f, bk_hash h)
+{
+    uint64_t mask[BLOCK_WORDS];
+    uint64_t block = block_of(f, h);
+    current_impl()->make_mask((uint32_t)h.hi, f->k, mask);
+    if (test_mask(f, block, mask)) return 0;
+    /* Another thread may have set some bits between the test and here; the
+     * key was absent when tested, so it counts as new either way. */
+    if (!add_mask(f, block, mask)) bk__add64(&f->items, 1);
+    return 1;
+}
+
+int bk_blocked_add(bk_blocked *f, const void *key, size_t len)
+{
+    return bk_blocked_add_hash(f, bk_hash_key(key, len, f->seed));
+}
+
+int bk_blocked_contains(const bk_blocked *f, const void *key, size_t len)
+{
+    return bk_blocked_contains_hash(f, bk_hash_key(key, len, f->seed));
+}
+
+int bk_blocked_add_if_absent(bk_blocked *f, const void *key, size_t len)
+{
+    return bk_blocked_add_if_absent_hash(f, bk_hash_key(key, len, f->seed));
+}
+
+/*==========================================================================
+ * API: batches
+ *==========================================================================*/
+
+int64_t bk_blocked_add_batch(bk_blocked *f, const void *const *keys,
+                             const size_t *lens, size_t n, uint8_t *results)
+{
+    if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
+    return current_impl()->run_batch(f, keys, lens, n, results, 1);
+}
+
+int64_t bk_blocked_contains_batch(const bk_blocked *f, const void *const *keys,
+                                  const size_t *lens, size_t n,
+                                  uint8_t *results)
+{
+    if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
+    /* run_batch writes nothing to f when is_add is 0 */
+    return current_impl()->run_batch((bk_blocked *)f, keys, lens, n, results, 0);
+}
+
+/*==========================================================================
+ * API: set operations
+ *==========================================================================*/
+
+int bk_blocked_union(bk_blocked *dst, const bk_blocked *src)
+{
+    int rc = compatible(dst, src);
+    if (rc != BK_OK) return rc;
+    uint64_t nwords = dst->nblocks * BLOCK_WORDS;
+    for (uint64_t i = 0; i < nwords; i++) dst->words[i] |= src->words[i];
+    dst->items = estimate_to_count(take_census(dst).estimated_items);
+    return BK_OK;
+}
+
+int bk_blocked_intersect(bk_blocked *dst, const bk_blocked *src)
+{
+    int rc = compatible(dst, src);
+    if (rc != BK_OK) return rc;
+    uint64_t nwords = dst->nblocks * BLOCK_WORDS;
+    for (uint64_t i = 0; i < nwords; i++) dst->words[i] &= src->words[i];
+    dst->items = estimate_to_count(take_census(dst).estimated_items);
+    return BK_OK;
+}
+
+/*==========================================================================
+ * API: statistics
+ *==========================================================================*/
+
+uint64_t bk_blocked_bits(const bk_blocked *f) { return f->nblocks * BLOCK_BITS; }
+uint64_t bk_blocked_blocks(const bk_blocked *f) { return f->nblocks; }
+uint32_t bk_blocked_hashes(const bk_blocked *f) { return f->k; }
+uint64_t bk_blocked_seed(const bk_blocked *f) { return f->seed; }
+uint64_t bk_blocked_items(const bk_blocked *f) { return bk__load64(&f->items); }
+
+double bk_blocked_estimate_items(const bk_blocked *f)
+{
+    return take_census(f).estimated_items;
+}
+
+int bk_blocked_get_stats(const bk_blocked *f, bk_blocked_stats *out)
+{
+    if (f == NULL || out == NULL) return BK_EINVAL;
+    memset(out, 0, sizeof(*out));
+    census c = take_census(f);
+    out->bits = f->nblocks * BLOCK_BITS;
+    out->blocks = f->nblocks;
+    out->hashes = f->k;
+    out->seed = f->seed;
+    out->capacity = f->capacity;
+    out->target_fpr = f->target_fpr;
+    out->items = bk__load64(&f->items);
+    out->bits_set = c.bits_set;
+    out->fill = (double)c.bits_set / (double)out->bits;
+    out->fullest_block_bits = (uint32_t)c.fullest_block;
+    out->estimated_items = c.estimated_items;
+    out->fpr_now = c.fpr_now;
+    out->fpr_at_capacity =
+        f->capacity ? bk_blocked_fpr(f->capacity, out->bits, f->k) : 0.0;
+    out->bytes = sizeof(*f) + (size_t)f->nblocks * BK_CACHE_LINE +
+                 BK_CACHE_LINE + sizeof(void *);
+    return BK_OK;
+}
+
+/*==========================================================================
+ * The generic filter and the file format
+ *
+ * One part: m = 512 * blocks bits, k, param = 512 (the block size, stored so
+ * that a future block size is a new value rather than a silent misread).
+ * bk__blocked_describe_part / bk__blocked_restore_part are shared with the
+ * scalable and window families, whose stages are blocked filters.
+ *==========================================================================*/
+
+bk_filter *bk_blocked_as_filter(bk_blocked *f)
+{
+    return (bk_filter *)(void *)f;
+}
+
+bk_blocked *bk_filter_as_blocked(bk_filter *f)
+{
+    if (f == NULL || ((bk__object *)(void *)f)->ops != &blocked_ops) return NULL;
+    return (bk_blocked *)(void *)f;
+}
+
+void bk__blocked_describe_part(const bk_blocked *f, bk__part *p)
+{
+    p->m = f->nblocks * BLOCK_BITS;
+    p->k = f->k;
+    p->capacity = f->capacity;
+    p->fpr = f->target_fpr;
+    p->items = bk__load64(&f->items);
+    p->param = BLOCK_BITS;
+    p->data = f->words;
+    p->length = f->nblocks * BK_CACHE_LINE;
+}
+
+int bk__blocked_restore_part(const bk__part *p, uint64_t seed, bk_blocked **out)
+{
+    *out = NULL;
+    if (p->param != BLOCK_BITS || p->m == 0 || p->m % BLOCK_BITS != 0)
+        return BK_ECORRUPT;
+    uint64_t nblocks = p->m / BLOCK_BITS;
+    if (nblocks > MAX_BLOCKS || p->length != nblocks * BK_CACHE_LINE)
+        return BK_ECORRUPT;
+    if (p->k == 0 || p->k > BK_BLOCKED_MAX_HASHES) return BK_ECORRUPT;
+    if (!bk__valid_stored_fpr(p->fpr) || (p->fpr == 0.0) != (p->capacity == 0))
+        return BK_ECORRUPT;
+    bk_blocked *f = bk__calloc(1, sizeof(*f));
+    if (f == NULL) return BK_ENOMEM;
+    bk__object_init(&f->obj, &blocked_ops);
+    f->words = p->data;
+    f->owns_words = 0;
+    f->nblocks = nblocks;
+    f->k = p->k;
+    f->seed = seed;
+    f->capacity = p->capacity;
+    f->target_fpr = p->fpr;
+    f->items = p->items;
+    *out = f;
+    return BK_OK;
+}
+
+static int ops_add(void *f, bk_hash h) { return bk_blocked_add_hash(f, h); }
+static int ops_contains(const void *f, bk_hash h) { return bk_blocked_contains_hash(f, h); }
+static uint64_t ops_seed(const void *f) { return ((const bk_blocked *)f)->seed; }
+static void ops_destroy(void *f) { bk_blocked_free(f); }
+static uint32_t ops_nparts(const void *f) { (void)f; return 1; }
+static void ops_clear(void *f) { bk_blocked_clear(f); }
+
+static int64_t ops_add_batch(void *f, const void *const *keys, const size_t *lens,
+                             size_t n, uint8_t *results)
+{
+    return bk_blocked_add_batch(f, keys, lens, n, results);
+}
+
+static int64_t ops_contains_batch(const void *f, const void *const *keys,
+                                  const size_t *lens, size_t n, uint8_t *results)
+{
+    return bk_blocked_contains_batch(f, keys, lens, n, results);
+}
+
+static int ops_info(const void *vf, bk_filter_info *out)
+{
+    bk_blocked_stats st;
+    int rc = bk_blocked_get_stats(vf, &st);
+    if (rc != BK_OK) return rc;
+    out->seed = st.seed;
+    out->capacity = st.capacity;
+    out->target_fpr = st.target_fpr;
+    out->items = st.items;
+    out->estimated_items = st.estimated_items;
+    out->fpr_now = st.fpr_now;
+    out->fpr_at_capacity = st.fpr_at_capacity;
+    out->fill = st.fill;
+    out->bytes = st.bytes;
+    out->parts = 1;
+    return BK_OK;
+}
+
+static int ops_create(const bk_filter_config *cfg, void **out)
+{
+    return bk_blocked_create((bk_blocked **)out, cfg->capacity, cfg->fpr, cfg->seed);
+}
+
+static int ops_clone(const void *f, void **out)
+{
+    return bk_blocked_clone((bk_blocked **)out, f);
+}
+
+static int ops_merge(void *dst, const void *src, int op)
+{
+    return op ? bk_blocked_intersect(dst, src) : bk_blocked_union(dst, src);
+}
+
+static int ops_incompatibility(const void *va, const void *vb, char *buf, size_t cap)
+{
+    const bk_blocked *a = va, *b = vb;
+    if (a->nblocks != b->nblocks)
+        snprintf(buf, cap, "sizes differ: %llu vs %llu bits",
+                 (unsigned long long)(a->nblocks * BLOCK_BITS),
+                 (unsigned long long)(b->nblocks * BLOCK_BITS));
+    else if (a->k != b->k)
+        snprintf(buf, cap, "hash counts differ: %u vs %u", a->k, b->k);
+    else if (a->seed != b->seed)
+        snprintf(buf, cap, "seeds differ: %llu vs %llu",
+                 (unsigned long long)a->seed, (unsigned long long)b->seed);
+    else
+        return 0;
+    return 1;
+}
+
+static int ops_describe(const void *vf, bk__image *img)
+{
+    const bk_blocked *f = vf;
+    img->seed = f->seed;
+    img->capacity = f->capacity;
+    img->fpr = f->target_fpr;
+    img->items = bk__load64(&f->items);
+    bk__blocked_describe_part(f, &img->parts[0]);
+    return BK_OK;
+}
+
+static int ops_restore(const bk__image *img, void **out)
+{
+    if (img->nparts != 1) return BK_ECORRUPT;
+    const bk__part *p = &img->parts[0];
+    if (img->capacity != p->capacity || img->fpr != p->fpr || img->items != p->items)
+        return BK_ECORRUPT;
+    return bk__blocked_restore_part(p, img->seed, (bk_blocked **)out);
+}
+
+static const bk__family_ops blocked_ops = {
+    .family = BK_FAMILY_BLOCKED,
+    .name = "blocked",
+    .add = ops_add,
+    .contains = ops_contains,
+    .add_batch = ops_add_batch,
+    .contains_batch = ops_contains_batch,
+    .lockfree_add = 1,
+    .seed = ops_seed,
+    .destroy = ops_destroy,
+    .info = ops_info,
+    .create = ops_create,
+    .clone = ops_clone,
+    .clear = ops_clear,
+    .merge = ops_merge,
+    .incompatibility = ops_incompatibility,
+    .nparts = ops_nparts,
+    .describe = ops_describe,
+    .restore = ops_restore,
+};
+
+const bk__family_ops *const bk__blocked_family = &blocked_ops;
