@@ -1,0 +1,238 @@
+/*
+ * command.h - the transport-free command layer: BF.*, CF.*, CBF.*, WF.* and
+ * the generic Redis commands, written once for bloomkit-server and for the
+ * Redis module build.
+ *
+ * A command is a function of (arguments, keys it opens, a reply sink).
+ * It never touches sockets, event loops, files or locks: the *host* (the
+ * server, or the Redis module) supplies three small interfaces:
+ *
+ *   bkc_reply      where replies go (RESP2/RESP3 encoder in the server,
+ *                  RedisModule_ReplyWith* in the module);
+ *   bkc_host_vt    how named keys are opened, read, replaced and closed
+ *                  (the server's keyspace with per-key locks; Redis keys
+ *                  holding module types), and how a write is propagated
+ *                  (the server's append-only log; Redis replication/AOF);
+ *   bkc_ctx        one command's context: the two above plus the client's
+ *                  protocol version and the clock.
+ *
+ * How a BF.ADD travels: the host parses a request into argv, looks the
+ * name up in bkc_command_table (bkc_lookup), checks arity (bkc_check_arity
+ * gives Redis's error text), and calls the handler. The handler opens its
+ * key through ctx->host, works on the bkc_value it holds with the library's
+ * public API, writes its reply through ctx->reply, calls ctx->host->wrote()
+ * when it changed something, and closes the key.
+ *
+ * Only include/bloomkit.h is used from the library.
+ */
+#ifndef BKC_COMMAND_H
+#define BKC_COMMAND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bloomkit.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*==========================================================================
+ * Strings: arguments are binary-safe byte ranges owned by the host
+ *==========================================================================*/
+
+typedef struct bkc_str {
+    const char *ptr;
+    size_t len;
+} bkc_str;
+
+/*==========================================================================
+ * Replies
+ *==========================================================================*/
+
+typedef struct bkc_reply bkc_reply;
+
+typedef struct bkc_reply_vt {
+    void (*simple)(bkc_reply *r, const char *s);          /* +s */
+    void (*error)(bkc_reply *r, const char *s);           /* -s, s is the whole
+                                                             text: "ERR not found" */
+    void (*integer)(bkc_reply *r, long long v);           /* :v */
+    void (*bulk)(bkc_reply *r, const void *p, size_t n);  /* $n p */
+    void (*null)(bkc_reply *r);                           /* $-1 / _ */
+    void (*array)(bkc_reply *r, size_t n);                /* *n, n replies follow */
+    void (*map)(bkc_reply *r, size_t pairs);              /* RESP3 %n, RESP2 *2n */
+    void (*dbl)(bkc_reply *r, double d);                  /* RESP3 ,d; RESP2 bulk */
+} bkc_reply_vt;
+
+struct bkc_reply {
+    const bkc_reply_vt *vt;
+    void *impl;       /* the host's encoder state */
+};
+
+/*==========================================================================
+ * Values: what a key holds
+ *==========================================================================*/
+
+/* The kinds of value a key can hold. Their type names (TYPE, the module's
+ * data types) are 9 characters, our own: never RedisBloom's. */
+typedef enum bkc_kind {
+    BKC_KIND_NONE = 0,
+    BKC_KIND_BLOOM = 1,     /* BF.*: scalable filter of blocked stages  "bkbloom--" */
+    BKC_KIND_CUCKOO = 2,    /* CF.*: chain of cuckoo filters            "bkcuckoo-" */
+    BKC_KIND_COUNTING = 3,  /* CBF.*: counting filter                   "bkcount--" */
+    BKC_KIND_WINDOW = 4,    /* WF.*: time-window filter                 "bkwindow-" */
+    BKC_KIND_OTHER = 99     /* a key of the host's own (module: any other Redis type) */
+} bkc_kind;
+
+/* The 9-character type name of a kind ("bkbloom--"), or NULL. */
+const char *bkc_kind_type_name(bkc_kind kind);
+
+/* A key's value: one bloomkit filter, or (CF) a chain of them. Owned by
+ * whoever holds the key; freed with bkc_value_free. */
+typedef struct bkc_value {
+    bkc_kind kind;
+    uint32_t nfilters;        /* 1, or the stages of a CF chain */
+    uint32_t cap_filters;
+    bk_filter **filters;
+    /* CF chain settings and counters (CF.INFO) */
+    uint64_t cf_capacity;     /* capacity of the first stage */
+    uint32_t cf_bucket_size;
+    uint32_t cf_max_iterations;
+    uint32_t cf_expansion;
+    uint64_t cf_deleted;      /* successful CF.DEL */
+} bkc_value;
+
+void bkc_value_free(bkc_value *v);
+
+/* Bytes of memory the value holds (MEMORY USAGE, maxmemory accounting). */
+size_t bkc_value_bytes(const bkc_value *v);
+
+/* A value as one byte string and back: the unit of SCANDUMP/LOADCHUNK, of
+ * the server's snapshot records and of the module's RDB payload. Layout
+ * (docs/COMMANDS.md): a small little-endian header (magic, kind, CF
+ * settings, nfilters) followed by each filter's bloomkit file image with
+ * its length. Decoding validates everything (bk_filter_deserialize for
+ * each image) and never crashes on bad input. */
+int bkc_value_encode(const bkc_value *v, unsigned char **out, size_t *len);
+int bkc_value_decode(const unsigned char *buf, size_t len, bkc_value **out);
+
+/*==========================================================================
+ * The host: keys, propagation, limits
+ *==========================================================================*/
+
+typedef struct bkc_key bkc_key; /* the host's open-key handle */
+
+/* How a command opens a key:
+ *   READ   - lookups only. Many readers at once.
+ *   ADD    - lock-free updates of an existing value (adds to a family
+ *            whose bk_filter_info.lockfree_add is 1): many at once, but
+ *            never together with a WRITE of the same key.
+ *   WRITE  - anything: create, replace, delete, grow, non-lock-free adds.
+ *            Exclusive per key.
+ * A command that opened with READ or ADD and finds it needs more closes the
+ * key and reopens it with WRITE (and must re-check what it found). */
+typedef enum bkc_open_mode {
+    BKC_OPEN_READ = 0,
+    BKC_OPEN_ADD = 1,
+    BKC_OPEN_WRITE = 2
+} bkc_open_mode;
+
+typedef struct bkc_host_vt {
+    /* Open name. Never fails for a missing key (the value is then NULL);
+     * returns NULL only when the host cannot open it at all. */
+    bkc_key *(*open)(void *host, bkc_str name, bkc_open_mode mode);
+    /* The kind held (BKC_KIND_NONE when missing, OTHER for a foreign type). */
+    bkc_kind (*kind)(bkc_key *k);
+    /* The value held, or NULL (missing or foreign). */
+    bkc_value *(*value)(bkc_key *k);
+    /* Store v under the key (WRITE mode), taking ownership and freeing any
+     * previous value; v = NULL deletes the key. Returns BK_OK or an error
+     * (BK_ELIMIT when the host's memory limit would be exceeded: v is then
+     * freed and the key is unchanged). */
+    int (*set)(bkc_key *k, bkc_value *v);
+    /* Tell the host that the open value changed size (a stage was added),
+     * for memory accounting. */
+    void (*resized)(bkc_key *k);
+    void (*close)(bkc_key *k);
+    /* A write command succeeded and changed the keyspace: the host logs or
+     * replicates it (the server appends argv to its append-only log; the
+     * module calls RedisModule_ReplicateVerbatim). */
+    void (*wrote)(void *host, int argc, const bkc_str *argv);
+    /* Bytes a new value may still take (SIZE_MAX: no limit): creation
+     * commands refuse filters that would not fit, with an error instead of
+     * an allocation that could kill the process. */
+    size_t (*memory_left)(void *host);
+} bkc_host_vt;
+
+/*==========================================================================
+ * One command's context
+ *==========================================================================*/
+
+typedef struct bkc_ctx {
+    bkc_reply *reply;
+    const bkc_host_vt *host_vt;
+    void *host;
+    int resp;            /* protocol version of the client: 2 or 3 */
+    uint64_t now_ms;     /* the host's clock (WF.* and expiry use it) */
+} bkc_ctx;
+
+/*==========================================================================
+ * The command table
+ *==========================================================================*/
+
+/* Command flags: for the host (locking, Redis module registration). */
+#define BKC_CMD_WRITE    (1u << 0)  /* may change the keyspace */
+#define BKC_CMD_READONLY (1u << 1)
+#define BKC_CMD_DENYOOM  (1u << 2)  /* may allocate: refuse when out of memory */
+#define BKC_CMD_FAST     (1u << 3)  /* O(1) or O(items in the command) */
+#define BKC_CMD_HOST     (1u << 4)  /* implemented by the host, not here
+                                       (PING, AUTH, SAVE ...): the table entry
+                                       carries arity and docs only */
+
+typedef void (*bkc_handler)(bkc_ctx *c, int argc, const bkc_str *argv);
+
+typedef struct bkc_command {
+    const char *name;        /* lower case: "bf.add" */
+    int arity;               /* Redis convention: N exact, -N at least N (argv[0] counted) */
+    unsigned flags;
+    int first_key, last_key, key_step; /* key positions (Redis Cluster routing) */
+    bkc_handler handler;     /* NULL for BKC_CMD_HOST entries */
+    const char *summary;     /* one line, for COMMAND DOCS and --help */
+    const char *syntax;      /* "BF.ADD key item" */
+} bkc_command;
+
+/* The table, sorted by name; bkc_command_count entries. */
+extern const bkc_command bkc_command_table[];
+extern const size_t bkc_command_count;
+
+/* Case-insensitive lookup; NULL for an unknown command. */
+const bkc_command *bkc_lookup(bkc_str name);
+
+/* 1 when argc fits cmd's arity; else writes Redis's error
+ * "ERR wrong number of arguments for 'bf.add' command" and returns 0. */
+int bkc_check_arity(bkc_ctx *c, const bkc_command *cmd, int argc);
+
+/* Redis's text for an unknown command:
+ * "ERR unknown command 'FOO', with args beginning with: 'a' 'b' " */
+void bkc_reply_unknown(bkc_ctx *c, int argc, const bkc_str *argv);
+
+/* Run argv through the table: lookup, arity, handler. The host calls this
+ * for everything but its own BKC_CMD_HOST commands. */
+void bkc_dispatch(bkc_ctx *c, int argc, const bkc_str *argv);
+
+/*==========================================================================
+ * Argument parsing helpers (Redis's rules and error texts)
+ *==========================================================================*/
+
+/* Strict integer / double parsing of a whole argument. Return 1 on success. */
+int bkc_parse_ll(bkc_str s, long long *out);
+int bkc_parse_u64(bkc_str s, uint64_t *out);
+int bkc_parse_double(bkc_str s, double *out);
+/* Case-insensitive comparison with a NUL-terminated keyword. */
+int bkc_streq(bkc_str s, const char *keyword);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BKC_COMMAND_H */
