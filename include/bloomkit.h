@@ -670,10 +670,10 @@ BK_API size_t bk_counting_bytes(const bk_counting *f);
 
 typedef struct bk_deletable bk_deletable;
 
-/* Region size, in bits, of filters created with regions = 0: r = ceil(m/8),
- * which costs m/8 extra bits and leaves ~88% of keys removable at capacity
- * with k = 7 (see lib/deletable.c). */
-#define BK_DELETABLE_DEFAULT_REGION_BITS 8
+/* Region size, in bits, of filters created with regions = 0: r = ceil(m/4),
+ * which costs m/4 extra bits and leaves ~85-90% of keys removable at
+ * capacity at 1% (8-bit regions: ~64%; see lib/deletable.c). */
+#define BK_DELETABLE_DEFAULT_REGION_BITS 4
 
 /* Create a filter for `capacity` keys at false-positive rate `fpr`: m and k
  * from bk_bloom_optimal, plus `regions` collision flags (0: one per
@@ -752,8 +752,8 @@ typedef struct bk_deletable_stats {
     double fill;                /* bits_set / m */
     uint64_t collided_regions;
     uint64_t occupied_regions;  /* regions holding at least one set bit */
-    /* Estimated fraction of stored keys that remain removable:
-     * 1 - (collided / occupied)^k, a key's regions being occupied ones. */
+    /* Estimated fraction of stored keys that remain removable: 1 - c^k,
+     * c = the share of set bits lying in collided regions. */
     double removable_fraction;
     double fpr_now;             /* fill^k */
     double fpr_at_capacity;     /* bk_bloom_fpr(capacity, m, k); 0 if unknown */
@@ -1476,6 +1476,8 @@ BK_API int bk_filter_load(bk_filter **out, const char *path);
 #define BK_MAP_READONLY 0u  /* lookups only: adds answer BK_EREADONLY */
 #define BK_MAP_WRITABLE 1u  /* changes land in the file (see bk_filter_sync) */
 #define BK_MAP_VERIFY 2u    /* also check the payload checksum (reads it all) */
+#define BK_MAP_PRIVATE 4u   /* copy-on-write: adds allowed, kept in memory,
+                               never written to the file (not with WRITABLE) */
 
 /* Memory-map the file at path and use it in place: the filter is usable at
  * once, whatever its size, and pages are read as lookups touch them. The
@@ -1488,8 +1490,8 @@ BK_API int bk_filter_map(bk_filter **out, const char *path, unsigned flags);
 
 /* Flush a writable mapping: header fields and checksums are rewritten and
  * the file is msync'ed. BK_OK for a filter that is not mapped (nothing to
- * do), BK_EREADONLY for a read-only mapping, BK_EIO. Not thread-safe with
- * adds. */
+ * do), BK_EREADONLY for a read-only mapping, BK_ENOTSUP for a private one
+ * (it never writes back), BK_EIO. Not thread-safe with adds. */
 BK_API int bk_filter_sync(bk_filter *f);
 
 /* Chunked export (backs BF.SCANDUMP): copies the next at most cap bytes of

@@ -673,8 +673,11 @@ int bk_filter_map(bk_filter **out, const char *path, unsigned flags)
     header h;
     if (out == NULL) return BK_EINVAL;
     *out = NULL;
-    if (path == NULL || (flags & ~(BK_MAP_WRITABLE | BK_MAP_VERIFY)) != 0) return BK_EINVAL;
+    if (path == NULL || (flags & ~(BK_MAP_WRITABLE | BK_MAP_VERIFY | BK_MAP_PRIVATE)) != 0)
+        return BK_EINVAL;
     int writable = (flags & BK_MAP_WRITABLE) != 0;
+    int private_copy = (flags & BK_MAP_PRIVATE) != 0;
+    if (writable && private_copy) return BK_EINVAL;
 
     int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
     if (fd < 0) return BK_EIO;
@@ -715,7 +718,7 @@ int bk_filter_map(bk_filter **out, const char *path, unsigned flags)
     o->block = map;
     o->block_len = (size_t)size;
     o->block_kind = BK__BLOCK_MAP;
-    o->read_only = !writable;
+    o->read_only = !writable && !private_copy;
     o->writable_map = (uint8_t)writable;
     *out = (bk_filter *)o;
     return BK_OK;
@@ -726,7 +729,7 @@ int bk_filter_sync(bk_filter *f)
     if (f == NULL) return BK_EINVAL;
     bk__object *o = (bk__object *)(void *)f;
     if (o->block_kind != BK__BLOCK_MAP) return BK_OK;
-    if (!o->writable_map) return BK_EREADONLY;
+    if (!o->writable_map) return o->read_only ? BK_EREADONLY : BK_ENOTSUP;
 
     unsigned char *map = o->block;
     layout lay;

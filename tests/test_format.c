@@ -239,6 +239,17 @@ static void test_map(void **state)
         assert_int_equal(bk_filter_sync(g), BK_EREADONLY);
         bk_filter_free(g);
 
+        /* private: adds work in memory and never reach the file */
+        assert_int_equal(bk_filter_map(&g, path, BK_MAP_PRIVATE), BK_OK);
+        assert_int_equal(bk_filter_add(g, "private-key", 11), 1);
+        assert_int_equal(bk_filter_contains(g, "private-key", 11), 1);
+        assert_int_equal(bk_filter_sync(g), BK_ENOTSUP);
+        bk_filter_free(g);
+        assert_int_equal(bk_filter_map(&g, path, BK_MAP_PRIVATE | BK_MAP_VERIFY), BK_OK);
+        assert_same_answers(f, g); /* the file is unchanged */
+        bk_filter_free(g);
+        assert_int_equal(bk_filter_map(&g, path, BK_MAP_PRIVATE | BK_MAP_WRITABLE), BK_EINVAL);
+
         /* writable: adds land in the file after sync */
         assert_int_equal(bk_filter_map(&g, path, BK_MAP_WRITABLE), BK_OK);
         assert_int_equal(bk_filter_add(g, "mapped-key", 10), 1);
