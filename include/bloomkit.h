@@ -84,13 +84,14 @@ BK_API unsigned bk_version_number(void);
     X(ECHUNK,    -19, "chunk out of order or malformed")                       \
     X(ELIMIT,    -20, "configured limit reached")                              \
     X(EPARAM,    -21, "parameter out of range")                             \
-    X(ECOPIES,   -22, "too many copies of one item (cuckoo: at most 2 x bucket size)")
+    X(ECOPIES,   -22, "too many copies of one item (cuckoo: at most 2 x bucket size)") \
+    X(EUNDELETABLE, -23, "item cannot be removed: all its bits are shared with other items")
 
 enum bk_error {
 #define BK__ERR_ENUM(name, value, text) BK_##name = (value),
     BK_ERRNO_MAP(BK__ERR_ENUM)
 #undef BK__ERR_ENUM
-    BK__ERR_LAST = -22
+    BK__ERR_LAST = -23
 };
 
 /* A sentence describing err ("filter is full"). Never NULL; unknown codes
@@ -708,8 +709,8 @@ BK_API int bk_deletable_add(bk_deletable *f, const void *key, size_t len);
 
 /* Remove a key: clear its bits that lie in collision-free regions.
  * Returns BK_OK (removed: a lookup now answers "absent"), BK_ENOTFOUND (one
- * of its bits is clear: certainly absent) or BK_ENOTSUP (every one of its
- * bits is in a collided region: it cannot be removed and stays present).
+ * of its bits is clear: certainly absent) or BK_EUNDELETABLE (every one of
+ * its bits is in a collided region: it cannot be removed and stays present).
  * Nothing changes unless BK_OK. Never remove a key that was not added.
  * O(k). Needs external serialisation against adds and removes. */
 BK_API int bk_deletable_remove(bk_deletable *f, const void *key, size_t len);
@@ -1139,9 +1140,9 @@ BK_API bk_scalable *bk_filter_as_scalable(bk_filter *f);
  * 1 - (1 - p)^(1/g), so that a lookup across g full generations stays
  * within p. More generations give finer expiry (keys outlive the window by
  * at most one slice, W / (g - 1)) and cost more memory (g / (g - 1) times
- * the keys of a window, each at a rate about p / g): about 2.4x the bits
- * of a plain filter for one window's keys at g = 2, 1.7x at g = 4, 1.6x at
- * g = 8 (p = 1%).
+ * the keys of a window, each at a rate about p / g): 2.3x the bits of a
+ * plain filter for one window's keys at g = 2, 1.8x at g = 4, 1.7x at
+ * g = 6..8 (p = 1%, measured).
  *
  * Time going backwards: a time earlier than the latest one seen is taken
  * as the latest one (the clock never goes back). A jump forward by g s or
@@ -1186,7 +1187,8 @@ BK_API void bk_window_free(bk_window *f);
 
 /* Move the clock to `now` (no earlier than the latest time seen), clearing
  * the generations whose time is over. Returns the number of generations
- * cleared (>= 0) or BK_EINVAL. O(size of the cleared ones). Writer. */
+ * cleared (>= 0; always 0 in count mode, where only adds move the clock)
+ * or BK_EINVAL. O(size of the cleared ones). Writer. */
 BK_API int bk_window_advance(bk_window *f, uint64_t now);
 
 /* Add a key at time `now` (after advancing to it; a full current
@@ -1323,6 +1325,12 @@ BK_API bk_filter *bk_bloom_as_filter(bk_bloom *f);
 BK_API bk_bloom *bk_filter_as_bloom(bk_filter *f);
 BK_API bk_filter *bk_blocked_as_filter(bk_blocked *f);
 BK_API bk_blocked *bk_filter_as_blocked(bk_filter *f);
+BK_API bk_filter *bk_counting_as_filter(bk_counting *f);
+BK_API bk_counting *bk_filter_as_counting(bk_filter *f);
+BK_API bk_filter *bk_deletable_as_filter(bk_deletable *f);
+BK_API bk_deletable *bk_filter_as_deletable(bk_filter *f);
+BK_API bk_filter *bk_cuckoo_as_filter(bk_cuckoo *f);
+BK_API bk_cuckoo *bk_filter_as_cuckoo(bk_filter *f);
 
 /* What bk_filter_create builds. bk_filter_config_init fills the defaults;
  * set capacity and fpr, and the family's options you care about (0 keeps a
@@ -1384,8 +1392,9 @@ BK_API bk_family bk_filter_family(const bk_filter *f);
 BK_API void bk_filter_free(bk_filter *f);
 
 /* Add, look up, remove and count a key through the family's own function.
- * add returns 1 (certainly new), 0 (may have been present) or an error
- * (BK_EFULL, BK_EREADONLY for a read-only mapping, ...). remove returns
+ * add returns 1 (stored as certainly new), 0 (may have been present) or an
+ * error (BK_EFULL, BK_EREADONLY for a read-only mapping, ...); the cuckoo
+ * filter stores a copy on every successful add, so it always answers 1. remove returns
  * BK_OK, BK_ENOTFOUND or BK_ENOTSUP for families that cannot delete.
  * count returns the family's count estimate (contains for the Bloom
  * families). Thread-safety is the family's. */

@@ -18,6 +18,9 @@ const bk__family_ops *bk__family_lookup(uint32_t family)
     const bk__family_ops *const families[] = {
         bk__bloom_family,
         bk__blocked_family,
+        bk__counting_family,
+        bk__deletable_family,
+        bk__cuckoo_family,
     };
     for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
         if ((uint32_t)families[i]->family == family) return families[i];

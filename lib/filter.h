@@ -109,6 +109,9 @@ struct bk__family_ops {
 /* Each family's ops table, defined in its own file. */
 extern const bk__family_ops *const bk__bloom_family;
 extern const bk__family_ops *const bk__blocked_family;
+extern const bk__family_ops *const bk__counting_family;
+extern const bk__family_ops *const bk__deletable_family;
+extern const bk__family_ops *const bk__cuckoo_family;
 
 /* A blocked filter as one part of an image, and back (blocked.c): shared
  * by the families whose stages are blocked filters. restore_part borrows

@@ -78,9 +78,42 @@ static bk_filter *make_blocked(void)
     return bk_blocked_as_filter(f);
 }
 
+/* The other families through the generic constructor. */
+static bk_filter *make_generic(bk_family family, void (*tune)(bk_filter_config *))
+{
+    bk_filter_config cfg;
+    bk_filter_config_init(&cfg);
+    cfg.family = family;
+    cfg.capacity = SAMPLE_KEYS;
+    cfg.fpr = 0.01;
+    cfg.seed = 40 + (uint64_t)family;
+    if (tune) tune(&cfg);
+    bk_filter *f;
+    assert_int_equal(bk_filter_create(&f, &cfg), BK_OK);
+    char key[TU_KEY_LEN];
+    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
+        tu_key(key, i, 1);
+        assert_true(bk_filter_add(f, key, sizeof(key)) >= 0);
+    }
+    return f;
+}
+
+static void tune_counting8(bk_filter_config *c) { c->counter_bits = 8; }
+static void tune_cuckoo12(bk_filter_config *c) { c->bucket_size = 2; c->fingerprint_bits = 12; }
+static bk_filter *make_counting(void) { return make_generic(BK_FAMILY_COUNTING, NULL); }
+static bk_filter *make_counting8(void) { return make_generic(BK_FAMILY_COUNTING, tune_counting8); }
+static bk_filter *make_deletable(void) { return make_generic(BK_FAMILY_DELETABLE, NULL); }
+static bk_filter *make_cuckoo(void) { return make_generic(BK_FAMILY_CUCKOO, NULL); }
+static bk_filter *make_cuckoo12(void) { return make_generic(BK_FAMILY_CUCKOO, tune_cuckoo12); }
+
 static const sample samples[] = {
     {"bloom-v1.bkf", make_bloom},
     {"blocked-v1.bkf", make_blocked},
+    {"counting-v1.bkf", make_counting},
+    {"counting8-v1.bkf", make_counting8},
+    {"deletable-v1.bkf", make_deletable},
+    {"cuckoo-v1.bkf", make_cuckoo},
+    {"cuckoo12-v1.bkf", make_cuckoo12},
 };
 #define NSAMPLES (sizeof(samples) / sizeof(samples[0]))
 

@@ -1,0 +1,761 @@
+/*
+ * counting.c - the counting Bloom filter (Fan, Cao, Almeida & Broder 2000,
+ * "Summary cache"), cache-blocked (Putze, Sanders & Singler 2007).
+ *
+ * Structure
+ *   A Bloom filter whose cells are w-bit counters (w = 4 or 8) instead of
+ *   bits: an add increments a key's k counters, a remove decrements them, a
+ *   lookup asks whether all are nonzero. The counters are grouped in blocks
+ *   of one cache line (64 bytes = 8 words of 64 bits = C counters, C = 128
+ *   for w = 4 and 64 for w = 8). A key's hash (XXH3-128, filter seed)
+ *   chooses one block with fastrange(lo, blocks) and k *distinct* counters
+ *   inside it from log2(C)-bit draws of hi (then of a splitmix64 stream
+ *   seeded from both halves), rejecting repeats: the k counters are a
+ *   uniform k-subset of the block, so the count estimate (their minimum)
+ *   counts each add once and the block statistics follow the
+ *   hypergeometric law used by get_stats. Counter j of a block lives in word j / (64 / w) at bit
+ *   (j % (64 / w)) * w; the layout is little-endian within the word.
+ *
+ * False positives
+ *   A block receives a Poisson(lambda = n / blocks) number i of keys. After
+ *   i keys that each pick k of C counters, a counter is zero with
+ *   probability (1 - k/C)^i, so
+ *       fpr = sum_i Poisson(i; lambda) (1 - (1 - k/C)^i)^k
+ *   (Putze et al. 2007, section 3; independence of the k counters slightly
+ *   overstates it, so the sizing is conservative). bk_counting_optimal
+ *   searches k and the number of blocks for the least memory meeting p.
+ *   Because C depends on w, the width changes the sizing twice: 8-bit
+ *   counters cost twice the memory and their 64-counter blocks vary more.
+ *
+ * Overflow
+ *   A counter at its maximum (2^w - 1) is saturated: increments leave it and
+ *   decrements skip it, so it stays nonzero for ever. A saturated counter can
+ *   never cause a false negative, only a permanently set cell. With Poisson
+ *   load ln 2 per counter at the optimal k, reaching 16 has probability
+ *   ~1e-17 (seed 002); repeated adds of one key are what really saturate.
+ *
+ * Concurrency
+ *   The w-bit fields of a word are updated together by one compare-and-swap
+ *   per touched word: the new word is computed with SWAR masks (which
+ *   fields are zero, which saturated) and the CAS retried on contention.
+ *   Adds, removes and lookups are therefore lock-free and never lose an
+ *   update; a key's k counters (up to 8 words) are not updated as one unit,
+ *   so a concurrent lookup of that key may see part of the change. A remove
+ *   first checks that all counters are nonzero (else BK_ENOTFOUND, nothing
+ *   written) and then decrements; a field found zero at decrement time
+ *   (only possible when keys never added are removed) is left at zero
+ *   rather than wrapping.
+ *
+ * What it cannot do
+ *   Tell a false positive from a present key: removing a key that was never
+ *   added corrupts other keys' counters (the header states this hazard).
+ *   It costs w times the memory of a Bloom filter (4x at w = 4); the cuckoo
+ *   filter deletes in less space. It cannot grow or merge.
+ */
+#include <math.h>   /* exp, log, lgamma, pow */
+#include <string.h> /* memset, memcpy */
+
+#include "filter.h"
+#include "hash.h"
+
+/*==========================================================================
+ * Types
+ *==========================================================================*/
+
+#define WORDS_PER_BLOCK 8 /* 64 bytes */
+
+/* Everything that depends on the counter width, looked up once. */
+typedef struct width_info {
+    uint32_t bits;          /* w */
+    uint32_t fields_log2;   /* log2(64 / w): fields per word */
+    uint32_t counters_log2; /* log2(C): counters per block */
+    uint64_t max;           /* 2^w - 1: the saturated value */
+    uint64_t low_bits;      /* the lowest bit of every field */
+} width_info;
+
+static const width_info WIDTHS[] = {
+    {4, 4, 7, 15, UINT64_C(0x1111111111111111)},
+    {8, 3, 6, 255, UINT64_C(0x0101010101010101)},
+};
+
+struct bk_counting {
+    bk__object obj;           /* first: a bk_counting is also a bk_filter */
+    uint64_t *words;          /* blocks * 8 words, 64-byte aligned */
+    uint64_t blocks;
+    const width_info *width;
+    uint32_t k;
+    uint64_t seed;
+    uint64_t capacity;        /* 0 if unknown */
+    double target_fpr;        /* 0 if unknown */
+    uint64_t items;           /* updated atomically */
+    int owns_mem;             /* 0 when the arrays live in a loaded block or mapping */
+};
+
+static const bk__family_ops counting_ops; /* at the end of this file */
+
+/* A key resolved to its block: for each word of the block, the lowest bit
+ * of every field the key touches (0 for untouched words). */
+typedef struct key_fields {
+    uint64_t *block;
+    uint64_t lsb[WORDS_PER_BLOCK];
+} key_fields;
+
+#define BATCH_AHEAD 16
+
+/*==========================================================================
+ * Internals: widths and SWAR masks
+ *==========================================================================*/
+
+static const width_info *find_width(uint32_t bits)
+{
+    if (bits == 0) bits = BK_COUNTING_DEFAULT_COUNTER_BITS;
+    for (size_t i = 0; i < sizeof(WIDTHS) / sizeof(WIDTHS[0]); i++)
+        if (WIDTHS[i].bits == bits) return &WIDTHS[i];
+    return NULL;
+}
+
+/* The lowest bit of every nonzero field of v. */
+static inline uint64_t nonzero_fields(const width_info *w, uint64_t v)
+{
+    uint64_t any = v;
+    for (uint32_t j = 1; j < w->bits; j++) any |= v >> j;
+    return any & w->low_bits;
+}
+
+/* The lowest bit of every saturated (all-ones) field of v. */
+static inline uint64_t saturated_fields(const width_info *w, uint64_t v)
+{
+    uint64_t all = v;
+    for (uint32_t j = 1; j < w->bits; j++) all &= v >> j;
+    return all & w->low_bits;
+}
+
+static inline uint64_t rotl64(uint64_t x, unsigned r)
+{
+    return (x << r) | (x >> (64 - r));
+}
+
+static inline int cas64(uint64_t *p, uint64_t *expected, uint64_t desired)
+{
+    return __atomic_compare_exchange_n(p, expected, desired, 1,
+                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+/*==========================================================================
+ * Internals: a key's counters
+ *==========================================================================*/
+
+static inline uint64_t *block_of(const bk_counting *f, bk_hash h)
+{
+    return f->words + bk__fastrange64(h.lo, f->blocks) * WORDS_PER_BLOCK;
+}
+
+/* Draws of log2(C) bits come from h.hi, then from a splitmix64 stream
+ * seeded with both halves; a draw that repeats a counter already taken is
+ * rejected, so the k counters are a uniform k-subset of the block (the
+ * hypergeometric model of get_stats). After REJECT_LIMIT draws, which no
+ * real key reaches, the next free counter is taken instead. */
+#define REJECT_LIMIT 256
+
+static inline uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += UINT64_C(0x9E3779B97F4A7C15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+static inline void resolve(const bk_counting *f, bk_hash h, key_fields *kf)
+{
+    const width_info *w = f->width;
+    const uint32_t draw_bits = w->counters_log2;
+    const uint32_t counters = 1u << draw_bits;
+    const uint32_t field_mask = (1u << w->fields_log2) - 1;
+    const uint32_t per_word = 64 / draw_bits;
+    uint64_t taken[2] = {0, 0}; /* C <= 128 */
+    uint64_t stream = h.hi ^ rotl64(h.lo, 32);
+    uint64_t pool = h.hi;
+    uint32_t left = per_word, draws = 0;
+
+    kf->block = block_of(f, h);
+    memset(kf->lsb, 0, sizeof(kf->lsb));
+    for (uint32_t i = 0; i < f->k; i++) {
+        uint32_t c;
+        for (;;) {
+            if (left == 0) pool = splitmix64(&stream), left = per_word;
+            c = (uint32_t)(pool & (counters - 1));
+            pool >>= draw_bits;
+            left--;
+            if (((taken[c >> 6] >> (c & 63)) & 1) == 0) break;
+            if (++draws >= REJECT_LIMIT) {
+                while ((taken[c >> 6] >> (c & 63)) & 1)
+                    c = (c + 1) & (counters - 1);
+                break;
+            }
+        }
+        taken[c >> 6] |= UINT64_C(1) << (c & 63);
+        kf->lsb[c >> w->fields_log2] |=
+            UINT64_C(1) << ((c & field_mask) * w->bits);
+    }
+}
+
+/* Apply +1 (delta > 0) or -1 to the touched, unsaturated, (for -1) nonzero
+ * fields of every word. Returns 1 when a touched field was zero before. */
+static int update(const bk_counting *f, const key_fields *kf, int delta)
+{
+    const width_info *w = f->width;
+    int was_zero = 0;
+    for (int i = 0; i < WORDS_PER_BLOCK; i++) {
+        uint64_t touched = kf->lsb[i];
+        if (touched == 0) continue;
+        uint64_t *word = &kf->block[i];
+        uint64_t old = bk__load64(word), next;
+        int zero_here;
+        do {
+            uint64_t nonzero = nonzero_fields(w, old);
+            uint64_t change = touched & ~saturated_fields(w, old);
+            if (delta > 0) {
+                next = old + change; /* no carry: no field is at max */
+            } else {
+                next = old - (change & nonzero); /* no borrow */
+            }
+            zero_here = (touched & ~nonzero) != 0;
+            if (next == old) break;
+        } while (!cas64(word, &old, next));
+        was_zero |= zero_here;
+    }
+    return was_zero;
+}
+
+static inline int contains_fields(const bk_counting *f, const key_fields *kf)
+{
+    for (int i = 0; i < WORDS_PER_BLOCK; i++) {
+        uint64_t touched = kf->lsb[i];
+        if (touched == 0) continue;
+        if (touched & ~nonzero_fields(f->width, bk__load64(&kf->block[i])))
+            return 0;
+    }
+    return 1;
+}
+
+static inline uint32_t min_field(const bk_counting *f, const key_fields *kf)
+{
+    const width_info *w = f->width;
+    uint64_t best = w->max;
+    for (int i = 0; i < WORDS_PER_BLOCK; i++) {
+        uint64_t touched = kf->lsb[i];
+        if (touched == 0) continue;
+        uint64_t v = bk__load64(&kf->block[i]);
+        while (touched) {
+            unsigned bit = (unsigned)__builtin_ctzll(touched);
+            uint64_t field = (v >> bit) & w->max;
+            if (field < best) best = field;
+            touched &= touched - 1;
+        }
+    }
+    return (uint32_t)best;
+}
+
+/*==========================================================================
+ * Internals: false-positive maths
+ *==========================================================================*/
+
+/* sum_i Poisson(i; lambda) g(i), g(i) = (1 - (1 - k/C)^i)^k, over the
+ * Poisson mass that matters (mean +- 12 sd, terms from the mode outwards by
+ * the ratio p(i+1)/p(i) = lambda/(i+1)). */
+static double blocked_fpr(double lambda, double counters, double k)
+{
+    const double zero_one = 1.0 - k / counters; /* a counter survives a key */
+    if (lambda <= 0.0) return 0.0;
+    /* hopelessly overfull blocks: the Poisson mass is relatively narrow and
+     * g is flat near 1 there, so g(lambda) is the sum to double precision
+     * (and the loops below would run for ever) */
+    if (lambda > 1e5) return pow(1.0 - pow(zero_one, lambda), k);
+    double mode = floor(lambda);
+    double spread = 12.0 * sqrt(lambda) + 20.0;
+    double p_mode = exp(-lambda + mode * log(lambda) - lgamma(mode + 1.0));
+    double sum = 0.0, p = p_mode;
+    for (double i = mode; i <= mode + spread; i += 1.0) {
+        sum += p * pow(1.0 - pow(zero_one, i), k);
+        p *= lambda / (i + 1.0);
+    }
+    p = p_mode;
+    for (double i = mode; i >= 1.0 && i >= mode - spread; i -= 1.0) {
+        p *= i / lambda; /* p(i-1) = p(i) i / lambda */
+        sum += p * pow(1.0 - pow(zero_one, i - 1.0), k);
+    }
+    return sum;
+}
+
+double bk_counting_fpr(uint64_t n, uint64_t blocks, uint32_t counter_bits,
+                       uint32_t k)
+{
+    const width_info *w = find_width(counter_bits);
+    if (w == NULL || blocks == 0 || k == 0 || k > BK_COUNTING_MAX_HASHES)
+        return NAN;
+    return blocked_fpr((double)n / (double)blocks,
+                       (double)(1u << w->counters_log2), (double)k);
+}
+
+/* Fewest blocks with fpr <= p for this k, or 0 when above the maximum.
+ * The rate falls as blocks grow, so a doubling then a bisection finds it. */
+static uint64_t blocks_for(uint64_t n, double p, double counters, uint32_t k)
+{
+    uint64_t lo = 0, hi = 1; /* invariant: !fits(lo) (lo = 0 never fits) */
+    while (blocked_fpr((double)n / (double)hi, counters, k) > p) {
+        lo = hi;
+        if (hi >= BK_COUNTING_MAX_BLOCKS) return 0;
+        hi *= 2;
+    }
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (blocked_fpr((double)n / (double)mid, counters, k) <= p)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    return hi <= BK_COUNTING_MAX_BLOCKS ? hi : 0;
+}
+
+int bk_counting_optimal(uint64_t n, double p, uint32_t counter_bits,
+                        uint64_t *blocks, uint32_t *k)
+{
+    if (n == 0) return BK_ECAPACITY;
+    if (bk__check_fpr(p) != BK_OK) return BK_EFPR;
+    const width_info *w = find_width(counter_bits);
+    if (w == NULL) return BK_EPARAM;
+    const double counters = (double)(1u << w->counters_log2);
+
+    /* The classic optimum is k = log2(1/p); blocking moves it down by one
+     * or two, so a window around it contains the best k. */
+    int k_classic = (int)ceil(-log2(p));
+    int k_lo = k_classic - 5 > 1 ? k_classic - 5 : 1;
+    int k_hi = k_classic + 2 < BK_COUNTING_MAX_HASHES ? k_classic + 2
+                                                     : BK_COUNTING_MAX_HASHES;
+    uint64_t best_blocks = 0;
+    uint32_t best_k = 0;
+    for (int kk = k_lo; kk <= k_hi; kk++) {
+        uint64_t b = blocks_for(n, p, counters, (uint32_t)kk);
+        if (b != 0 && (best_blocks == 0 || b < best_blocks))
+            best_blocks = b, best_k = (uint32_t)kk;
+    }
+    if (best_blocks == 0) return BK_ESIZE;
+    if (blocks != NULL) *blocks = best_blocks;
+    if (k != NULL) *k = best_k;
+    return BK_OK;
+}
+
+/*==========================================================================
+ * API: life cycle
+ *==========================================================================*/
+
+static int create_filter(bk_counting **out, uint64_t blocks,
+                         uint32_t counter_bits, uint32_t k, uint64_t seed,
+                         uint64_t capacity, double target_fpr)
+{
+    bk_counting *f = NULL;
+    if (out == NULL) return BK_EINVAL;
+    *out = NULL;
+    if (blocks == 0 || blocks > BK_COUNTING_MAX_BLOCKS) return BK_ESIZE;
+    const width_info *w = find_width(counter_bits);
+    if (w == NULL) return BK_EPARAM;
+    if (k == 0 || k > BK_COUNTING_MAX_HASHES) return BK_EHASHES;
+    if (blocks > SIZE_MAX / BK_COUNTING_BLOCK_BYTES) return BK_ESIZE;
+
+    f = bk__calloc(1, sizeof(*f));
+    if (f == NULL) goto fail;
+    f->words = bk__calloc_aligned((size_t)blocks * BK_COUNTING_BLOCK_BYTES);
+    if (f->words == NULL) goto fail;
+    bk__object_init(&f->obj, &counting_ops);
+    f->owns_mem = 1;
+    f->blocks = blocks;
+    f->width = w;
+    f->k = k;
+    f->seed = seed;
+    f->capacity = capacity;
+    f->target_fpr = target_fpr;
+    *out = f;
+    return BK_OK;
+
+fail:
+    bk__free(f);
+    return BK_ENOMEM;
+}
+
+int bk_counting_create(bk_counting **out, uint64_t capacity, double fpr,
+                       uint32_t counter_bits, uint64_t seed)
+{
+    uint64_t blocks;
+    uint32_t k;
+    if (out == NULL) return BK_EINVAL;
+    *out = NULL;
+    int rc = bk_counting_optimal(capacity, fpr, counter_bits, &blocks, &k);
+    if (rc != BK_OK) return rc;
+    return create_filter(out, blocks, counter_bits, k, seed, capacity, fpr);
+}
+
+int bk_counting_create_params(bk_counting **out, uint64_t blocks,
+                              uint32_t counter_bits, uint32_t k,
+                              uint64_t seed)
+{
+    return create_filter(out, blocks, counter_bits, k, seed, 0, 0.0);
+}
+
+void bk_counting_free(bk_counting *f)
+{
+    if (f == NULL) return;
+    if (f->owns_mem) bk__free_aligned(f->words);
+    bk__object_release(&f->obj);
+    bk__free(f);
+}
+
+int bk_counting_clone(bk_counting **out, const bk_counting *src)
+{
+    if (out == NULL) return BK_EINVAL;
+    *out = NULL;
+    if (src == NULL) return BK_EINVAL;
+    int rc = create_filter(out, src->blocks, src->width->bits, src->k,
+                           src->seed, src->capacity, src->target_fpr);
+    if (rc != BK_OK) return rc;
+    uint64_t nwords = src->blocks * WORDS_PER_BLOCK;
+    for (uint64_t i = 0; i < nwords; i++)
+        (*out)->words[i] = bk__load64(&src->words[i]);
+    (*out)->items = bk__load64(&src->items);
+    return BK_OK;
+}
+
+void bk_counting_clear(bk_counting *f)
+{
+    if (f == NULL) return;
+    memset(f->words, 0, (size_t)f->blocks * BK_COUNTING_BLOCK_BYTES);
+    f->items = 0;
+}
+
+/*==========================================================================
+ * API: single keys
+ *==========================================================================*/
+
+int bk_counting_add_hash(bk_counting *f, bk_hash h)
+{
+    key_fields kf;
+    resolve(f, h, &kf);
+    int was_new = update(f, &kf, +1);
+    if (was_new) bk__add64(&f->items, 1);
+    return was_new;
+}
+
+int bk_counting_remove_hash(bk_counting *f, bk_hash h)
+{
+    key_fields kf;
+    resolve(f, h, &kf);
+    if (!contains_fields(f, &kf)) return BK_ENOTFOUND;
+    update(f, &kf, -1);
+    /* items counts keys believed present; it never goes below zero even if
+     * a caller removes what it did not add */
+    uint64_t items = bk__load64(&f->items);
+    while (items > 0 &&
+           !__atomic_compare_exchange_n(&f->items, &items, items - 1, 1,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+    return BK_OK;
+}
+
+int bk_counting_contains_hash(const bk_counting *f, bk_hash h)
+{
+    key_fields kf;
+    resolve(f, h, &kf);
+    return contains_fields(f, &kf);
+}
+
+uint32_t bk_counting_count_hash(const bk_counting *f, bk_hash h)
+{
+    key_fields kf;
+    resolve(f, h, &kf);
+    return min_field(f, &kf);
+}
+
+int bk_counting_add_if_absent_hash(bk_counting *f, bk_hash h)
+{
+    key_fields kf;
+    resolve(f, h, &kf);
+    if (contains_fields(f, &kf)) return 0;
+    update(f, &kf, +1);
+    bk__add64(&f->items, 1);
+    return 1;
+}
+
+int bk_counting_add(bk_counting *f, const void *key, size_t len)
+{
+    return bk_counting_add_hash(f, bk_hash_key(key, len, f->seed));
+}
+
+int bk_counting_remove(bk_counting *f, const void *key, size_t len)
+{
+    return bk_counting_remove_hash(f, bk_hash_key(key, len, f->seed));
+}
+
+int bk_counting_contains(const bk_counting *f, const void *key, size_t len)
+{
+    return bk_counting_contains_hash(f, bk_hash_key(key, len, f->seed));
+}
+
+uint32_t bk_counting_count(const bk_counting *f, const void *key, size_t len)
+{
+    return bk_counting_count_hash(f, bk_hash_key(key, len, f->seed));
+}
+
+int bk_counting_add_if_absent(bk_counting *f, const void *key, size_t len)
+{
+    return bk_counting_add_if_absent_hash(f, bk_hash_key(key, len, f->seed));
+}
+
+/*==========================================================================
+ * API: batches (one cache line per key: hash ahead, prefetch the block)
+ *==========================================================================*/
+
+static int64_t run_batch(bk_counting *f, const void *const *keys,
+                         const size_t *lens, size_t n, uint8_t *results,
+                         int is_add)
+{
+    bk_hash ring[BATCH_AHEAD];
+    int64_t hits = 0;
+    if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
+
+    size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
+    for (size_t i = 0; i < ahead; i++) {
+        ring[i] = bk_hash_key(keys[i], lens[i], f->seed);
+        BK_PREFETCH_WRITE(block_of(f, ring[i]));
+    }
+    for (size_t i = 0; i < n; i++) {
+        bk_hash h = ring[i % BATCH_AHEAD];
+        size_t next = i + BATCH_AHEAD;
+        if (next < n) {
+            bk_hash hn = bk_hash_key(keys[next], lens[next], f->seed);
+            ring[i % BATCH_AHEAD] = hn;
+            BK_PREFETCH_WRITE(block_of(f, hn));
+        }
+        int r = is_add ? bk_counting_add_hash(f, h)
+                       : bk_counting_contains_hash(f, h);
+        hits += r;
+        if (results != NULL) results[i] = (uint8_t)r;
+    }
+    return hits;
+}
+
+int64_t bk_counting_add_batch(bk_counting *f, const void *const *keys,
+                              const size_t *lens, size_t n, uint8_t *results)
+{
+    return run_batch(f, keys, lens, n, results, 1);
+}
+
+int64_t bk_counting_contains_batch(const bk_counting *f,
+                                   const void *const *keys,
+                                   const size_t *lens, size_t n,
+                                   uint8_t *results)
+{
+    /* run_batch writes nothing to f when is_add is 0 */
+    return run_batch((bk_counting *)f, keys, lens, n, results, 0);
+}
+
+/*==========================================================================
+ * API: statistics
+ *==========================================================================*/
+
+uint64_t bk_counting_blocks(const bk_counting *f) { return f->blocks; }
+uint32_t bk_counting_counter_bits(const bk_counting *f) { return f->width->bits; }
+uint32_t bk_counting_hashes(const bk_counting *f) { return f->k; }
+uint64_t bk_counting_seed(const bk_counting *f) { return f->seed; }
+uint64_t bk_counting_items(const bk_counting *f) { return bk__load64(&f->items); }
+
+size_t bk_counting_bytes(const bk_counting *f)
+{
+    return sizeof(*f) + (size_t)f->blocks * BK_COUNTING_BLOCK_BYTES +
+           BK_CACHE_LINE + sizeof(void *);
+}
+
+/* P(k distinct counters drawn from C all land on the z nonzero ones):
+ * C(z, k) / C(C, k). */
+static double block_hit_probability(uint32_t z, uint32_t counters, uint32_t k)
+{
+    double p = 1.0;
+    for (uint32_t j = 0; j < k; j++) {
+        if (z <= j) return 0.0;
+        p *= (double)(z - j) / (double)(counters - j);
+    }
+    return p;
+}
+
+int bk_counting_get_stats(const bk_counting *f, bk_counting_stats *out)
+{
+    if (f == NULL || out == NULL) return BK_EINVAL;
+    const width_info *w = f->width;
+    const uint32_t per_block = 1u << w->counters_log2;
+    memset(out, 0, sizeof(*out));
+    out->blocks = f->blocks;
+    out->counters = f->blocks * per_block;
+    out->counter_bits = w->bits;
+    out->hashes = f->k;
+    out->seed = f->seed;
+    out->capacity = f->capacity;
+    out->target_fpr = f->target_fpr;
+    out->items = bk__load64(&f->items);
+
+    double fpr_sum = 0.0;
+    for (uint64_t b = 0; b < f->blocks; b++) {
+        uint32_t nonzero = 0;
+        for (int i = 0; i < WORDS_PER_BLOCK; i++) {
+            uint64_t v = bk__load64(&f->words[b * WORDS_PER_BLOCK + i]);
+            nonzero += (uint32_t)bk__popcount64(nonzero_fields(w, v));
+            out->counters_saturated += bk__popcount64(saturated_fields(w, v));
+        }
+        out->counters_nonzero += nonzero;
+        fpr_sum += block_hit_probability(nonzero, per_block, f->k);
+    }
+    out->fill = (double)out->counters_nonzero / (double)out->counters;
+    out->fpr_now = fpr_sum / (double)f->blocks;
+    out->fpr_at_capacity =
+        f->capacity ? bk_counting_fpr(f->capacity, f->blocks, w->bits, f->k)
+                    : 0.0;
+    out->bytes = bk_counting_bytes(f);
+    double table = (double)f->blocks * BK_COUNTING_BLOCK_BYTES;
+    out->bytes_per_item = out->items ? table / (double)out->items : 0.0;
+    out->bytes_per_capacity_item =
+        f->capacity ? table / (double)f->capacity : 0.0;
+    return BK_OK;
+}
+
+/*==========================================================================
+ * The generic filter and the file format
+ *==========================================================================*/
+
+bk_filter *bk_counting_as_filter(bk_counting *f)
+{
+    return (bk_filter *)(void *)f;
+}
+
+bk_counting *bk_filter_as_counting(bk_filter *f)
+{
+    if (f == NULL || ((bk__object *)(void *)f)->ops != &counting_ops) return NULL;
+    return (bk_counting *)(void *)f;
+}
+
+static uint64_t ops_seed(const void *f) { return ((const bk_counting *)f)->seed; }
+static void ops_destroy(void *f) { bk_counting_free(f); }
+static uint32_t ops_nparts(const void *f) { (void)f; return 1; }
+static void ops_clear(void *f) { bk_counting_clear(f); }
+static int ops_clone(const void *f, void **out) { return bk_counting_clone((bk_counting **)out, f); }
+
+static int64_t ops_add_batch(void *f, const void *const *keys, const size_t *lens,
+                             size_t n, uint8_t *results)
+{
+    return bk_counting_add_batch(f, keys, lens, n, results);
+}
+
+static int64_t ops_contains_batch(const void *f, const void *const *keys,
+                                  const size_t *lens, size_t n, uint8_t *results)
+{
+    return bk_counting_contains_batch(f, keys, lens, n, results);
+}
+
+/* Image: one part; m = blocks, k, width = counter bits, the counters as
+ * 64-bit little-endian words (blocks * 8 of them). */
+
+#define LOCKFREE_ADD 1 /* CAS on words */
+
+static int ops_add(void *f, bk_hash h) { return bk_counting_add_hash(f, h); }
+static int ops_contains(const void *f, bk_hash h) { return bk_counting_contains_hash(f, h); }
+static int ops_remove(void *f, bk_hash h) { return bk_counting_remove_hash(f, h); }
+static int64_t ops_count(const void *f, bk_hash h) { return bk_counting_count_hash(f, h); }
+
+static int ops_info(const void *vf, bk_filter_info *out)
+{
+    bk_counting_stats st;
+    int rc = bk_counting_get_stats(vf, &st);
+    if (rc != BK_OK) return rc;
+    out->seed = st.seed;
+    out->capacity = st.capacity;
+    out->target_fpr = st.target_fpr;
+    out->items = st.items;
+    out->estimated_items = (double)st.items;
+    out->fpr_now = st.fpr_now;
+    out->fpr_at_capacity = st.fpr_at_capacity;
+    out->fill = st.fill;
+    out->bytes = st.bytes;
+    out->parts = 1;
+    return BK_OK;
+}
+
+static int ops_create(const bk_filter_config *cfg, void **out)
+{
+    uint32_t bits = cfg->counter_bits ? cfg->counter_bits : BK_COUNTING_DEFAULT_COUNTER_BITS;
+    return bk_counting_create((bk_counting **)out, cfg->capacity, cfg->fpr, bits, cfg->seed);
+}
+
+static int ops_describe(const void *vf, bk__image *img)
+{
+    const bk_counting *f = vf;
+    bk__part *p = &img->parts[0];
+    img->seed = f->seed;
+    img->capacity = p->capacity = f->capacity;
+    img->fpr = p->fpr = f->target_fpr;
+    img->items = p->items = bk__load64(&f->items);
+    p->m = f->blocks;
+    p->k = f->k;
+    p->width = (uint8_t)f->width->bits;
+    p->data = f->words;
+    p->length = f->blocks * BK_COUNTING_BLOCK_BYTES;
+    return BK_OK;
+}
+
+static int ops_restore(const bk__image *img, void **out)
+{
+    const bk__part *p = &img->parts[0];
+    if (img->nparts != 1) return BK_ECORRUPT;
+    const width_info *w = find_width(p->width);
+    if (w == NULL || p->m == 0 || p->m > BK_COUNTING_MAX_BLOCKS ||
+        p->length != p->m * BK_COUNTING_BLOCK_BYTES)
+        return BK_ECORRUPT;
+    if (p->k == 0 || p->k > BK_COUNTING_MAX_HASHES || p->k > (UINT32_C(1) << w->counters_log2))
+        return BK_ECORRUPT;
+    if (!bk__valid_stored_fpr(img->fpr) || (img->fpr == 0.0) != (img->capacity == 0))
+        return BK_ECORRUPT;
+    bk_counting *f = bk__calloc(1, sizeof(*f));
+    if (f == NULL) return BK_ENOMEM;
+    bk__object_init(&f->obj, &counting_ops);
+    f->words = p->data;
+    f->owns_mem = 0;
+    f->blocks = p->m;
+    f->width = w;
+    f->k = p->k;
+    f->seed = img->seed;
+    f->capacity = img->capacity;
+    f->target_fpr = img->fpr;
+    f->items = img->items;
+    *out = f;
+    return BK_OK;
+}
+
+static const bk__family_ops counting_ops = {
+    .family = BK_FAMILY_COUNTING,
+    .name = "counting",
+    .add = ops_add,
+    .contains = ops_contains,
+    .remove = ops_remove,
+    .count = ops_count,
+    .add_batch = ops_add_batch,
+    .contains_batch = ops_contains_batch,
+    .lockfree_add = LOCKFREE_ADD,
+    .seed = ops_seed,
+    .destroy = ops_destroy,
+    .info = ops_info,
+    .create = ops_create,
+    .clone = ops_clone,
+    .clear = ops_clear,
+    .merge = NULL,
+    .incompatibility = NULL,
+    .nparts = ops_nparts,
+    .describe = ops_describe,
+    .restore = ops_restore,
+};
+
+const bk__family_ops *const bk__counting_family = &counting_ops;

@@ -1,0 +1,463 @@
+/*
+ * test_counting.c - the counting Bloom filter: parameters, sizing, counts,
+ * saturation, removal of absent keys, a model-based random sequence against
+ * an exact multiset, measured false-positive rates and allocation failures.
+ *
+ * Tolerances: a measured rate over Q independent absent keys is binomial,
+ * so it must lie within 5 standard deviations sqrt(p (1 - p) / Q) of the
+ * predicted p (a false alarm about once in 1.7 million runs; the seeds are
+ * fixed, so a run either always passes or always fails).
+ */
+#include "testutil.h"
+
+#include "internal.h"
+
+static const uint32_t widths[] = {4, 8};
+
+/*==========================================================================
+ * Parameters and sizing
+ *==========================================================================*/
+
+static void test_invalid_parameters(void **state)
+{
+    (void)state;
+    bk_counting *f = (bk_counting *)&f; /* must be reset to NULL */
+    assert_int_equal(bk_counting_create(NULL, 100, 0.01, 4, 1), BK_EINVAL);
+    assert_int_equal(bk_counting_create(&f, 0, 0.01, 4, 1), BK_ECAPACITY);
+    assert_null(f);
+    assert_int_equal(bk_counting_create(&f, 100, 0.0, 4, 1), BK_EFPR);
+    assert_int_equal(bk_counting_create(&f, 100, 1.0, 4, 1), BK_EFPR);
+    assert_int_equal(bk_counting_create(&f, 100, NAN, 4, 1), BK_EFPR);
+    assert_int_equal(bk_counting_create(&f, 100, 0.01, 5, 1), BK_EPARAM);
+    assert_int_equal(bk_counting_create(&f, 100, 0.01, 16, 1), BK_EPARAM);
+    assert_int_equal(bk_counting_create_params(NULL, 1, 4, 3, 1), BK_EINVAL);
+    assert_int_equal(bk_counting_create_params(&f, 0, 4, 3, 1), BK_ESIZE);
+    assert_int_equal(
+        bk_counting_create_params(&f, BK_COUNTING_MAX_BLOCKS + 1, 4, 3, 1),
+        BK_ESIZE);
+    assert_int_equal(bk_counting_create_params(&f, 1, 4, 0, 1), BK_EHASHES);
+    assert_int_equal(
+        bk_counting_create_params(&f, 1, 4, BK_COUNTING_MAX_HASHES + 1, 1),
+        BK_EHASHES);
+    assert_int_equal(bk_counting_create_params(&f, 1, 2, 3, 1), BK_EPARAM);
+    assert_null(f);
+    assert_int_equal(bk_counting_optimal(0, 0.01, 4, NULL, NULL),
+                     BK_ECAPACITY);
+    assert_int_equal(bk_counting_optimal(10, 0.01, 7, NULL, NULL), BK_EPARAM);
+    assert_int_equal(bk_counting_optimal(UINT64_MAX, 1e-9, 4, NULL, NULL),
+                     BK_ESIZE);
+    assert_true(isnan(bk_counting_fpr(10, 0, 4, 3)));
+    assert_true(isnan(bk_counting_fpr(10, 1, 4, 0)));
+    assert_true(isnan(bk_counting_fpr(10, 1, 6, 3)));
+    bk_counting_free(NULL);
+    assert_int_equal(bk_counting_clone(NULL, NULL), BK_EINVAL);
+    assert_int_equal(bk_counting_clone(&f, NULL), BK_EINVAL);
+    assert_int_equal(bk_counting_get_stats(NULL, NULL), BK_EINVAL);
+}
+
+/* The sizing meets p and is minimal for its k; wider counters cost more. */
+static void test_sizing(void **state)
+{
+    (void)state;
+    const double rates[] = {0.01, 0.001, 1e-5};
+    const uint64_t ns[] = {1, 1000, 1000000};
+    for (size_t r = 0; r < 3; r++) {
+        for (size_t j = 0; j < 3; j++) {
+            uint64_t bytes[2];
+            for (size_t w = 0; w < 2; w++) {
+                uint64_t blocks;
+                uint32_t k;
+                assert_int_equal(bk_counting_optimal(ns[j], rates[r],
+                                                     widths[w], &blocks, &k),
+                                 BK_OK);
+                assert_true(bk_counting_fpr(ns[j], blocks, widths[w], k) <=
+                            rates[r]);
+                if (blocks > 1)
+                    assert_true(bk_counting_fpr(ns[j], blocks - 1, widths[w],
+                                                k) > rates[r]);
+                bytes[w] = blocks * BK_COUNTING_BLOCK_BYTES;
+            }
+            assert_true(bytes[1] >= bytes[0]);
+            if (ns[j] == 1000000) {
+                /* 4-bit counters: about 4x the classic filter's bits plus
+                 * the blocking penalty; the classic needs 9.59 / 14.38 /
+                 * 23.96 bits per key at 1% / 0.1% / 1e-5 */
+                double classic = -log(rates[r]) / (M_LN2 * M_LN2);
+                double per_key = 8.0 * (double)bytes[0] / 1e6;
+                print_message("p=%g: 4-bit %.2f bits/key (4x classic %.2f), "
+                              "8-bit %.2f\n", rates[r], per_key, 4 * classic,
+                              8.0 * (double)bytes[1] / 1e6);
+                assert_true(per_key >= 4.0 * classic);
+                /* one 128-counter block per key costs ~15% at 1% and ~35%
+                 * at 0.1% over the unblocked filter (more at lower p) */
+                if (rates[r] >= 0.001)
+                    assert_true(per_key <= 4.0 * classic * 1.40);
+            }
+        }
+    }
+}
+
+/*==========================================================================
+ * Single keys
+ *==========================================================================*/
+
+static void test_add_remove_count(void **state)
+{
+    (void)state;
+    for (size_t w = 0; w < 2; w++) {
+        bk_counting *f;
+        assert_int_equal(bk_counting_create(&f, 1000, 0.01, widths[w], 7),
+                         BK_OK);
+        assert_int_equal(bk_counting_counter_bits(f), widths[w]);
+        assert_int_equal(bk_counting_seed(f), 7);
+        assert_int_equal(bk_counting_contains(f, "apple", 5), 0);
+        assert_int_equal(bk_counting_count(f, "apple", 5), 0);
+        assert_int_equal(bk_counting_add(f, "apple", 5), 1);
+        assert_int_equal(bk_counting_add(f, "apple", 5), 0);
+        assert_int_equal(bk_counting_add(f, "", 0), 1); /* empty key */
+        assert_int_equal(bk_counting_contains(f, "", 0), 1);
+        assert_int_equal(bk_counting_count(f, "apple", 5), 2);
+        assert_int_equal(bk_counting_items(f), 2);
+        assert_int_equal(bk_counting_remove(f, "apple", 5), BK_OK);
+        assert_int_equal(bk_counting_count(f, "apple", 5), 1);
+        assert_int_equal(bk_counting_contains(f, "apple", 5), 1);
+        assert_int_equal(bk_counting_remove(f, "apple", 5), BK_OK);
+        assert_int_equal(bk_counting_contains(f, "apple", 5), 0);
+        assert_int_equal(bk_counting_remove(f, "apple", 5), BK_ENOTFOUND);
+        assert_int_equal(bk_counting_add_if_absent(f, "pear", 4), 1);
+        assert_int_equal(bk_counting_add_if_absent(f, "pear", 4), 0);
+        assert_int_equal(bk_counting_count(f, "pear", 4), 1);
+
+        /* the _hash variants are the same operations */
+        bk_hash h = bk_hash_key("plum", 4, bk_counting_seed(f));
+        assert_int_equal(bk_counting_add_hash(f, h), 1);
+        assert_int_equal(bk_counting_contains(f, "plum", 4), 1);
+        assert_int_equal(bk_counting_count_hash(f, h), 1);
+        assert_int_equal(bk_counting_add_if_absent_hash(f, h), 0);
+        assert_int_equal(bk_counting_remove_hash(f, h), BK_OK);
+        assert_int_equal(bk_counting_contains_hash(f, h), 0);
+        bk_counting_free(f);
+    }
+}
+
+/* A certainly-absent key is refused and changes nothing. */
+static void test_remove_absent(void **state)
+{
+    (void)state;
+    bk_counting *f;
+    char key[TU_KEY_LEN];
+    assert_int_equal(bk_counting_create(&f, 2000, 0.01, 4, 3), BK_OK);
+    for (uint64_t i = 0; i < 2000; i++) {
+        tu_key(key, i, 1);
+        bk_counting_add(f, key, sizeof(key));
+    }
+    bk_counting_stats before, after;
+    assert_int_equal(bk_counting_get_stats(f, &before), BK_OK);
+    int refused = 0;
+    for (uint64_t i = 0; i < 1000; i++) {
+        tu_key(key, i, 2);
+        if (bk_counting_contains(f, key, sizeof(key))) continue;
+        assert_int_equal(bk_counting_remove(f, key, sizeof(key)), BK_ENOTFOUND);
+        refused++;
+    }
+    assert_true(refused > 900);
+    assert_int_equal(bk_counting_get_stats(f, &after), BK_OK);
+    assert_memory_equal(&before, &after, sizeof(before));
+    for (uint64_t i = 0; i < 2000; i++) {
+        tu_key(key, i, 1);
+        assert_int_equal(bk_counting_contains(f, key, sizeof(key)), 1);
+    }
+    bk_counting_free(f);
+}
+
+/* Counters stick at their maximum: no false negative after overflow. */
+static void test_saturation(void **state)
+{
+    (void)state;
+    for (size_t w = 0; w < 2; w++) {
+        const uint32_t max = widths[w] == 4 ? 15 : 255;
+        bk_counting *f;
+        bk_counting_stats st;
+        assert_int_equal(bk_counting_create_params(&f, 4, widths[w], 6, 9),
+                         BK_OK);
+        for (uint32_t i = 0; i < max + 10; i++) bk_counting_add(f, "hot", 3);
+        assert_int_equal(bk_counting_count(f, "hot", 3), max);
+        assert_int_equal(bk_counting_get_stats(f, &st), BK_OK);
+        assert_int_equal(st.counters_saturated, 6);
+        assert_int_equal(st.counters_nonzero, 6);
+        /* remove as many times as added, and more: the key stays */
+        for (uint32_t i = 0; i < max + 20; i++)
+            assert_int_equal(bk_counting_remove(f, "hot", 3), BK_OK);
+        assert_int_equal(bk_counting_contains(f, "hot", 3), 1);
+        assert_int_equal(bk_counting_count(f, "hot", 3), max);
+        assert_int_equal(bk_counting_get_stats(f, &st), BK_OK);
+        assert_int_equal(st.counters_saturated, 6);
+        bk_counting_clear(f);
+        assert_int_equal(bk_counting_contains(f, "hot", 3), 0);
+        assert_int_equal(bk_counting_items(f), 0);
+        bk_counting_free(f);
+    }
+}
+
+/*==========================================================================
+ * Model-based: random add / remove / lookup against an exact multiset
+ *==========================================================================*/
+
+static void run_model(uint32_t counter_bits, uint64_t capacity, double fpr,
+                      uint64_t universe, uint64_t ops, uint64_t seed)
+{
+    bk_counting *f;
+    tu_multiset model;
+    char key[TU_KEY_LEN];
+    uint64_t rng = seed, removes = 0, lookups = 0;
+    const uint32_t max = counter_bits == 4 ? 15 : 255;
+    assert_int_equal(bk_counting_create(&f, capacity, fpr, counter_bits, seed),
+                     BK_OK);
+    tu_multiset_init(&model, universe, ops + 1);
+
+    for (uint64_t op = 0; op < ops; op++) {
+        uint64_t r = tu_next(&rng) % 100;
+        /* keep the multiset near capacity: add more below, remove above */
+        uint64_t add_share = model.size < capacity ? 50 : 30;
+        if (r < add_share) {
+            uint64_t id = tu_next(&rng) % universe;
+            tu_key(key, id, 1);
+            int was_new = bk_counting_add(f, key, sizeof(key));
+            if (model.count[id] > 0) assert_int_equal(was_new, 0);
+            tu_multiset_add(&model, id);
+        } else if (r < 80 && model.size > 0) {
+            uint64_t id = tu_multiset_take(&model, tu_next(&rng) % model.size);
+            tu_key(key, id, 1);
+            assert_int_equal(bk_counting_remove(f, key, sizeof(key)), BK_OK);
+            removes++;
+        } else {
+            uint64_t id = tu_next(&rng) % universe;
+            tu_key(key, id, 1);
+            uint32_t want = model.count[id] < max ? model.count[id] : max;
+            if (model.count[id] > 0)
+                assert_int_equal(bk_counting_contains(f, key, sizeof(key)), 1);
+            assert_true(bk_counting_count(f, key, sizeof(key)) >= want);
+            lookups++;
+        }
+        if (op % 20000 == 0 || op == ops - 1) { /* every present key */
+            for (size_t i = 0; i < model.size; i++) {
+                tu_key(key, model.instances[i], 1);
+                assert_int_equal(bk_counting_contains(f, key, sizeof(key)), 1);
+            }
+        }
+    }
+    assert_true(removes > ops / 4);
+    assert_true(lookups > ops / 10);
+    tu_multiset_free(&model);
+    bk_counting_free(f);
+}
+
+static void test_model(void **state)
+{
+    (void)state;
+    /* sized filters, a universe twice the capacity (many repeats) */
+    run_model(4, 5000, 0.01, 10000, 200000, 11);
+    run_model(8, 5000, 0.001, 10000, 200000, 12);
+    /* overloaded and tiny: many false positives and saturated counters */
+    run_model(4, 200, 0.05, 2000, 100000, 13);
+}
+
+/*==========================================================================
+ * Measured false-positive rates
+ *==========================================================================*/
+
+static void measure_fpr(uint32_t counter_bits, double target)
+{
+    const uint64_t n = 100000, queries = 1000000;
+    char key[TU_KEY_LEN];
+    bk_counting *f;
+    bk_counting_stats st;
+    assert_int_equal(bk_counting_create(&f, n, target, counter_bits, 21),
+                     BK_OK);
+    for (uint64_t i = 0; i < n; i++) {
+        tu_key(key, i, 1);
+        bk_counting_add(f, key, sizeof(key));
+    }
+    uint64_t hits = 0;
+    for (uint64_t i = 0; i < queries; i++) {
+        tu_key(key, i, 2);
+        hits += (uint64_t)bk_counting_contains(f, key, sizeof(key));
+    }
+    assert_int_equal(bk_counting_get_stats(f, &st), BK_OK);
+    double measured = (double)hits / (double)queries;
+    /* the sizing formula treats a key's k counters as independent, which
+     * overstates the rate by 10% (4-bit) to 30% (8-bit): an upper bound. fpr_now, from the
+     * nonzero counters of each block (hypergeometric), is the estimate. */
+    double predicted = st.fpr_at_capacity;
+    double tol = tu_tolerance(predicted, queries, 5.0);
+    print_message("counting w=%u p=%g: k=%u, %.2f bits/key, measured %.5f, "
+                  "formula %.5f, from counters %.5f\n",
+                  counter_bits, target, st.hashes,
+                  8.0 * st.bytes_per_capacity_item, measured, predicted,
+                  st.fpr_now);
+    assert_true(predicted <= target);
+    assert_true(measured <= predicted + tol);
+    assert_true(measured >= 0.65 * predicted); /* 8-bit, 0.1%: -28% */
+    assert_true(fabs(measured - st.fpr_now) <=
+                tu_tolerance(st.fpr_now, queries, 5.0));
+    bk_counting_free(f);
+}
+
+static void test_fpr(void **state)
+{
+    (void)state;
+    measure_fpr(4, 0.01);
+    measure_fpr(4, 0.001);
+    measure_fpr(8, 0.01);
+    measure_fpr(8, 0.001);
+}
+
+/* Removing half of 2n keys brings the rate back to that of n keys. */
+static void test_fpr_after_removals(void **state)
+{
+    (void)state;
+    const uint64_t n = 50000, queries = 500000;
+    char key[TU_KEY_LEN];
+    bk_counting *f;
+    assert_int_equal(bk_counting_create(&f, n, 0.01, 4, 5), BK_OK);
+    for (uint64_t i = 0; i < 2 * n; i++) {
+        tu_key(key, i, 1);
+        bk_counting_add(f, key, sizeof(key));
+    }
+    for (uint64_t i = n; i < 2 * n; i++) {
+        tu_key(key, i, 1);
+        assert_int_equal(bk_counting_remove(f, key, sizeof(key)), BK_OK);
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        tu_key(key, i, 1);
+        assert_int_equal(bk_counting_contains(f, key, sizeof(key)), 1);
+    }
+    uint64_t hits = 0;
+    for (uint64_t i = 0; i < queries; i++) {
+        tu_key(key, i, 2);
+        hits += (uint64_t)bk_counting_contains(f, key, sizeof(key));
+    }
+    bk_counting_stats st;
+    assert_int_equal(bk_counting_get_stats(f, &st), BK_OK);
+    double p = st.fpr_now;
+    assert_true(p <= 0.01);
+    assert_true(fabs((double)hits / queries - p) <=
+                tu_tolerance(p, queries, 5.0));
+    assert_int_equal(bk_counting_items(f) <= n, 1);
+    bk_counting_free(f);
+}
+
+/*==========================================================================
+ * Batches, clone, clear, statistics
+ *==========================================================================*/
+
+static void test_batch_clone_stats(void **state)
+{
+    (void)state;
+    enum { N = 3000 };
+    static char store[2 * N][TU_KEY_LEN];
+    const void *keys[2 * N];
+    size_t lens[2 * N];
+    uint8_t results[2 * N];
+    for (uint64_t i = 0; i < 2 * N; i++) {
+        tu_key(store[i], i, i < N ? 1 : 2);
+        keys[i] = store[i];
+        lens[i] = TU_KEY_LEN;
+    }
+    bk_counting *f, *copy;
+    assert_int_equal(bk_counting_create(&f, N, 0.001, 4, 17), BK_OK);
+    assert_int_equal(bk_counting_add_batch(NULL, keys, lens, 1, NULL), BK_EINVAL);
+    assert_int_equal(bk_counting_add_batch(f, NULL, lens, 1, NULL), BK_EINVAL);
+    assert_int_equal(bk_counting_contains_batch(f, keys, NULL, 1, NULL), BK_EINVAL);
+    assert_int_equal(bk_counting_add_batch(f, NULL, NULL, 0, NULL), 0);
+    int64_t added = bk_counting_add_batch(f, keys, lens, N, results);
+    assert_true(added > N - 10 && added <= N);
+    assert_int_equal((uint64_t)added, bk_counting_items(f));
+    int64_t found = bk_counting_contains_batch(f, keys, lens, 2 * N, results);
+    for (size_t i = 0; i < 2 * N; i++)
+        assert_int_equal(results[i], bk_counting_contains(f, keys[i], lens[i]));
+    assert_true(found >= N && found < N + 30);
+
+    assert_int_equal(bk_counting_clone(&copy, f), BK_OK);
+    for (size_t i = 0; i < 2 * N; i++)
+        assert_int_equal(bk_counting_count(copy, keys[i], lens[i]),
+                         bk_counting_count(f, keys[i], lens[i]));
+    bk_counting_stats a, b;
+    assert_int_equal(bk_counting_get_stats(f, &a), BK_OK);
+    assert_int_equal(bk_counting_get_stats(copy, &b), BK_OK);
+    assert_memory_equal(&a, &b, sizeof(a));
+    assert_int_equal(a.blocks, bk_counting_blocks(f));
+    assert_int_equal(a.counters, a.blocks * 128);
+    assert_true(a.counters_nonzero <= (uint64_t)N * a.hashes);
+    assert_true(a.counters_nonzero > (uint64_t)N * a.hashes * 8 / 10);
+    assert_int_equal(a.counters_saturated, 0);
+    assert_true(a.bytes >= a.blocks * 64 && a.bytes == bk_counting_bytes(f));
+    assert_float_equal(a.bytes_per_item, (double)a.blocks * 64 / (double)a.items,
+                       1e-9);
+    bk_counting_clear(copy);
+    assert_int_equal(bk_counting_contains_batch(copy, keys, lens, 2 * N, NULL), 0);
+    assert_int_equal(bk_counting_contains(f, keys[0], lens[0]), 1);
+    bk_counting_free(copy);
+    bk_counting_free(f);
+}
+
+/*==========================================================================
+ * Allocation failures
+ *==========================================================================*/
+
+static int attempt_create(void *ctx)
+{
+    (void)ctx;
+    bk_counting *f;
+    int rc = bk_counting_create(&f, 1000, 0.01, 8, 1);
+    bk_counting_free(f);
+    return rc;
+}
+
+static int attempt_create_params(void *ctx)
+{
+    (void)ctx;
+    bk_counting *f;
+    int rc = bk_counting_create_params(&f, 10, 4, 5, 1);
+    bk_counting_free(f);
+    return rc;
+}
+
+static int attempt_clone(void *ctx)
+{
+    bk_counting *f;
+    int rc = bk_counting_clone(&f, ctx);
+    if (rc == BK_OK)
+        assert_int_equal(bk_counting_contains(f, "x", 1), 1);
+    bk_counting_free(f);
+    return rc;
+}
+
+static void test_out_of_memory(void **state)
+{
+    (void)state;
+    assert_int_equal(tu_oom_loop(attempt_create, NULL), 2);
+    assert_int_equal(tu_oom_loop(attempt_create_params, NULL), 2);
+    bk_counting *src;
+    assert_int_equal(bk_counting_create(&src, 100, 0.01, 4, 1), BK_OK);
+    bk_counting_add(src, "x", 1);
+    tu_oom_loop(attempt_clone, src);
+    bk_counting_free(src);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_invalid_parameters),
+        cmocka_unit_test(test_sizing),
+        cmocka_unit_test(test_add_remove_count),
+        cmocka_unit_test(test_remove_absent),
+        cmocka_unit_test(test_saturation),
+        cmocka_unit_test(test_model),
+        cmocka_unit_test(test_fpr),
+        cmocka_unit_test(test_fpr_after_removals),
+        cmocka_unit_test(test_batch_clone_stats),
+        cmocka_unit_test(test_out_of_memory),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,494 @@
+/*
+ * test_cuckoo.c - the cuckoo filter: parameters, bit packing, duplicates
+ * (the 2b limit), fullness with nothing lost, load reached before the first
+ * failure, a model-based random sequence against an exact multiset,
+ * measured false-positive rates and allocation failures.
+ *
+ * Tolerances: measured rates over Q absent keys must lie within 5 binomial
+ * standard deviations sqrt(p (1 - p) / Q) of bk_cuckoo_fpr at the load
+ * reached (fixed seeds: a run always passes or always fails).
+ */
+#include "testutil.h"
+
+/*==========================================================================
+ * Parameters and sizing
+ *==========================================================================*/
+
+static void test_invalid_parameters(void **state)
+{
+    (void)state;
+    bk_cuckoo *f = (bk_cuckoo *)&f;
+    bk_cuckoo_options o = {3, 0, 0};
+    assert_int_equal(bk_cuckoo_create(NULL, 10, 0.01, NULL, 1), BK_EINVAL);
+    assert_int_equal(bk_cuckoo_create(&f, 0, 0.01, NULL, 1), BK_ECAPACITY);
+    assert_null(f);
+    assert_int_equal(bk_cuckoo_create(&f, 10, 0.0, NULL, 1), BK_EFPR);
+    assert_int_equal(bk_cuckoo_create(&f, 10, NAN, NULL, 1), BK_EFPR);
+    assert_int_equal(bk_cuckoo_create(&f, 10, 1e-12, NULL, 1), BK_EFPR);
+    assert_int_equal(bk_cuckoo_create(&f, 10, 0.01, &o, 1), BK_EPARAM);
+    o.bucket_size = 4, o.fingerprint_bits = 3;
+    assert_int_equal(bk_cuckoo_create(&f, 10, 0.01, &o, 1), BK_EPARAM);
+    o.fingerprint_bits = 33;
+    assert_int_equal(bk_cuckoo_create(&f, 10, 0.01, &o, 1), BK_EPARAM);
+    o.fingerprint_bits = 0, o.max_kicks = BK_CUCKOO_MAX_KICKS + 1;
+    assert_int_equal(bk_cuckoo_create(&f, 10, 0.01, &o, 1), BK_EPARAM);
+    assert_int_equal(bk_cuckoo_create(&f, UINT64_MAX, 0.01, NULL, 1), BK_ESIZE);
+    assert_int_equal(bk_cuckoo_create_params(&f, 0, 4, 8, 0, 1), BK_ESIZE);
+    assert_int_equal(bk_cuckoo_create_params(&f, 12, 4, 8, 0, 1), BK_ESIZE);
+    assert_int_equal(
+        bk_cuckoo_create_params(&f, BK_CUCKOO_MAX_BUCKETS * 2, 4, 8, 0, 1),
+        BK_ESIZE);
+    assert_int_equal(bk_cuckoo_create_params(&f, 16, 0, 8, 0, 1), BK_EPARAM);
+    assert_int_equal(bk_cuckoo_create_params(&f, 16, 16, 8, 0, 1), BK_EPARAM);
+    assert_int_equal(bk_cuckoo_create_params(&f, 16, 4, 0, 0, 1), BK_EPARAM);
+    assert_null(f);
+    assert_true(isnan(bk_cuckoo_fpr(1, 0, 4, 8)));
+    assert_true(isnan(bk_cuckoo_fpr(1, 4, 5, 8)));
+    bk_cuckoo_free(NULL);
+    assert_int_equal(bk_cuckoo_clone(&f, NULL), BK_EINVAL);
+    assert_int_equal(bk_cuckoo_get_stats(NULL, NULL), BK_EINVAL);
+}
+
+static void test_sizing(void **state)
+{
+    (void)state;
+    uint64_t buckets;
+    uint32_t fp;
+    /* 1%: 12-bit fingerprints; 0.1%: 12 bits is not enough at 95% load */
+    assert_int_equal(bk_cuckoo_optimal(3800, 0.01, 4, 0, &buckets, &fp), BK_OK);
+    assert_int_equal(buckets, 1024);
+    assert_int_equal(fp, 12);
+    assert_int_equal(bk_cuckoo_optimal(3800, 0.001, 4, 0, &buckets, &fp), BK_OK);
+    assert_int_equal(fp, 16);
+    assert_int_equal(bk_cuckoo_optimal(3800, 0.05, 4, 0, &buckets, &fp), BK_OK);
+    assert_int_equal(fp, 8);
+    assert_int_equal(bk_cuckoo_optimal(3800, 0.001, 4, 13, &buckets, &fp), BK_OK);
+    assert_int_equal(fp, 13);
+    assert_int_equal(bk_cuckoo_optimal(3800, 1e-6, 4, 0, &buckets, &fp), BK_OK);
+    assert_true(fp > 16 && bk_cuckoo_fpr(3800, buckets, 4, fp) <= 1e-6);
+    /* half-empty after rounding up to a power of two: load decides f */
+    assert_int_equal(bk_cuckoo_optimal(4000, 0.001, 4, 0, &buckets, &fp), BK_OK);
+    assert_int_equal(buckets, 2048);
+    assert_int_equal(fp, 12);
+    assert_int_equal(bk_cuckoo_optimal(1000, 0.01, 2, 0, &buckets, &fp), BK_OK);
+    assert_true((double)1000 / (buckets * 2) <= 0.84);
+    assert_int_equal(bk_cuckoo_optimal(1000, 0.01, 5, 0, NULL, NULL), BK_EPARAM);
+}
+
+/* 12-bit fingerprints cost 12 bits: the table is buckets * b * f / 8 bytes. */
+static void test_packing(void **state)
+{
+    (void)state;
+    const uint32_t widths[] = {8, 12, 16, 13, 4, 32};
+    const uint32_t sizes[] = {2, 4, 8};
+    for (size_t w = 0; w < 6; w++) {
+        for (size_t s = 0; s < 3; s++) {
+            bk_cuckoo *f, *g;
+            char key[TU_KEY_LEN];
+            uint64_t buckets = 256;
+            assert_int_equal(bk_cuckoo_create_params(&f, buckets, sizes[s],
+                                                     widths[w], 0, 5),
+                             BK_OK);
+            assert_int_equal(bk_cuckoo_create_params(&g, buckets * 2, sizes[s],
+                                                     widths[w], 0, 5),
+                             BK_OK);
+            /* doubling the buckets adds exactly their packed size */
+            assert_int_equal(bk_cuckoo_bytes(g) - bk_cuckoo_bytes(f),
+                             buckets * sizes[s] * widths[w] / 8);
+            /* fill to 80%, every key readable through its neighbours */
+            uint64_t n = buckets * sizes[s] * 8 / 10;
+            if (sizes[s] == 2) n = buckets * sizes[s] * 7 / 10;
+            for (uint64_t i = 0; i < n; i++) {
+                tu_key(key, i, 1);
+                assert_int_equal(bk_cuckoo_add(f, key, sizeof(key)), BK_OK);
+            }
+            for (uint64_t i = 0; i < n; i++) {
+                tu_key(key, i, 1);
+                assert_int_equal(bk_cuckoo_contains(f, key, sizeof(key)), 1);
+            }
+            for (uint64_t i = 0; i < n; i += 2) {
+                tu_key(key, i, 1);
+                assert_int_equal(bk_cuckoo_remove(f, key, sizeof(key)), BK_OK);
+            }
+            for (uint64_t i = 1; i < n; i += 2) {
+                tu_key(key, i, 1);
+                assert_int_equal(bk_cuckoo_contains(f, key, sizeof(key)), 1);
+            }
+            assert_int_equal(bk_cuckoo_items(f), n / 2);
+            bk_cuckoo_free(f);
+            bk_cuckoo_free(g);
+        }
+    }
+}
+
+/*==========================================================================
+ * Single keys, duplicates
+ *==========================================================================*/
+
+static void test_basic(void **state)
+{
+    (void)state;
+    bk_cuckoo *f;
+    assert_int_equal(bk_cuckoo_create(&f, 1000, 0.01, NULL, 3), BK_OK);
+    assert_int_equal(bk_cuckoo_bucket_size(f), 4);
+    assert_int_equal(bk_cuckoo_max_kicks(f), 500);
+    assert_int_equal(bk_cuckoo_fingerprint_bits(f), 12);
+    assert_int_equal(bk_cuckoo_seed(f), 3);
+    assert_int_equal(bk_cuckoo_contains(f, "a", 1), 0);
+    assert_int_equal(bk_cuckoo_remove(f, "a", 1), BK_ENOTFOUND);
+    assert_int_equal(bk_cuckoo_add(f, "a", 1), BK_OK);
+    assert_int_equal(bk_cuckoo_add(f, "a", 1), BK_OK);
+    assert_int_equal(bk_cuckoo_count(f, "a", 1), 2);
+    assert_int_equal(bk_cuckoo_add_unique(f, "a", 1), 0);
+    assert_int_equal(bk_cuckoo_add_unique(f, "", 0), 1);
+    assert_int_equal(bk_cuckoo_contains(f, "", 0), 1);
+    assert_int_equal(bk_cuckoo_items(f), 3);
+    assert_int_equal(bk_cuckoo_remove(f, "a", 1), BK_OK);
+    assert_int_equal(bk_cuckoo_contains(f, "a", 1), 1);
+    assert_int_equal(bk_cuckoo_remove(f, "a", 1), BK_OK);
+    assert_int_equal(bk_cuckoo_contains(f, "a", 1), 0);
+    bk_hash h = bk_hash_key("b", 1, bk_cuckoo_seed(f));
+    assert_int_equal(bk_cuckoo_add_hash(f, h), BK_OK);
+    assert_int_equal(bk_cuckoo_contains(f, "b", 1), 1);
+    assert_int_equal(bk_cuckoo_count_hash(f, h), 1);
+    assert_int_equal(bk_cuckoo_add_unique_hash(f, h), 0);
+    assert_int_equal(bk_cuckoo_remove_hash(f, h), BK_OK);
+    assert_int_equal(bk_cuckoo_contains_hash(f, h), 0);
+    bk_cuckoo_free(f);
+}
+
+/* A key fits 2b times; the next add is BK_ECOPIES and changes nothing. */
+static void test_copies(void **state)
+{
+    (void)state;
+    const uint32_t sizes[] = {2, 4, 8};
+    for (size_t s = 0; s < 3; s++) {
+        bk_cuckoo *f;
+        uint32_t b = sizes[s];
+        assert_int_equal(bk_cuckoo_create_params(&f, 1024, b, 12, 0, 1), BK_OK);
+        /* find a key whose two buckets differ (almost every key) */
+        char key[TU_KEY_LEN];
+        tu_key(key, 0, 3);
+        for (uint32_t i = 0; i < 2 * b; i++)
+            assert_int_equal(bk_cuckoo_add(f, key, sizeof(key)), BK_OK);
+        assert_int_equal(bk_cuckoo_count(f, key, sizeof(key)), 2 * b);
+        bk_cuckoo_stats before, after;
+        assert_int_equal(bk_cuckoo_get_stats(f, &before), BK_OK);
+        assert_int_equal(bk_cuckoo_add(f, key, sizeof(key)), BK_ECOPIES);
+        assert_int_equal(bk_cuckoo_get_stats(f, &after), BK_OK);
+        assert_memory_equal(&before, &after, sizeof(before));
+        assert_int_equal(bk_cuckoo_count(f, key, sizeof(key)), 2 * b);
+        for (uint32_t i = 0; i < 2 * b; i++)
+            assert_int_equal(bk_cuckoo_remove(f, key, sizeof(key)), BK_OK);
+        assert_int_equal(bk_cuckoo_remove(f, key, sizeof(key)), BK_ENOTFOUND);
+        bk_cuckoo_free(f);
+    }
+}
+
+/*==========================================================================
+ * Fullness: load reached, nothing lost
+ *==========================================================================*/
+
+/* Fill until the first BK_EFULL; return the load reached and check that
+ * every key added before is still found and the failed add changed
+ * nothing. */
+static double fill_until_full(uint64_t buckets, uint32_t b, uint32_t fp_bits,
+                              uint64_t seed)
+{
+    bk_cuckoo *f;
+    char key[TU_KEY_LEN];
+    assert_int_equal(bk_cuckoo_create_params(&f, buckets, b, fp_bits, 0, seed),
+                     BK_OK);
+    uint64_t added = 0;
+    int rc = BK_OK;
+    for (uint64_t i = 0; rc == BK_OK; i++) {
+        tu_key(key, i, seed);
+        rc = bk_cuckoo_add(f, key, sizeof(key));
+        if (rc == BK_OK) added++;
+    }
+    assert_int_equal(rc, BK_EFULL);
+    assert_int_equal(bk_cuckoo_items(f), added);
+    /* the failed add was undone: the rejected key is found only as a
+     * false positive would be, and every stored key is still there */
+    for (uint64_t i = 0; i < added; i++) {
+        tu_key(key, i, seed);
+        assert_int_equal(bk_cuckoo_contains(f, key, sizeof(key)), 1);
+    }
+    /* further adds keep failing or succeeding, never losing anything */
+    for (uint64_t i = added + 1; i < added + 50; i++) {
+        tu_key(key, i, seed);
+        rc = bk_cuckoo_add(f, key, sizeof(key));
+        assert_true(rc == BK_OK || rc == BK_EFULL);
+    }
+    uint64_t total = bk_cuckoo_items(f);
+    for (uint64_t i = 0; i < added; i++) {
+        tu_key(key, i, seed);
+        assert_int_equal(bk_cuckoo_contains(f, key, sizeof(key)), 1);
+    }
+    assert_true(total >= added);
+    double load = (double)added / (double)(buckets * b);
+    bk_cuckoo_free(f);
+    return load;
+}
+
+static void test_load_before_full(void **state)
+{
+    (void)state;
+    double min4 = 1.0, min2 = 1.0, min8 = 1.0;
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        double l4 = fill_until_full(UINT64_C(1) << 15, 4, 12, seed);
+        double l2 = fill_until_full(UINT64_C(1) << 15, 2, 12, seed);
+        double l8 = fill_until_full(UINT64_C(1) << 14, 8, 16, seed);
+        min4 = fmin(min4, l4), min2 = fmin(min2, l2), min8 = fmin(min8, l8);
+    }
+    print_message("first failure at load: b=2 %.4f, b=4 %.4f, b=8 %.4f\n",
+                  min2, min4, min8);
+    assert_true(min4 >= 0.95);
+    assert_true(min2 >= 0.84);
+    assert_true(min8 >= 0.97);
+}
+
+/* A filter that fills its buckets from only a few keys' worth of room:
+ * tiny tables, with 1 and 2 buckets (i1 == i2 for every key). */
+static void test_tiny_tables(void **state)
+{
+    (void)state;
+    for (uint64_t buckets = 1; buckets <= 2; buckets++) {
+        bk_cuckoo *f;
+        char key[TU_KEY_LEN];
+        assert_int_equal(bk_cuckoo_create_params(&f, buckets, 4, 16, 10, 1),
+                         BK_OK);
+        uint64_t added = 0;
+        for (uint64_t i = 0; i < 20; i++) {
+            tu_key(key, i, 1);
+            int rc = bk_cuckoo_add(f, key, sizeof(key));
+            assert_true(rc == BK_OK || rc == BK_EFULL);
+            if (rc == BK_OK) added++;
+        }
+        assert_true(added <= buckets * 4);
+        assert_int_equal(bk_cuckoo_items(f), added);
+        bk_cuckoo_free(f);
+    }
+}
+
+/*==========================================================================
+ * Model-based: random add / remove / lookup against an exact multiset
+ *==========================================================================*/
+
+static void run_model(uint32_t b, uint32_t fp_bits, uint64_t buckets,
+                      uint64_t universe, uint64_t ops, uint64_t seed)
+{
+    bk_cuckoo *f;
+    tu_multiset model;
+    char key[TU_KEY_LEN];
+    uint64_t rng = seed, full = 0, copies = 0, removes = 0;
+    const uint64_t target = buckets * b * 9 / 10; /* hover near 90% load */
+    assert_int_equal(bk_cuckoo_create_params(&f, buckets, b, fp_bits, 0, seed),
+                     BK_OK);
+    tu_multiset_init(&model, universe, ops + 1);
+
+    for (uint64_t op = 0; op < ops; op++) {
+        uint64_t r = tu_next(&rng) % 100;
+        uint64_t add_share = model.size < target ? 50 : 30;
+        if (r < add_share) {
+            uint64_t id = tu_next(&rng) % universe;
+            tu_key(key, id, 1);
+            int rc = bk_cuckoo_add(f, key, sizeof(key));
+            if (rc == BK_OK)
+                tu_multiset_add(&model, id);
+            else if (rc == BK_EFULL)
+                full++;
+            else if (rc == BK_ECOPIES)
+                copies++;
+            else
+                fail_msg("add returned %s", bk_errname(rc));
+            assert_int_equal(bk_cuckoo_items(f), model.size);
+        } else if (r < 80 && model.size > 0) {
+            uint64_t id = tu_multiset_take(&model, tu_next(&rng) % model.size);
+            tu_key(key, id, 1);
+            assert_int_equal(bk_cuckoo_remove(f, key, sizeof(key)), BK_OK);
+            removes++;
+        } else {
+            uint64_t id = tu_next(&rng) % universe;
+            tu_key(key, id, 1);
+            if (model.count[id] > 0)
+                assert_int_equal(bk_cuckoo_contains(f, key, sizeof(key)), 1);
+            assert_true(bk_cuckoo_count(f, key, sizeof(key)) >= model.count[id]);
+        }
+        if (op % 20000 == 0 || op == ops - 1) {
+            for (size_t i = 0; i < model.size; i++) {
+                tu_key(key, model.instances[i], 1);
+                assert_int_equal(bk_cuckoo_contains(f, key, sizeof(key)), 1);
+            }
+        }
+    }
+    assert_true(removes > ops / 4);
+    print_message("cuckoo model b=%u f=%u: %llu full, %llu copies refused\n",
+                  b, fp_bits, (unsigned long long)full,
+                  (unsigned long long)copies);
+    tu_multiset_free(&model);
+    bk_cuckoo_free(f);
+}
+
+static void test_model(void **state)
+{
+    (void)state;
+    run_model(4, 12, 1024, 8000, 200000, 31);  /* repeats, near full */
+    run_model(2, 8, 512, 600, 100000, 32);     /* many copies, 8 bits */
+    run_model(8, 16, 128, 20000, 100000, 33);
+    run_model(4, 4, 64, 300, 100000, 34);      /* 4-bit: collisions galore */
+}
+
+/*==========================================================================
+ * Measured false-positive rates
+ *==========================================================================*/
+
+static void measure_fpr(double target, uint32_t fp_bits_given)
+{
+    const uint64_t n = 120000, queries = 1000000;
+    char key[TU_KEY_LEN];
+    bk_cuckoo *f;
+    bk_cuckoo_stats st;
+    bk_cuckoo_options o = {4, fp_bits_given, 0};
+    assert_int_equal(bk_cuckoo_create(&f, n, target, &o, 41), BK_OK);
+    for (uint64_t i = 0; i < n; i++) {
+        tu_key(key, i, 1);
+        assert_int_equal(bk_cuckoo_add(f, key, sizeof(key)), BK_OK);
+    }
+    uint64_t hits = 0;
+    for (uint64_t i = 0; i < queries; i++) {
+        tu_key(key, i, 2);
+        hits += (uint64_t)bk_cuckoo_contains(f, key, sizeof(key));
+    }
+    assert_int_equal(bk_cuckoo_get_stats(f, &st), BK_OK);
+    double measured = (double)hits / (double)queries;
+    print_message("cuckoo p=%g f=%u: load %.3f, %.2f bits/key, measured "
+                  "%.5f, formula %.5f\n",
+                  target, st.fingerprint_bits, st.load_factor,
+                  st.bits_per_item, measured, st.fpr_now);
+    if (fp_bits_given == 0) assert_true(st.fpr_now <= target);
+    assert_true(fabs(measured - st.fpr_now) <=
+                tu_tolerance(st.fpr_now, queries, 5.0));
+    bk_cuckoo_free(f);
+}
+
+static void test_fpr(void **state)
+{
+    (void)state;
+    measure_fpr(0.01, 0);    /* 12-bit fingerprints */
+    measure_fpr(0.001, 0);   /* 16-bit */
+    measure_fpr(0.001, 13);  /* 13-bit, given */
+    measure_fpr(0.01, 8);    /* 8-bit, given: above target */
+}
+
+/*==========================================================================
+ * Batches, clone, clear, statistics
+ *==========================================================================*/
+
+static void test_batch_clone_stats(void **state)
+{
+    (void)state;
+    enum { N = 3000 };
+    static char store[2 * N][TU_KEY_LEN];
+    const void *keys[2 * N];
+    size_t lens[2 * N];
+    uint8_t found[2 * N];
+    int rcs[2 * N];
+    for (uint64_t i = 0; i < 2 * N; i++) {
+        tu_key(store[i], i, i < N ? 1 : 2);
+        keys[i] = store[i];
+        lens[i] = TU_KEY_LEN;
+    }
+    bk_cuckoo *f, *copy;
+    assert_int_equal(bk_cuckoo_create(&f, N, 0.001, NULL, 17), BK_OK);
+    assert_int_equal(bk_cuckoo_add_batch(NULL, keys, lens, 1, NULL), BK_EINVAL);
+    assert_int_equal(bk_cuckoo_add_batch(f, NULL, lens, 1, NULL), BK_EINVAL);
+    assert_int_equal(bk_cuckoo_contains_batch(f, keys, NULL, 1, NULL), BK_EINVAL);
+    assert_int_equal(bk_cuckoo_add_batch(f, keys, lens, N, rcs), N);
+    for (size_t i = 0; i < N; i++) assert_int_equal(rcs[i], BK_OK);
+    int64_t hits = bk_cuckoo_contains_batch(f, keys, lens, 2 * N, found);
+    for (size_t i = 0; i < 2 * N; i++)
+        assert_int_equal(found[i], bk_cuckoo_contains(f, keys[i], lens[i]));
+    assert_true(hits >= N && hits < N + 20);
+
+    assert_int_equal(bk_cuckoo_clone(&copy, f), BK_OK);
+    bk_cuckoo_stats a, b;
+    assert_int_equal(bk_cuckoo_get_stats(f, &a), BK_OK);
+    assert_int_equal(bk_cuckoo_get_stats(copy, &b), BK_OK);
+    assert_memory_equal(&a, &b, sizeof(a));
+    assert_int_equal(a.items, N);
+    assert_int_equal(a.slots, a.buckets * 4);
+    assert_float_equal(a.load_factor, (double)N / a.slots, 1e-12);
+    assert_float_equal(a.bits_per_item, (double)a.slots * a.fingerprint_bits / N,
+                       1e-9);
+    assert_int_equal(a.bytes, bk_cuckoo_bytes(f));
+    for (size_t i = 0; i < N; i++)
+        assert_int_equal(bk_cuckoo_contains(copy, keys[i], lens[i]), 1);
+    bk_cuckoo_clear(copy);
+    assert_int_equal(bk_cuckoo_items(copy), 0);
+    assert_int_equal(bk_cuckoo_contains_batch(copy, keys, lens, 2 * N, NULL), 0);
+    assert_int_equal(bk_cuckoo_contains(f, keys[0], lens[0]), 1);
+    bk_cuckoo_free(copy);
+    bk_cuckoo_free(f);
+}
+
+/*==========================================================================
+ * Allocation failures
+ *==========================================================================*/
+
+static int attempt_create(void *ctx)
+{
+    (void)ctx;
+    bk_cuckoo *f;
+    int rc = bk_cuckoo_create(&f, 1000, 0.01, NULL, 1);
+    bk_cuckoo_free(f);
+    return rc;
+}
+
+static int attempt_create_params(void *ctx)
+{
+    (void)ctx;
+    bk_cuckoo *f;
+    int rc = bk_cuckoo_create_params(&f, 64, 2, 12, 20, 1);
+    bk_cuckoo_free(f);
+    return rc;
+}
+
+static int attempt_clone(void *ctx)
+{
+    bk_cuckoo *f;
+    int rc = bk_cuckoo_clone(&f, ctx);
+    if (rc == BK_OK) assert_int_equal(bk_cuckoo_contains(f, "x", 1), 1);
+    bk_cuckoo_free(f);
+    return rc;
+}
+
+static void test_out_of_memory(void **state)
+{
+    (void)state;
+    assert_int_equal(tu_oom_loop(attempt_create, NULL), 3);
+    assert_int_equal(tu_oom_loop(attempt_create_params, NULL), 3);
+    bk_cuckoo *src;
+    assert_int_equal(bk_cuckoo_create(&src, 100, 0.01, NULL, 1), BK_OK);
+    assert_int_equal(bk_cuckoo_add(src, "x", 1), BK_OK);
+    assert_int_equal(tu_oom_loop(attempt_clone, src), 3);
+    bk_cuckoo_free(src);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_invalid_parameters),
+        cmocka_unit_test(test_sizing),
+        cmocka_unit_test(test_packing),
+        cmocka_unit_test(test_basic),
+        cmocka_unit_test(test_copies),
+        cmocka_unit_test(test_load_before_full),
+        cmocka_unit_test(test_tiny_tables),
+        cmocka_unit_test(test_model),
+        cmocka_unit_test(test_fpr),
+        cmocka_unit_test(test_batch_clone_stats),
+        cmocka_unit_test(test_out_of_memory),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
