@@ -21,6 +21,8 @@ const bk__family_ops *bk__family_lookup(uint32_t family)
         bk__counting_family,
         bk__deletable_family,
         bk__cuckoo_family,
+        bk__scalable_family,
+        bk__window_family,
     };
     for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
         if ((uint32_t)families[i]->family == family) return families[i];
@@ -191,10 +193,24 @@ int bk_filter_clone(bk_filter **out, const bk_filter *f)
     if (out == NULL) return BK_EINVAL;
     *out = NULL;
     if (f == NULL) return BK_EINVAL;
-    if (OBJ(f)->ops->clone == NULL) return BK_ENOTSUP;
-    void *c = NULL;
-    int rc = OBJ(f)->ops->clone(f, &c);
-    if (rc == BK_OK) *out = c;
+    const bk__family_ops *ops = OBJ(f)->ops;
+    if (ops->clone != NULL) {
+        void *c = NULL;
+        int rc = ops->clone(f, &c);
+        if (rc == BK_OK) *out = c;
+        return rc;
+    }
+    if (ops->describe == NULL) return BK_ENOTSUP;
+    /* Families made of several filters copy themselves through the file
+     * format: serialise, then load the bytes into fresh memory. */
+    uint64_t size = bk_filter_serialized_size(f);
+    if (size == 0) return BK_ENOMEM;
+    if (size > SIZE_MAX) return BK_ESIZE;
+    void *buf = bk__malloc((size_t)size);
+    if (buf == NULL) return BK_ENOMEM;
+    int rc = bk_filter_serialize(f, buf, (size_t)size);
+    if (rc == BK_OK) rc = bk_filter_deserialize(out, buf, (size_t)size);
+    bk__free(buf);
     return rc;
 }
 

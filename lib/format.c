@@ -735,11 +735,21 @@ int bk_filter_sync(bk_filter *f)
     layout lay;
     int rc = layout_build(f, &lay);
     if (rc != BK_OK) return rc;
-    /* The shape must be the one in the file: same parts, in place. */
-    if (lay.payload_offset + lay.payload_length != o->block_len) rc = BK_ENOTSUP;
-    for (uint32_t i = 0; rc == BK_OK && i < lay.img.nparts; i++)
-        if ((unsigned char *)lay.img.parts[i].data != map + lay.payload_offset + lay.offsets[i])
+    /* The shape must be the one in the file (same layout, hence the same
+     * total). Parts the family keeps in place need nothing; small ones it
+     * keeps elsewhere (a window's start times) are copied into place. */
+    if (lay.payload_offset + lay.payload_length != o->block_len ||
+        lay.payload_offset != get64(map + H_PAYLOAD_OFFSET))
+        rc = BK_ENOTSUP;
+    for (uint32_t i = 0; rc == BK_OK && i < lay.img.nparts; i++) {
+        const unsigned char *d = map + HEADER_SIZE + (size_t)PART_SIZE * i;
+        unsigned char *place = map + lay.payload_offset + lay.offsets[i];
+        if (get64(d + P_OFFSET) != lay.offsets[i] ||
+            get64(d + P_LENGTH) != lay.img.parts[i].length)
             rc = BK_ENOTSUP;
+        else if (lay.img.parts[i].data != place)
+            memmove(place, lay.img.parts[i].data, (size_t)lay.img.parts[i].length);
+    }
     if (rc == BK_OK) {
         write_meta(&lay, map, payload_checksum(&lay));
         if (msync(map, o->block_len, MS_SYNC) != 0) rc = BK_EIO;

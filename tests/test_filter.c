@@ -16,6 +16,17 @@ typedef struct family_case {
 
 static void cfg_plain(bk_filter_config *cfg) { (void)cfg; }
 static void cfg_counting8(bk_filter_config *cfg) { cfg->counter_bits = 8; }
+static void cfg_nonscaling(bk_filter_config *cfg) { cfg->nonscaling = 1; }
+static void cfg_window(bk_filter_config *cfg)
+{
+    cfg->window = 60000; /* a minute of milliseconds; the clock stays at 0 */
+    cfg->generations = 4;
+}
+static void cfg_window_count(bk_filter_config *cfg)
+{
+    cfg->window_by_count = 1;
+    cfg->window = cfg->capacity; /* the last `capacity` insertions */
+}
 static void cfg_cuckoo2(bk_filter_config *cfg)
 {
     cfg->bucket_size = 2; /* RedisBloom's CF defaults */
@@ -30,6 +41,10 @@ static const family_case cases[] = {
     {BK_FAMILY_DELETABLE, cfg_plain, 1, 0, 1},
     {BK_FAMILY_CUCKOO, cfg_plain, 1, 0, 0},
     {BK_FAMILY_CUCKOO, cfg_cuckoo2, 1, 0, 0},
+    {BK_FAMILY_SCALABLE, cfg_plain, 0, 1, 1},
+    {BK_FAMILY_SCALABLE, cfg_nonscaling, 0, 1, 1},
+    {BK_FAMILY_WINDOW, cfg_window, 0, 0, 0},
+    {BK_FAMILY_WINDOW, cfg_window_count, 0, 0, 0},
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 

@@ -106,6 +106,34 @@ static bk_filter *make_deletable(void) { return make_generic(BK_FAMILY_DELETABLE
 static bk_filter *make_cuckoo(void) { return make_generic(BK_FAMILY_CUCKOO, NULL); }
 static bk_filter *make_cuckoo12(void) { return make_generic(BK_FAMILY_CUCKOO, tune_cuckoo12); }
 
+/* A scalable filter made for 100 keys that grew to five stages. */
+static bk_filter *make_scalable(void)
+{
+    bk_scalable *f;
+    assert_int_equal(bk_scalable_create(&f, 100, 0.01, 2, BK_SCALABLE_BOUNDED, 46), BK_OK);
+    char key[TU_KEY_LEN];
+    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
+        tu_key(key, i, 1);
+        assert_true(bk_scalable_add(f, key, sizeof(key)) >= 0);
+    }
+    assert_int_equal(bk_scalable_stages(f), 5);
+    return bk_scalable_as_filter(f);
+}
+
+/* A time window of 1000 ms in 4 generations, fed over 900 ms so that it
+ * rotated and every sample key is still inside the window. */
+static bk_filter *make_window(void)
+{
+    bk_window *f;
+    assert_int_equal(bk_window_create(&f, SAMPLE_KEYS, 0.01, 1000, 4, 5000, 47), BK_OK);
+    char key[TU_KEY_LEN];
+    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
+        tu_key(key, i, 1);
+        assert_true(bk_window_add(f, key, sizeof(key), 5000 + i * 900 / SAMPLE_KEYS) >= 0);
+    }
+    return bk_window_as_filter(f);
+}
+
 static const sample samples[] = {
     {"bloom-v1.bkf", make_bloom},
     {"blocked-v1.bkf", make_blocked},
@@ -114,6 +142,8 @@ static const sample samples[] = {
     {"deletable-v1.bkf", make_deletable},
     {"cuckoo-v1.bkf", make_cuckoo},
     {"cuckoo12-v1.bkf", make_cuckoo12},
+    {"scalable-v1.bkf", make_scalable},
+    {"window-v1.bkf", make_window},
 };
 #define NSAMPLES (sizeof(samples) / sizeof(samples[0]))
 
