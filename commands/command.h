@@ -81,6 +81,8 @@ typedef enum bkc_kind {
     BKC_KIND_CUCKOO = 2,    /* CF.*: chain of cuckoo filters            "bkcuckoo-" */
     BKC_KIND_COUNTING = 3,  /* CBF.*: counting filter                   "bkcount--" */
     BKC_KIND_WINDOW = 4,    /* WF.*: time-window filter                 "bkwindow-" */
+    BKC_KIND_LOADING = 5,   /* a *.LOADCHUNK in progress (load_* below) "bkloading"
+                               hosts hide it from EXISTS/KEYS/SCAN/DBSIZE/TYPE */
     BKC_KIND_OTHER = 99     /* a key of the host's own (module: any other Redis type) */
 } bkc_kind;
 
@@ -100,6 +102,14 @@ typedef struct bkc_value {
     uint32_t cf_max_iterations;
     uint32_t cf_expansion;
     uint64_t cf_deleted;      /* successful CF.DEL */
+    /* BKC_KIND_LOADING: the bytes of a dump received so far (nfilters 0);
+     * the value replaces itself with the filter once the last chunk is in. */
+    unsigned char *load_buf;
+    size_t load_len;
+    size_t load_cap;
+    /* private to commands/: bytes of the filters whose size never changes
+     * (CF stages, CBF), summed as they are added */
+    size_t fixed_bytes;
 } bkc_value;
 
 void bkc_value_free(bkc_value *v);

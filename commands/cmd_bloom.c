@@ -1,0 +1,623 @@
+/*
+ * cmd_bloom.c - BF.*: RedisBloom's Bloom filter commands, and BF.MERGE.
+ *
+ * A BF key holds one bk_scalable filter: a chain of cache-blocked stages,
+ * stage i sized for capacity * expansion^i items at error * 0.5^i, with
+ * RedisBloom's defaults (capacity 100, error 0.01, expansion 2) when an add
+ * creates it. BF.ADD answers 1 only when no stage had the key, so the
+ * filter's item count is BF.CARD.
+ *
+ * Locking: lookups open the key READ. Adds open it WRITE: a scalable add
+ * may grow the chain, and growth must be checked against the host's memory
+ * budget (bk_scalable_set_max_bytes is exclusive) and reported (resized).
+ *
+ * Memory: a new filter's first stage is sized with bk_blocked_optimal
+ * before anything is allocated and refused when it does not fit; growth is
+ * capped at the budget through bk_scalable_set_max_bytes for the duration
+ * of one command, so an add that would outgrow it answers an error and
+ * changes nothing.
+ */
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd_internal.h"
+
+#define ERR_BAD_ERROR "ERR bad error rate"
+#define ERR_ERROR_RANGE "ERR (0 < error rate range < 1) "
+#define ERR_BAD_CAPACITY "ERR bad capacity"
+#define ERR_CAPACITY_ZERO "ERR (capacity should be larger than 0)"
+#define ERR_BAD_EXPANSION "ERR bad expansion"
+#define ERR_EXPANSION_ZERO "ERR expansion should be greater or equal to 1"
+#define ERR_NONSCALING_EXPANSION "ERR nonscaling filters cannot expand"
+#define ERR_FULL "ERR non scaling filter is full"
+#define ERR_MAX_STAGES "ERR filter has reached its maximum number of sub-filters"
+#define ERR_INFO_FIELD "Invalid information value"
+#define MAX_EXPANSION 32768
+
+/*==========================================================================
+ * Options
+ *==========================================================================*/
+
+typedef struct bf_opts {
+    double error;
+    uint64_t capacity;
+    uint32_t expansion;
+    int nonscaling;
+    int expansion_given;
+} bf_opts;
+
+static void opts_default(bf_opts *o)
+{
+    o->error = BK_SCALABLE_DEFAULT_ERROR;
+    o->capacity = BK_SCALABLE_DEFAULT_CAPACITY;
+    o->expansion = BK_SCALABLE_DEFAULT_EXPANSION;
+    o->nonscaling = 0;
+    o->expansion_given = 0;
+}
+
+static int parse_error_rate(bkc_ctx *c, bkc_str s, double *out)
+{
+    if (!bkc_parse_double(s, out)) {
+        bkc__err(c, ERR_BAD_ERROR);
+        return 0;
+    }
+    if (!(*out > 0 && *out < 1)) {
+        bkc__err(c, ERR_ERROR_RANGE);
+        return 0;
+    }
+    return 1;
+}
+
+static int parse_capacity(bkc_ctx *c, bkc_str s, uint64_t *out)
+{
+    long long v;
+    if (!bkc_parse_ll(s, &v)) {
+        bkc__err(c, ERR_BAD_CAPACITY);
+        return 0;
+    }
+    if (v <= 0) {
+        bkc__err(c, ERR_CAPACITY_ZERO);
+        return 0;
+    }
+    *out = (uint64_t)v;
+    return 1;
+}
+
+static int parse_expansion(bkc_ctx *c, bkc_str s, bf_opts *o)
+{
+    long long v;
+    if (!bkc_parse_ll(s, &v) || v < 0 || v > MAX_EXPANSION) {
+        bkc__err(c, ERR_BAD_EXPANSION);
+        return 0;
+    }
+    if (v == 0) {
+        bkc__err(c, ERR_EXPANSION_ZERO);
+        return 0;
+    }
+    o->expansion = (uint32_t)v;
+    o->expansion_given = 1;
+    return 1;
+}
+
+/*==========================================================================
+ * Creating and adding
+ *==========================================================================*/
+
+/* Create the filter of o, after checking it fits. Replies on failure. */
+static bkc_value *bf_create(bkc_ctx *c, const bf_opts *o)
+{
+    /* The first stage is made for error / 2 (BK_SCALABLE_BOUNDED): the
+     * whole chain then stays under the error asked for, however it grows. */
+    uint64_t bits = 0;
+    int rc = bk_blocked_optimal(o->capacity, o->error * (1.0 - BK_SCALABLE_TIGHTENING),
+                                &bits, NULL);
+    if (rc == BK_ESIZE) {
+        bkc__err(c, BKC_ERR_TOO_LARGE);
+        return NULL;
+    }
+    if (rc != BK_OK) {
+        bkc__lib_error(c, rc);
+        return NULL;
+    }
+    if (!bkc__fits(c, bits / 8 + 1024)) return NULL;
+    bk_scalable *s = NULL;
+    unsigned flags = BK_SCALABLE_BOUNDED | (o->nonscaling ? BK_SCALABLE_NONSCALING : 0);
+    rc = bk_scalable_create(&s, o->capacity, o->error, o->expansion, flags,
+                            BK_DEFAULT_SEED);
+    if (rc != BK_OK) {
+        if (rc == BK_ESIZE) bkc__err(c, BKC_ERR_TOO_LARGE);
+        else bkc__lib_error(c, rc);
+        return NULL;
+    }
+    bkc_value *v = bkc__value_new(BKC_KIND_BLOOM);
+    if (v == NULL || bkc__value_push(v, bk_scalable_as_filter(s)) != BK_OK) {
+        bk_scalable_free(s);
+        bkc_value_free(v);
+        bkc__err(c, BKC_ERR_OOM);
+        return NULL;
+    }
+    return v;
+}
+
+/* Store a new value under k. Replies on failure. */
+static int store(bkc_ctx *c, bkc_key *k, bkc_value *v)
+{
+    int rc = c->host_vt->set(k, v);
+    if (rc == BK_OK) return 1;
+    bkc__err(c, rc == BK_ELIMIT ? BKC_ERR_MAXMEMORY : BKC_ERR_OOM);
+    return 0;
+}
+
+static bk_scalable *bf_of(bkc_value *v)
+{
+    return bk_filter_as_scalable(v->filters[0]);
+}
+
+/* The error text of a failed scalable add. */
+static const char *add_error_text(bk_scalable *s, int rc, int capped)
+{
+    switch (rc) {
+    case BK_EFULL: return ERR_FULL;
+    case BK_ELIMIT:
+        if (bk_scalable_stages(s) >= bk_scalable_max_stages(s)) return ERR_MAX_STAGES;
+        return capped ? BKC_ERR_MAXMEMORY : BKC_ERR_TOO_LARGE;
+    case BK_ESIZE: return BKC_ERR_TOO_LARGE;
+    case BK_ENOMEM: return BKC_ERR_OOM;
+    default: return NULL;
+    }
+}
+
+/* Add n items; results[i] = 1/0 until the first error, whose text goes to
+ * *err. Returns the number of items processed before an error (n when
+ * none). Sets *changed when an item was added or the filter grew. */
+static size_t bf_add_items(bkc_ctx *c, bkc_key *k, bkc_value *v, const bkc_str *items,
+                           size_t n, int *results, const char **err, int *changed)
+{
+    bk_scalable *s = bf_of(v);
+    size_t before = bk_scalable_bytes(s);
+    size_t old_cap = bk_scalable_max_bytes(s);
+    uint64_t budget = bkc__memory_budget(c);
+    size_t left = c->host_vt->memory_left(c->host);
+    int capped = left != SIZE_MAX;
+    /* growth may take the budget and no more, for this command */
+    uint64_t cap = before + budget < before ? UINT64_MAX : before + budget;
+    if (cap < SIZE_MAX && (old_cap == 0 || cap < old_cap))
+        bk_scalable_set_max_bytes(s, (size_t)cap);
+    size_t i;
+    *err = NULL;
+    for (i = 0; i < n; i++) {
+        int rc = bk_scalable_add(s, items[i].ptr, items[i].len);
+        if (rc < 0) {
+            *err = add_error_text(s, rc, capped);
+            if (*err == NULL) *err = BKC_ERR_OOM;
+            break;
+        }
+        results[i] = rc;
+        if (rc == 1) *changed = 1;
+    }
+    bk_scalable_set_max_bytes(s, old_cap);
+    if (bk_scalable_bytes(s) != before) {
+        *changed = 1;
+        c->host_vt->resized(k);
+    }
+    return i;
+}
+
+/* Open key WRITE for an add, creating it with o when missing (unless
+ * nocreate). Returns the value or NULL (replied, key closed). *created. */
+static bkc_value *open_for_add(bkc_ctx *c, bkc_str name, const bf_opts *o, int nocreate,
+                               bkc_key **k, int *created)
+{
+    bkc_value *v;
+    *created = 0;
+    int st = bkc__open(c, name, BKC_OPEN_WRITE, BKC_KIND_BLOOM, k, &v);
+    if (st == BKC__FAILED) return NULL;
+    if (st == BKC__WRONG) {
+        bkc__err(c, BKC_ERR_WRONGTYPE);
+        goto fail;
+    }
+    if (st == BKC__MISSING) {
+        if (nocreate) {
+            bkc__err(c, BKC_ERR_NOT_FOUND);
+            goto fail;
+        }
+        bkc_value *nv = bf_create(c, o);
+        if (nv == NULL) goto fail;
+        if (!store(c, *k, nv)) goto fail;
+        *created = 1;
+        v = c->host_vt->value(*k);
+    }
+    return v;
+fail:
+    bkc__close(c, *k);
+    return NULL;
+}
+
+/* Run the adds and write the array reply (MADD, INSERT): the results up to
+ * the first error, then the error in place of the rest. */
+static void add_array(bkc_ctx *c, int argc, const bkc_str *argv, bkc_str name,
+                      const bf_opts *o, int nocreate, const bkc_str *items, size_t n)
+{
+    bkc_key *k;
+    int created, changed = 0;
+    int *results = malloc((n ? n : 1) * sizeof(int));
+    if (results == NULL) {
+        bkc__err(c, BKC_ERR_OOM);
+        return;
+    }
+    bkc_value *v = open_for_add(c, name, o, nocreate, &k, &created);
+    if (v == NULL) {
+        free(results);
+        return;
+    }
+    const char *err = NULL;
+    size_t done = bf_add_items(c, k, v, items, n, results, &err, &changed);
+    bkc__array(c, done + (err ? 1 : 0));
+    for (size_t i = 0; i < done; i++) bkc__int(c, results[i]);
+    if (err) bkc__err(c, err);
+    if (created || changed) bkc__wrote(c, argc, argv);
+    bkc__close(c, k);
+    free(results);
+}
+
+/*==========================================================================
+ * Commands
+ *==========================================================================*/
+
+void bkc_cmd_bf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bf_opts o;
+    opts_default(&o);
+    if (!parse_error_rate(c, argv[2], &o.error)) return;
+    if (!parse_capacity(c, argv[3], &o.capacity)) return;
+    for (int i = 4; i < argc; i++) {
+        if (bkc_streq(argv[i], "NONSCALING")) {
+            o.nonscaling = 1;
+        } else if (bkc_streq(argv[i], "EXPANSION")) {
+            if (i + 1 >= argc) {
+                bkc__arity_error(c, argv);
+                return;
+            }
+            if (!parse_expansion(c, argv[++i], &o)) return;
+        } else {
+            bkc__err(c, BKC_ERR_UNKNOWN_ARG);
+            return;
+        }
+    }
+    if (o.nonscaling && o.expansion_given) {
+        bkc__err(c, ERR_NONSCALING_EXPANSION);
+        return;
+    }
+    bkc_key *k;
+    bkc_value *v;
+    int st = bkc__open(c, argv[1], BKC_OPEN_WRITE, BKC_KIND_BLOOM, &k, &v);
+    if (st == BKC__FAILED) return;
+    if (st != BKC__MISSING) {
+        bkc__err(c, BKC_ERR_ITEM_EXISTS);
+    } else {
+        bkc_value *nv = bf_create(c, &o);
+        if (nv != NULL && store(c, k, nv)) {
+            bkc__ok(c);
+            bkc__wrote(c, argc, argv);
+        }
+    }
+    bkc__close(c, k);
+}
+
+void bkc_cmd_bf_add(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bf_opts o;
+    bkc_key *k;
+    int created, changed = 0, result = 0;
+    const char *err;
+    opts_default(&o);
+    bkc_value *v = open_for_add(c, argv[1], &o, 0, &k, &created);
+    if (v == NULL) return;
+    bf_add_items(c, k, v, &argv[2], 1, &result, &err, &changed);
+    if (err) bkc__err(c, err);
+    else bkc__int(c, result);
+    if (created || changed) bkc__wrote(c, argc, argv);
+    bkc__close(c, k);
+}
+
+void bkc_cmd_bf_madd(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bf_opts o;
+    opts_default(&o);
+    add_array(c, argc, argv, argv[1], &o, 0, &argv[2], (size_t)(argc - 2));
+}
+
+void bkc_cmd_bf_insert(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bf_opts o;
+    int nocreate = 0, i;
+    opts_default(&o);
+    for (i = 2; i < argc; i++) {
+        if (bkc_streq(argv[i], "ITEMS")) {
+            i++;
+            break;
+        }
+        if (bkc_streq(argv[i], "NOCREATE")) {
+            nocreate = 1;
+        } else if (bkc_streq(argv[i], "NONSCALING")) {
+            o.nonscaling = 1;
+        } else if (bkc_streq(argv[i], "CAPACITY") || bkc_streq(argv[i], "ERROR") ||
+                   bkc_streq(argv[i], "EXPANSION")) {
+            if (i + 1 >= argc) {
+                bkc__arity_error(c, argv);
+                return;
+            }
+            int ok = bkc_streq(argv[i], "CAPACITY") ? parse_capacity(c, argv[i + 1], &o.capacity)
+                     : bkc_streq(argv[i], "ERROR")  ? parse_error_rate(c, argv[i + 1], &o.error)
+                                                    : parse_expansion(c, argv[i + 1], &o);
+            if (!ok) return;
+            i++;
+        } else {
+            bkc__err(c, BKC_ERR_UNKNOWN_ARG);
+            return;
+        }
+    }
+    if (i >= argc || !bkc_streq(argv[i - 1], "ITEMS")) {
+        bkc__arity_error(c, argv); /* no ITEMS, or nothing after it */
+        return;
+    }
+    if (o.nonscaling && o.expansion_given) {
+        bkc__err(c, ERR_NONSCALING_EXPANSION);
+        return;
+    }
+    add_array(c, argc, argv, argv[1], &o, nocreate, &argv[i], (size_t)(argc - i));
+}
+
+/* Open for a lookup: the value, or NULL when missing or of another kind
+ * (both answer "absent"). *failed when the host could not open it. */
+static bkc_value *open_lookup(bkc_ctx *c, bkc_str name, bkc_key **k, int *failed)
+{
+    bkc_value *v;
+    int st = bkc__open(c, name, BKC_OPEN_READ, BKC_KIND_BLOOM, k, &v);
+    *failed = st == BKC__FAILED;
+    return st == BKC__FOUND ? v : NULL;
+}
+
+void bkc_cmd_bf_exists(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bkc_key *k;
+    int failed;
+    (void)argc;
+    bkc_value *v = open_lookup(c, argv[1], &k, &failed);
+    if (failed) return;
+    bkc__int(c, v ? bk_scalable_contains(bf_of(v), argv[2].ptr, argv[2].len) : 0);
+    bkc__close(c, k);
+}
+
+void bkc_cmd_bf_mexists(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bkc_key *k;
+    int failed;
+    bkc_value *v = open_lookup(c, argv[1], &k, &failed);
+    if (failed) return;
+    bkc__array(c, (size_t)(argc - 2));
+    for (int i = 2; i < argc; i++)
+        bkc__int(c, v ? bk_scalable_contains(bf_of(v), argv[i].ptr, argv[i].len) : 0);
+    bkc__close(c, k);
+}
+
+void bkc_cmd_bf_card(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bkc_key *k;
+    bkc_value *v;
+    (void)argc;
+    int st = bkc__open(c, argv[1], BKC_OPEN_READ, BKC_KIND_BLOOM, &k, &v);
+    if (st == BKC__FAILED) return;
+    if (st == BKC__WRONG) bkc__err(c, BKC_ERR_WRONGTYPE);
+    else bkc__int(c, v ? (long long)bk_scalable_items(bf_of(v)) : 0);
+    bkc__close(c, k);
+}
+
+/* BF.INFO fields, in the order of the whole reply. */
+enum { F_CAPACITY, F_SIZE, F_FILTERS, F_ITEMS, F_EXPANSION, F_COUNT };
+static const struct {
+    const char *keyword, *label;
+} info_fields[F_COUNT] = {
+    {"CAPACITY", "Capacity"},
+    {"SIZE", "Size"},
+    {"FILTERS", "Number of filters"},
+    {"ITEMS", "Number of items inserted"},
+    {"EXPANSION", "Expansion rate"},
+};
+
+static void info_value(bkc_ctx *c, bk_scalable *s, int field)
+{
+    switch (field) {
+    case F_CAPACITY: bkc__int(c, (long long)bk_scalable_capacity(s)); break;
+    case F_SIZE: bkc__int(c, (long long)bk_scalable_bytes(s)); break;
+    case F_FILTERS: bkc__int(c, (long long)bk_scalable_stages(s)); break;
+    case F_ITEMS: bkc__int(c, (long long)bk_scalable_items(s)); break;
+    default:
+        if (bk_scalable_expansion(s) == 0) c->reply->vt->null(c->reply);
+        else bkc__int(c, (long long)bk_scalable_expansion(s));
+        break;
+    }
+}
+
+void bkc_cmd_bf_info(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bkc_key *k;
+    bkc_value *v;
+    int field = -1;
+    if (argc > 3) {
+        bkc__arity_error(c, argv);
+        return;
+    }
+    int st = bkc__open(c, argv[1], BKC_OPEN_READ, BKC_KIND_BLOOM, &k, &v);
+    if (st == BKC__FAILED) return;
+    if (st == BKC__MISSING) {
+        bkc__err(c, BKC_ERR_NOT_FOUND);
+    } else if (st == BKC__WRONG) {
+        bkc__err(c, BKC_ERR_WRONGTYPE);
+    } else if (argc == 3) {
+        for (int f = 0; f < F_COUNT; f++)
+            if (bkc_streq(argv[2], info_fields[f].keyword)) field = f;
+        if (field < 0) {
+            bkc__err(c, ERR_INFO_FIELD);
+        } else {
+            bkc__array(c, 1);
+            info_value(c, bf_of(v), field);
+        }
+    } else {
+        c->reply->vt->map(c->reply, F_COUNT);
+        for (int f = 0; f < F_COUNT; f++) {
+            bkc__simple(c, info_fields[f].label);
+            info_value(c, bf_of(v), f);
+        }
+    }
+    bkc__close(c, k);
+}
+
+void bkc_cmd_bf_scandump(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bkc__scandump(c, argc, argv, BKC_KIND_BLOOM);
+}
+
+void bkc_cmd_bf_loadchunk(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bkc__loadchunk(c, argc, argv, BKC_KIND_BLOOM);
+}
+
+/*==========================================================================
+ * BF.MERGE dest src [src ...]
+ *==========================================================================*/
+
+static int name_less(bkc_str a, bkc_str b)
+{
+    size_t n = a.len < b.len ? a.len : b.len;
+    int cmp = n ? memcmp(a.ptr, b.ptr, n) : 0;
+    return cmp < 0 || (cmp == 0 && a.len < b.len);
+}
+
+static int name_eq(bkc_str a, bkc_str b)
+{
+    return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
+}
+
+/* A copy of f through its file image (works for every family with a codec). */
+static int filter_copy(bkc_ctx *c, const bk_filter *f, bk_filter **out)
+{
+    uint64_t n = bk_filter_serialized_size(f);
+    if (n == 0) return BK_ENOTSUP;
+    if (!bkc__fits(c, 2 * n)) return 1; /* replied */
+    void *buf = malloc((size_t)n);
+    if (buf == NULL) return BK_ENOMEM;
+    int rc = bk_filter_serialize(f, buf, (size_t)n);
+    if (rc == BK_OK) rc = bk_filter_deserialize(out, buf, (size_t)n);
+    free(buf);
+    return rc;
+}
+
+void bkc_cmd_bf_merge(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    int nk = argc - 1;             /* argv[1] dest, argv[2..] sources */
+    int *order = malloc((size_t)nk * sizeof(int));
+    bkc_key **keys = calloc((size_t)nk, sizeof(bkc_key *));
+    bkc_value **vals = calloc((size_t)nk, sizeof(bkc_value *));
+    int *state = calloc((size_t)nk, sizeof(int));
+    int *alias = malloc((size_t)nk * sizeof(int)); /* first argument of that name */
+    char why[160], msg[220];
+    if (!order || !keys || !vals || !state || !alias) {
+        bkc__err(c, BKC_ERR_OOM);
+        goto done;
+    }
+    /* Open each distinct name once, in byte order of the names, so that two
+     * merges over the same keys can never wait for each other in a cycle. */
+    int nd = 0;
+    for (int i = 0; i < nk; i++) {
+        alias[i] = i;
+        for (int j = 0; j < i; j++)
+            if (name_eq(argv[1 + i], argv[1 + j])) {
+                alias[i] = j;
+                break;
+            }
+        if (alias[i] == i) order[nd++] = i;
+    }
+    for (int i = 1; i < nd; i++) /* insertion sort: few keys */
+        for (int j = i; j > 0 && name_less(argv[1 + order[j]], argv[1 + order[j - 1]]); j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    for (int i = 0; i < nd; i++) {
+        int a = order[i];
+        state[a] = bkc__open(c, argv[1 + a], a == 0 ? BKC_OPEN_WRITE : BKC_OPEN_READ,
+                             BKC_KIND_BLOOM, &keys[a], &vals[a]);
+        if (state[a] == BKC__FAILED) {
+            keys[a] = NULL;
+            goto done; /* replied */
+        }
+    }
+    for (int i = 0; i < nk; i++) {
+        state[i] = state[alias[i]];
+        vals[i] = vals[alias[i]];
+    }
+    if (state[0] == BKC__WRONG) {
+        bkc__err(c, BKC_ERR_WRONGTYPE);
+        goto done;
+    }
+    for (int i = 1; i < nk; i++) {
+        if (state[i] == BKC__MISSING) {
+            bkc__err(c, BKC_ERR_NOT_FOUND);
+            goto done;
+        }
+        if (state[i] == BKC__WRONG) {
+            bkc__err(c, BKC_ERR_WRONGTYPE);
+            goto done;
+        }
+    }
+    const bk_filter *base = vals[0] ? vals[0]->filters[0] : vals[1]->filters[0];
+    for (int i = 1; i < nk; i++) {
+        if (vals[i]->filters[0] == base) continue; /* itself */
+        if (bk_filter_incompatibility(base, vals[i]->filters[0], why, sizeof(why))) {
+            snprintf(msg, sizeof(msg), "ERR incompatible filters: %s", why);
+            bkc__err(c, msg);
+            goto done;
+        }
+    }
+    int rc = BK_OK;
+    if (vals[0] == NULL) {
+        /* the destination starts as a copy of the first source */
+        bk_filter *copy = NULL;
+        rc = filter_copy(c, vals[1]->filters[0], &copy);
+        if (rc == 1) goto done; /* replied */
+        for (int i = 2; i < nk && rc == BK_OK; i++)
+            rc = bk_filter_merge(copy, vals[i]->filters[0]);
+        bkc_value *nv = NULL;
+        if (rc == BK_OK) {
+            nv = bkc__value_new(BKC_KIND_BLOOM);
+            if (nv == NULL || bkc__value_push(nv, copy) != BK_OK) rc = BK_ENOMEM;
+            else copy = NULL;
+        }
+        bk_filter_free(copy);
+        if (rc != BK_OK) {
+            bkc_value_free(nv);
+        } else if (!store(c, keys[0], nv)) {
+            goto done; /* replied */
+        }
+    } else {
+        for (int i = 1; i < nk && rc == BK_OK; i++)
+            if (alias[i] != 0) rc = bk_filter_merge(vals[0]->filters[0], vals[i]->filters[0]);
+    }
+    if (rc != BK_OK) {
+        bkc__lib_error(c, rc);
+        goto done;
+    }
+    bkc__ok(c);
+    bkc__wrote(c, argc, argv);
+done:
+    if (keys && alias)
+        for (int i = nk - 1; i >= 0; i--)
+            if (alias[i] == i && keys[i] != NULL) bkc__close(c, keys[i]);
+    free(order);
+    free(keys);
+    free(vals);
+    free(state);
+    free(alias);
+}

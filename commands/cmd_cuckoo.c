@@ -1,0 +1,518 @@
+/*
+ * cmd_cuckoo.c - CF.*: RedisBloom's cuckoo filter commands.
+ *
+ * A CF key holds a chain of cuckoo filters ("stages"). Stage i is sized for
+ * capacity * expansion^i items with the chain's bucket size and max
+ * iterations (RedisBloom's defaults: 2 and 20; expansion 1 adds stages of
+ * the first one's size; expansion 0 never grows). Fingerprints are sized
+ * for a false-positive rate of at most CF_STAGE_FPR at full load.
+ *
+ * Adds go to the newest stage; when it is full (or holds too many copies
+ * of the key), a new stage is added if the expansion and the stage cap
+ * (BKC_CF_MAX_STAGES) allow and it fits in memory; otherwise the filter is
+ * full. Lookups check every stage; DEL removes one copy from the newest
+ * stage that has the key; COUNT sums the stages.
+ *
+ * Locking: lookups READ; every add and DEL WRITE (cuckoo writers need
+ * exclusive access: kicks move fingerprints).
+ *
+ * Replay: a cuckoo add draws from the stage's own deterministic generator
+ * even when it fails, so every command that reached an add is propagated
+ * (wrote), failed ones included; replaying it reproduces the same state.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cmd_internal.h"
+
+#define CF_DEFAULT_CAPACITY 1024
+#define CF_DEFAULT_BUCKET_SIZE 2
+#define CF_DEFAULT_MAX_ITERATIONS 20
+#define CF_DEFAULT_EXPANSION 1
+#define CF_MAX_EXPANSION 32768
+#define CF_MAX_ITERATIONS 65535
+#define CF_STAGE_FPR 0.01
+
+#define ERR_BAD_CAPACITY "ERR bad capacity"
+#define ERR_SMALL_CAPACITY "Capacity must be at least (BucketSize * 2)"
+#define ERR_BAD_BUCKET "ERR bad bucket size"
+#define ERR_BUCKET_RANGE "ERR bucket size must be 2, 4 or 8"
+#define ERR_BAD_ITERATIONS "ERR bad max iterations"
+#define ERR_BAD_EXPANSION "ERR bad expansion"
+#define ERR_FULL "Filter is full"
+#define ERR_DEL_MISSING "Not found"
+
+/*==========================================================================
+ * Stages
+ *==========================================================================*/
+
+uint64_t bkc__cf_stage_bytes(uint64_t capacity, uint32_t bucket_size)
+{
+    uint64_t buckets = 0;
+    uint32_t fp = 0;
+    if (bk_cuckoo_optimal(capacity, CF_STAGE_FPR, bucket_size, 0, &buckets, &fp) != BK_OK)
+        return UINT64_MAX;
+    if (buckets > UINT64_MAX / (bucket_size * (uint64_t)fp)) return UINT64_MAX;
+    return buckets * bucket_size * fp / 8 + 256;
+}
+
+static uint64_t stage_buckets(uint64_t capacity, uint32_t bucket_size)
+{
+    uint64_t buckets = 0;
+    if (bk_cuckoo_optimal(capacity, CF_STAGE_FPR, bucket_size, 0, &buckets, NULL) != BK_OK)
+        return 0;
+    return buckets;
+}
+
+/* Capacity of stage i, or 0 when it overflows. */
+static uint64_t stage_capacity(const bkc_value *v, uint32_t i)
+{
+    uint64_t cap = v->cf_capacity;
+    for (uint32_t j = 0; j < i; j++) {
+        if (v->cf_expansion > 1 && cap > UINT64_MAX / v->cf_expansion) return 0;
+        cap *= v->cf_expansion ? v->cf_expansion : 1;
+    }
+    return cap;
+}
+
+int bkc__cf_stage_create(const bkc_value *v, uint32_t stage, bk_filter **out)
+{
+    bk_filter_config cfg;
+    bk_filter_config_init(&cfg);
+    cfg.family = BK_FAMILY_CUCKOO;
+    cfg.capacity = stage_capacity(v, stage);
+    if (cfg.capacity == 0) return BK_ESIZE;
+    cfg.fpr = CF_STAGE_FPR;
+    cfg.bucket_size = v->cf_bucket_size;
+    cfg.max_kicks = v->cf_max_iterations;
+    cfg.seed = BK_DEFAULT_SEED;
+    return bk_filter_create(out, &cfg);
+}
+
+/* NULL when `bytes` more fit in memory, else the error text. */
+static const char *fit_error(bkc_ctx *c, uint64_t bytes)
+{
+    size_t left = c->host_vt->memory_left(c->host);
+    if (bytes <= bkc__memory_budget(c)) return NULL;
+    return (left != SIZE_MAX && bytes > left) ? BKC_ERR_MAXMEMORY : BKC_ERR_TOO_LARGE;
+}
+
+/* Add stage v->nfilters. Returns NULL, or the error text (ERR_FULL when the
+ * chain may not grow). */
+static const char *grow(bkc_ctx *c, bkc_key *k, bkc_value *v)
+{
+    if (v->cf_expansion == 0 || v->nfilters >= BKC_CF_MAX_STAGES) return ERR_FULL;
+    uint64_t cap = stage_capacity(v, v->nfilters);
+    if (cap == 0) return ERR_FULL;
+    const char *err = fit_error(c, bkc__cf_stage_bytes(cap, v->cf_bucket_size));
+    if (err) return err;
+    bk_filter *f = NULL;
+    int rc = bkc__cf_stage_create(v, v->nfilters, &f);
+    if (rc == BK_ESIZE) return BKC_ERR_TOO_LARGE;
+    if (rc == BK_ENOMEM) return BKC_ERR_OOM;
+    if (rc != BK_OK) return "ERR cannot create a cuckoo filter stage";
+    if (bkc__value_push(v, f) != BK_OK) {
+        bk_filter_free(f);
+        return BKC_ERR_OOM;
+    }
+    if (k) c->host_vt->resized(k);
+    return NULL;
+}
+
+static int cf_contains(const bkc_value *v, bkc_str item)
+{
+    for (uint32_t i = v->nfilters; i-- > 0;)
+        if (bk_filter_contains(v->filters[i], item.ptr, item.len) == 1) return 1;
+    return 0;
+}
+
+enum { CF_ADDED = 1, CF_PRESENT = 0, CF_NOROOM = -1 };
+
+/* Add one item (nx: only when absent). Returns CF_ADDED, CF_PRESENT or
+ * CF_NOROOM with *err set (ERR_FULL or a memory error). *attempted is set
+ * once an add reached a stage. */
+static int cf_add_one(bkc_ctx *c, bkc_key *k, bkc_value *v, bkc_str item, int nx,
+                      const char **err, int *attempted)
+{
+    *err = NULL;
+    if (nx && cf_contains(v, item)) return CF_PRESENT;
+    for (;;) {
+        *attempted = 1;
+        int rc = bk_filter_add(v->filters[v->nfilters - 1], item.ptr, item.len);
+        if (rc >= 0) return CF_ADDED;
+        if (rc != BK_EFULL && rc != BK_ECOPIES) {
+            *err = rc == BK_ENOMEM ? BKC_ERR_OOM : ERR_FULL;
+            return CF_NOROOM;
+        }
+        *err = grow(c, k, v);
+        if (*err) return CF_NOROOM;
+    }
+}
+
+/*==========================================================================
+ * Creating
+ *==========================================================================*/
+
+typedef struct cf_opts {
+    uint64_t capacity;
+    uint32_t bucket_size, max_iterations, expansion;
+} cf_opts;
+
+static void opts_default(cf_opts *o)
+{
+    o->capacity = CF_DEFAULT_CAPACITY;
+    o->bucket_size = CF_DEFAULT_BUCKET_SIZE;
+    o->max_iterations = CF_DEFAULT_MAX_ITERATIONS;
+    o->expansion = CF_DEFAULT_EXPANSION;
+}
+
+static int parse_capacity(bkc_ctx *c, bkc_str s, uint64_t *out)
+{
+    long long v;
+    if (!bkc_parse_ll(s, &v) || v <= 0) {
+        bkc__err(c, ERR_BAD_CAPACITY);
+        return 0;
+    }
+    *out = (uint64_t)v;
+    return 1;
+}
+
+/* Build a new chain of one stage. Replies on failure. */
+static bkc_value *cf_create(bkc_ctx *c, const cf_opts *o)
+{
+    if (o->capacity < 2ull * o->bucket_size) {
+        bkc__err(c, ERR_SMALL_CAPACITY);
+        return NULL;
+    }
+    if (!bkc__fits(c, bkc__cf_stage_bytes(o->capacity, o->bucket_size))) return NULL;
+    bkc_value *v = bkc__value_new(BKC_KIND_CUCKOO);
+    if (v == NULL) {
+        bkc__err(c, BKC_ERR_OOM);
+        return NULL;
+    }
+    v->cf_capacity = o->capacity;
+    v->cf_bucket_size = o->bucket_size;
+    v->cf_max_iterations = o->max_iterations;
+    v->cf_expansion = o->expansion;
+    bk_filter *f = NULL;
+    int rc = bkc__cf_stage_create(v, 0, &f);
+    if (rc == BK_OK && bkc__value_push(v, f) != BK_OK) {
+        bk_filter_free(f);
+        rc = BK_ENOMEM;
+    }
+    if (rc != BK_OK) {
+        bkc_value_free(v);
+        if (rc == BK_ESIZE) bkc__err(c, BKC_ERR_TOO_LARGE);
+        else bkc__lib_error(c, rc);
+        return NULL;
+    }
+    return v;
+}
+
+static int store(bkc_ctx *c, bkc_key *k, bkc_value *v)
+{
+    int rc = c->host_vt->set(k, v);
+    if (rc == BK_OK) return 1;
+    bkc__err(c, rc == BK_ELIMIT ? BKC_ERR_MAXMEMORY : BKC_ERR_OOM);
+    return 0;
+}
+
+/* Open WRITE for adds, creating with o when missing unless nocreate.
+ * NULL: replied and closed. */
+static bkc_value *open_for_add(bkc_ctx *c, bkc_str name, const cf_opts *o, int nocreate,
+                               bkc_key **k, int *created)
+{
+    bkc_value *v;
+    *created = 0;
+    int st = bkc__open(c, name, BKC_OPEN_WRITE, BKC_KIND_CUCKOO, k, &v);
+    if (st == BKC__FAILED) return NULL;
+    if (st == BKC__WRONG) {
+        bkc__err(c, BKC_ERR_WRONGTYPE);
+    } else if (st == BKC__FOUND) {
+        return v;
+    } else if (nocreate) {
+        bkc__err(c, BKC_ERR_NOT_FOUND);
+    } else {
+        bkc_value *nv = cf_create(c, o);
+        if (nv != NULL && store(c, *k, nv)) {
+            *created = 1;
+            return c->host_vt->value(*k);
+        }
+    }
+    bkc__close(c, *k);
+    return NULL;
+}
+
+/*==========================================================================
+ * Commands
+ *==========================================================================*/
+
+void bkc_cmd_cf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    cf_opts o;
+    opts_default(&o);
+    if (!parse_capacity(c, argv[2], &o.capacity)) return;
+    for (int i = 3; i < argc; i += 2) {
+        long long x;
+        if (!bkc_streq(argv[i], "BUCKETSIZE") && !bkc_streq(argv[i], "MAXITERATIONS") &&
+            !bkc_streq(argv[i], "EXPANSION")) {
+            bkc__err(c, BKC_ERR_UNKNOWN_ARG);
+            return;
+        }
+        if (i + 1 >= argc) {
+            bkc__arity_error(c, argv);
+            return;
+        }
+        int ok = bkc_parse_ll(argv[i + 1], &x);
+        if (bkc_streq(argv[i], "BUCKETSIZE")) {
+            if (!ok || x < 1) {
+                bkc__err(c, ERR_BAD_BUCKET);
+                return;
+            }
+            if (x != 2 && x != 4 && x != 8) {
+                bkc__err(c, ERR_BUCKET_RANGE);
+                return;
+            }
+            o.bucket_size = (uint32_t)x;
+        } else if (bkc_streq(argv[i], "MAXITERATIONS")) {
+            if (!ok || x < 1 || x > CF_MAX_ITERATIONS) {
+                bkc__err(c, ERR_BAD_ITERATIONS);
+                return;
+            }
+            o.max_iterations = (uint32_t)x;
+        } else {
+            if (!ok || x < 0 || x > CF_MAX_EXPANSION) {
+                bkc__err(c, ERR_BAD_EXPANSION);
+                return;
+            }
+            o.expansion = (uint32_t)x;
+        }
+    }
+    if (o.capacity < 2ull * o.bucket_size) {
+        bkc__err(c, ERR_SMALL_CAPACITY);
+        return;
+    }
+    bkc_key *k;
+    bkc_value *v;
+    int st = bkc__open(c, argv[1], BKC_OPEN_WRITE, BKC_KIND_CUCKOO, &k, &v);
+    if (st == BKC__FAILED) return;
+    if (st != BKC__MISSING) {
+        bkc__err(c, BKC_ERR_ITEM_EXISTS);
+    } else {
+        bkc_value *nv = cf_create(c, &o);
+        if (nv != NULL && store(c, k, nv)) {
+            bkc__ok(c);
+            bkc__wrote(c, argc, argv);
+        }
+    }
+    bkc__close(c, k);
+}
+
+static void add_single(bkc_ctx *c, int argc, const bkc_str *argv, int nx)
+{
+    cf_opts o;
+    bkc_key *k;
+    int created, attempted = 0;
+    const char *err;
+    opts_default(&o);
+    bkc_value *v = open_for_add(c, argv[1], &o, 0, &k, &created);
+    if (v == NULL) return;
+    int r = cf_add_one(c, k, v, argv[2], nx, &err, &attempted);
+    if (r == CF_NOROOM) bkc__err(c, err);
+    else bkc__int(c, r);
+    if (created || attempted) bkc__wrote(c, argc, argv);
+    bkc__close(c, k);
+}
+
+void bkc_cmd_cf_add(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    add_single(c, argc, argv, 0);
+}
+
+void bkc_cmd_cf_addnx(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    add_single(c, argc, argv, 1);
+}
+
+static void insert(bkc_ctx *c, int argc, const bkc_str *argv, int nx)
+{
+    cf_opts o;
+    int nocreate = 0, i;
+    opts_default(&o);
+    for (i = 2; i < argc; i++) {
+        if (bkc_streq(argv[i], "ITEMS")) {
+            i++;
+            break;
+        }
+        if (bkc_streq(argv[i], "NOCREATE")) {
+            nocreate = 1;
+        } else if (bkc_streq(argv[i], "CAPACITY")) {
+            if (i + 1 >= argc) {
+                bkc__arity_error(c, argv);
+                return;
+            }
+            if (!parse_capacity(c, argv[++i], &o.capacity)) return;
+        } else {
+            bkc__err(c, BKC_ERR_UNKNOWN_ARG);
+            return;
+        }
+    }
+    if (i >= argc || !bkc_streq(argv[i - 1], "ITEMS")) {
+        bkc__arity_error(c, argv);
+        return;
+    }
+    bkc_key *k;
+    int created, attempted = 0;
+    size_t n = (size_t)(argc - i);
+    int *res = malloc(n * sizeof(int));
+    if (res == NULL) {
+        bkc__err(c, BKC_ERR_OOM);
+        return;
+    }
+    bkc_value *v = open_for_add(c, argv[1], &o, nocreate, &k, &created);
+    if (v == NULL) {
+        free(res);
+        return;
+    }
+    const char *err;
+    for (size_t j = 0; j < n; j++) res[j] = cf_add_one(c, k, v, argv[i + (int)j], nx, &err, &attempted);
+    bkc__array(c, n);
+    for (size_t j = 0; j < n; j++) bkc__int(c, res[j]);
+    if (created || attempted) bkc__wrote(c, argc, argv);
+    bkc__close(c, k);
+    free(res);
+}
+
+void bkc_cmd_cf_insert(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    insert(c, argc, argv, 0);
+}
+
+void bkc_cmd_cf_insertnx(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    insert(c, argc, argv, 1);
+}
+
+/* Lookups: a missing key or another kind answers "absent". */
+static bkc_value *open_lookup(bkc_ctx *c, bkc_str name, bkc_key **k, int *failed)
+{
+    bkc_value *v;
+    int st = bkc__open(c, name, BKC_OPEN_READ, BKC_KIND_CUCKOO, k, &v);
+    *failed = st == BKC__FAILED;
+    return st == BKC__FOUND ? v : NULL;
+}
+
+void bkc_cmd_cf_exists(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bkc_key *k;
+    int failed;
+    (void)argc;
+    bkc_value *v = open_lookup(c, argv[1], &k, &failed);
+    if (failed) return;
+    bkc__int(c, v ? cf_contains(v, argv[2]) : 0);
+    bkc__close(c, k);
+}
+
+void bkc_cmd_cf_mexists(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bkc_key *k;
+    int failed;
+    bkc_value *v = open_lookup(c, argv[1], &k, &failed);
+    if (failed) return;
+    bkc__array(c, (size_t)(argc - 2));
+    for (int i = 2; i < argc; i++) bkc__int(c, v ? cf_contains(v, argv[i]) : 0);
+    bkc__close(c, k);
+}
+
+void bkc_cmd_cf_count(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bkc_key *k;
+    int failed;
+    long long total = 0;
+    (void)argc;
+    bkc_value *v = open_lookup(c, argv[1], &k, &failed);
+    if (failed) return;
+    for (uint32_t i = 0; v && i < v->nfilters; i++) {
+        int64_t n = bk_filter_count(v->filters[i], argv[2].ptr, argv[2].len);
+        if (n > 0) total += n;
+    }
+    bkc__int(c, total);
+    bkc__close(c, k);
+}
+
+void bkc_cmd_cf_del(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bkc_key *k;
+    bkc_value *v;
+    int st = bkc__open(c, argv[1], BKC_OPEN_WRITE, BKC_KIND_CUCKOO, &k, &v);
+    if (st == BKC__FAILED) return;
+    if (st == BKC__MISSING) {
+        bkc__err(c, ERR_DEL_MISSING);
+    } else if (st == BKC__WRONG) {
+        bkc__err(c, BKC_ERR_WRONGTYPE);
+    } else {
+        int removed = 0;
+        for (uint32_t i = v->nfilters; i-- > 0 && !removed;)
+            if (bk_filter_contains(v->filters[i], argv[2].ptr, argv[2].len) == 1 &&
+                bk_filter_remove(v->filters[i], argv[2].ptr, argv[2].len) == BK_OK)
+                removed = 1;
+        if (removed) {
+            v->cf_deleted++;
+            bkc__wrote(c, argc, argv);
+        }
+        bkc__int(c, removed);
+    }
+    bkc__close(c, k);
+}
+
+void bkc_cmd_cf_info(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bkc_key *k;
+    bkc_value *v;
+    (void)argc;
+    int st = bkc__open(c, argv[1], BKC_OPEN_READ, BKC_KIND_CUCKOO, &k, &v);
+    if (st == BKC__FAILED) return;
+    if (st == BKC__MISSING) {
+        bkc__err(c, BKC_ERR_NOT_FOUND);
+    } else if (st == BKC__WRONG) {
+        bkc__err(c, BKC_ERR_WRONGTYPE);
+    } else {
+        uint64_t bytes = 0, buckets = 0, items = 0;
+        for (uint32_t i = 0; i < v->nfilters; i++) {
+            bk_filter_info info;
+            if (bk_filter_get_info(v->filters[i], &info) == BK_OK) {
+                bytes += info.bytes;
+                items += info.items;
+            }
+            buckets += stage_buckets(stage_capacity(v, i), v->cf_bucket_size);
+        }
+        c->reply->vt->map(c->reply, 8);
+        bkc__simple(c, "Size");
+        bkc__int(c, (long long)bytes);
+        bkc__simple(c, "Number of buckets");
+        bkc__int(c, (long long)buckets);
+        bkc__simple(c, "Number of filters");
+        bkc__int(c, (long long)v->nfilters);
+        bkc__simple(c, "Number of items inserted");
+        bkc__int(c, (long long)items);
+        bkc__simple(c, "Number of items deleted");
+        bkc__int(c, (long long)v->cf_deleted);
+        bkc__simple(c, "Bucket size");
+        bkc__int(c, (long long)v->cf_bucket_size);
+        bkc__simple(c, "Expansion rate");
+        bkc__int(c, (long long)v->cf_expansion);
+        bkc__simple(c, "Max iterations");
+        bkc__int(c, (long long)v->cf_max_iterations);
+    }
+    bkc__close(c, k);
+}
+
+void bkc_cmd_cf_scandump(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bkc__scandump(c, argc, argv, BKC_KIND_CUCKOO);
+}
+
+void bkc_cmd_cf_loadchunk(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bkc__loadchunk(c, argc, argv, BKC_KIND_CUCKOO);
+}

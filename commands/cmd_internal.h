@@ -1,0 +1,165 @@
+/*
+ * cmd_internal.h - what the command files share, private to commands/.
+ *
+ * Every handler follows one shape: parse all arguments first (so that a
+ * bad argument never leaves a half-done change), open the key through the
+ * host with the weakest mode that is enough, check its kind, work with the
+ * library, reply, call wrote() once when something changed, close.
+ */
+#ifndef BKC_INTERNAL_H
+#define BKC_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "command.h"
+
+/*==========================================================================
+ * Error texts shared by several families (docs/COMMANDS.md lists them all)
+ *==========================================================================*/
+
+#define BKC_ERR_WRONGTYPE "WRONGTYPE Operation against a key holding the wrong kind of value"
+#define BKC_ERR_NOT_FOUND "ERR not found"
+#define BKC_ERR_ITEM_EXISTS "ERR item exists"
+#define BKC_ERR_MAXMEMORY "ERR filter would exceed maxmemory"
+#define BKC_ERR_TOO_LARGE "ERR filter would exceed the memory of this machine"
+#define BKC_ERR_UNKNOWN_ARG "Unknown argument received"
+#define BKC_ERR_OPEN "ERR cannot open key"
+#define BKC_ERR_OOM "ERR out of memory"
+
+/*==========================================================================
+ * Replies
+ *==========================================================================*/
+
+static inline void bkc__ok(bkc_ctx *c) { c->reply->vt->simple(c->reply, "OK"); }
+static inline void bkc__err(bkc_ctx *c, const char *s) { c->reply->vt->error(c->reply, s); }
+static inline void bkc__int(bkc_ctx *c, long long v) { c->reply->vt->integer(c->reply, v); }
+static inline void bkc__array(bkc_ctx *c, size_t n) { c->reply->vt->array(c->reply, n); }
+static inline void bkc__simple(bkc_ctx *c, const char *s) { c->reply->vt->simple(c->reply, s); }
+
+/* "ERR <bk_strerror(rc)>" for a library error without a better text. */
+void bkc__lib_error(bkc_ctx *c, int rc);
+
+/* BF.RESERVE's parsing of an error rate and a capacity, with its error
+ * texts (also used by CBF.* and WF.*). Return 1, or 0 after replying. */
+int bkc__arg_error_rate(bkc_ctx *c, bkc_str s, double *out);
+int bkc__arg_capacity(bkc_ctx *c, bkc_str s, uint64_t *out);
+
+/* The wrong-arity error of argv[0]'s table entry. */
+void bkc__arity_error(bkc_ctx *c, const bkc_str *argv);
+
+/*==========================================================================
+ * Keys
+ *==========================================================================*/
+
+/* Results of bkc__open. */
+#define BKC__FOUND 1     /* *v holds a value of the wanted kind */
+#define BKC__MISSING 0   /* no such key; *k is open (WRITE: may be set) */
+#define BKC__WRONG (-1)  /* another kind (or LOADING); *k is open, nothing replied */
+#define BKC__FAILED (-2) /* the host could not open it; replied, nothing open */
+
+/* Open name with mode and classify what it holds against want. */
+int bkc__open(bkc_ctx *c, bkc_str name, bkc_open_mode mode, bkc_kind want,
+              bkc_key **k, bkc_value **v);
+
+static inline void bkc__close(bkc_ctx *c, bkc_key *k) { c->host_vt->close(k); }
+
+/* Tell the host the change is done (the original argv, once). */
+static inline void bkc__wrote(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    c->host_vt->wrote(c->host, argc, argv);
+}
+
+/*==========================================================================
+ * Memory
+ *==========================================================================*/
+
+/* The most bytes a value may grow by now: the host's memory_left, and never
+ * more than the machine's physical memory. */
+uint64_t bkc__memory_budget(bkc_ctx *c);
+
+/* 1 when a new value (or growth) of `bytes` fits; otherwise replies
+ * BKC_ERR_MAXMEMORY / BKC_ERR_TOO_LARGE and returns 0. */
+int bkc__fits(bkc_ctx *c, uint64_t bytes);
+
+/*==========================================================================
+ * Values
+ *==========================================================================*/
+
+/* A new empty value of kind (no filters), or NULL. */
+bkc_value *bkc__value_new(bkc_kind kind);
+
+/* Append a filter (taking ownership). BK_OK or BK_ENOMEM (f not taken). */
+int bkc__value_push(bkc_value *v, bk_filter *f);
+
+/* The largest number of stages of a CF chain. */
+#define BKC_CF_MAX_STAGES 32
+
+/* Chunk size of SCANDUMP (4 MiB; tests lower it). */
+extern size_t bkc__scandump_chunk;
+
+/* One stage of a CF chain as created (capacity, bucket size, max
+ * iterations from v): the filter, or a library error. */
+int bkc__cf_stage_create(const bkc_value *v, uint32_t stage, bk_filter **out);
+/* Bytes a CF stage of that capacity will take (for the memory check). */
+uint64_t bkc__cf_stage_bytes(uint64_t capacity, uint32_t bucket_size);
+
+/*==========================================================================
+ * Shared command bodies: SCANDUMP / LOADCHUNK for every kind (value.c)
+ *==========================================================================*/
+
+void bkc__scandump(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind);
+void bkc__loadchunk(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind);
+
+/*==========================================================================
+ * Handlers (one file per family)
+ *==========================================================================*/
+
+#define BKC__HANDLER(name) void name(bkc_ctx *c, int argc, const bkc_str *argv)
+
+BKC__HANDLER(bkc_cmd_bf_add);
+BKC__HANDLER(bkc_cmd_bf_card);
+BKC__HANDLER(bkc_cmd_bf_exists);
+BKC__HANDLER(bkc_cmd_bf_info);
+BKC__HANDLER(bkc_cmd_bf_insert);
+BKC__HANDLER(bkc_cmd_bf_loadchunk);
+BKC__HANDLER(bkc_cmd_bf_madd);
+BKC__HANDLER(bkc_cmd_bf_merge);
+BKC__HANDLER(bkc_cmd_bf_mexists);
+BKC__HANDLER(bkc_cmd_bf_reserve);
+BKC__HANDLER(bkc_cmd_bf_scandump);
+
+BKC__HANDLER(bkc_cmd_cf_add);
+BKC__HANDLER(bkc_cmd_cf_addnx);
+BKC__HANDLER(bkc_cmd_cf_count);
+BKC__HANDLER(bkc_cmd_cf_del);
+BKC__HANDLER(bkc_cmd_cf_exists);
+BKC__HANDLER(bkc_cmd_cf_info);
+BKC__HANDLER(bkc_cmd_cf_insert);
+BKC__HANDLER(bkc_cmd_cf_insertnx);
+BKC__HANDLER(bkc_cmd_cf_loadchunk);
+BKC__HANDLER(bkc_cmd_cf_mexists);
+BKC__HANDLER(bkc_cmd_cf_reserve);
+BKC__HANDLER(bkc_cmd_cf_scandump);
+
+BKC__HANDLER(bkc_cmd_cbf_add);
+BKC__HANDLER(bkc_cmd_cbf_count);
+BKC__HANDLER(bkc_cmd_cbf_del);
+BKC__HANDLER(bkc_cmd_cbf_exists);
+BKC__HANDLER(bkc_cmd_cbf_info);
+BKC__HANDLER(bkc_cmd_cbf_loadchunk);
+BKC__HANDLER(bkc_cmd_cbf_madd);
+BKC__HANDLER(bkc_cmd_cbf_mexists);
+BKC__HANDLER(bkc_cmd_cbf_reserve);
+BKC__HANDLER(bkc_cmd_cbf_scandump);
+
+BKC__HANDLER(bkc_cmd_wf_add);
+BKC__HANDLER(bkc_cmd_wf_exists);
+BKC__HANDLER(bkc_cmd_wf_info);
+BKC__HANDLER(bkc_cmd_wf_loadchunk);
+BKC__HANDLER(bkc_cmd_wf_madd);
+BKC__HANDLER(bkc_cmd_wf_mexists);
+BKC__HANDLER(bkc_cmd_wf_reserve);
+BKC__HANDLER(bkc_cmd_wf_scandump);
+
+#endif /* BKC_INTERNAL_H */

@@ -1,0 +1,247 @@
+/*
+ * cmd_window.c - WF.*: the time-window filter (our addition).
+ *
+ * "Was this item added within the last window_ms milliseconds?" A WF key
+ * holds one bk_window filter: g generations (default 4) of cache-blocked
+ * filters, each covering window_ms / (g - 1) of time; the oldest is cleared
+ * as the clock moves on, so items are forgotten between window_ms and
+ * window_ms + window_ms / (g - 1) after their last add, and an endless
+ * stream never fills the filter (capacity is items per window).
+ *
+ * Time is the host's clock, ctx->now_ms, and only moves forward (an
+ * earlier time is taken as the latest seen). WF.ADD writes at now_ms;
+ * WF.EXISTS looks at the window ending at now_ms without moving the clock.
+ *
+ * There is no natural default window, so adds do not create keys: WF.ADD
+ * on a missing key answers "ERR not found"; create with WF.RESERVE.
+ *
+ * Replay: WF.ADD is propagated as sent (no timestamp in argv), so a replay
+ * re-adds each item at the replaying host's now_ms. See docs/COMMANDS.md.
+ *
+ * Locking: adds rotate generations in place: WRITE. Lookups: READ.
+ */
+#include <math.h>
+
+#include "cmd_internal.h"
+
+#define ERR_BAD_WINDOW "ERR bad window"
+#define ERR_BAD_GENERATIONS "ERR generations must be between 2 and 64"
+#define ERR_INFO_FIELD "Invalid information value"
+
+/* Bytes the filter will take: g generations of a blocked filter sized like
+ * bk_window_create sizes them. UINT64_MAX when too large. */
+static uint64_t window_bytes(uint64_t items, double fpr, uint64_t window, uint32_t g)
+{
+    uint64_t slice = window / (g - 1) + (window % (g - 1) != 0);
+    double gen_items = ceil((double)items * (double)slice / (double)window);
+    if (gen_items < 1) gen_items = 1;
+    if (gen_items > 1e18) return UINT64_MAX;
+    double gen_fpr = 1 - pow(1 - fpr, 1.0 / g);
+    uint64_t bits = 0;
+    if (bk_blocked_optimal((uint64_t)gen_items, gen_fpr, &bits, NULL) != BK_OK)
+        return UINT64_MAX;
+    if (bits / 8 > UINT64_MAX / g) return UINT64_MAX;
+    return bits / 8 * g + 1024;
+}
+
+void bkc_cmd_wf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    double error;
+    uint64_t capacity, window;
+    long long g = BK_WINDOW_DEFAULT_GENERATIONS, w;
+    if (!bkc__arg_error_rate(c, argv[2], &error)) return;
+    if (!bkc__arg_capacity(c, argv[3], &capacity)) return;
+    if (!bkc_parse_ll(argv[4], &w) || w <= 0) {
+        bkc__err(c, ERR_BAD_WINDOW);
+        return;
+    }
+    window = (uint64_t)w;
+    for (int i = 5; i < argc; i += 2) {
+        if (!bkc_streq(argv[i], "GENERATIONS")) {
+            bkc__err(c, BKC_ERR_UNKNOWN_ARG);
+            return;
+        }
+        if (i + 1 >= argc) {
+            bkc__arity_error(c, argv);
+            return;
+        }
+        if (!bkc_parse_ll(argv[i + 1], &g) || g < BK_WINDOW_MIN_GENERATIONS ||
+            g > BK_WINDOW_MAX_GENERATIONS) {
+            bkc__err(c, ERR_BAD_GENERATIONS);
+            return;
+        }
+    }
+    bkc_key *k;
+    bkc_value *v;
+    int st = bkc__open(c, argv[1], BKC_OPEN_WRITE, BKC_KIND_WINDOW, &k, &v);
+    if (st == BKC__FAILED) return;
+    if (st != BKC__MISSING) {
+        bkc__err(c, BKC_ERR_ITEM_EXISTS);
+        goto out;
+    }
+    uint64_t bytes = window_bytes(capacity, error, window, (uint32_t)g);
+    if (bytes == UINT64_MAX) {
+        bkc__err(c, BKC_ERR_TOO_LARGE);
+        goto out;
+    }
+    if (!bkc__fits(c, bytes)) goto out;
+    bk_window *wf = NULL;
+    int rc = bk_window_create(&wf, capacity, error, window, (uint32_t)g, c->now_ms,
+                              BK_DEFAULT_SEED);
+    if (rc != BK_OK) {
+        if (rc == BK_ESIZE) bkc__err(c, BKC_ERR_TOO_LARGE);
+        else bkc__lib_error(c, rc);
+        goto out;
+    }
+    bkc_value *nv = bkc__value_new(BKC_KIND_WINDOW);
+    if (nv == NULL || bkc__value_push(nv, bk_window_as_filter(wf)) != BK_OK) {
+        bk_window_free(wf);
+        bkc_value_free(nv);
+        bkc__err(c, BKC_ERR_OOM);
+        goto out;
+    }
+    rc = c->host_vt->set(k, nv);
+    if (rc != BK_OK) {
+        bkc__err(c, rc == BK_ELIMIT ? BKC_ERR_MAXMEMORY : BKC_ERR_OOM);
+        goto out;
+    }
+    bkc__ok(c);
+    bkc__wrote(c, argc, argv);
+out:
+    bkc__close(c, k);
+}
+
+static void add_items(bkc_ctx *c, int argc, const bkc_str *argv, int array)
+{
+    bkc_key *k;
+    bkc_value *v;
+    int st = bkc__open(c, argv[1], BKC_OPEN_WRITE, BKC_KIND_WINDOW, &k, &v);
+    if (st == BKC__FAILED) return;
+    if (st == BKC__MISSING) {
+        bkc__err(c, BKC_ERR_NOT_FOUND);
+    } else if (st == BKC__WRONG) {
+        bkc__err(c, BKC_ERR_WRONGTYPE);
+    } else {
+        bk_window *w = bk_filter_as_window(v->filters[0]);
+        if (array) bkc__array(c, (size_t)(argc - 2));
+        for (int i = 2; i < argc; i++) {
+            int rc = bk_window_add(w, argv[i].ptr, argv[i].len, c->now_ms);
+            if (rc < 0) bkc__lib_error(c, rc);
+            else bkc__int(c, rc);
+        }
+        bkc__wrote(c, argc, argv); /* an add always writes (it refreshes) */
+    }
+    bkc__close(c, k);
+}
+
+void bkc_cmd_wf_add(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    add_items(c, argc, argv, 0);
+}
+
+void bkc_cmd_wf_madd(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    add_items(c, argc, argv, 1);
+}
+
+static bk_window *open_lookup(bkc_ctx *c, bkc_str name, bkc_key **k, int *failed)
+{
+    bkc_value *v;
+    int st = bkc__open(c, name, BKC_OPEN_READ, BKC_KIND_WINDOW, k, &v);
+    *failed = st == BKC__FAILED;
+    return st == BKC__FOUND ? bk_filter_as_window(v->filters[0]) : NULL;
+}
+
+void bkc_cmd_wf_exists(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bkc_key *k;
+    int failed;
+    (void)argc;
+    bk_window *w = open_lookup(c, argv[1], &k, &failed);
+    if (failed) return;
+    bkc__int(c, w ? bk_window_contains(w, argv[2].ptr, argv[2].len, c->now_ms) == 1 : 0);
+    bkc__close(c, k);
+}
+
+void bkc_cmd_wf_mexists(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bkc_key *k;
+    int failed;
+    bk_window *w = open_lookup(c, argv[1], &k, &failed);
+    if (failed) return;
+    bkc__array(c, (size_t)(argc - 2));
+    for (int i = 2; i < argc; i++)
+        bkc__int(c, w ? bk_window_contains(w, argv[i].ptr, argv[i].len, c->now_ms) == 1 : 0);
+    bkc__close(c, k);
+}
+
+enum { F_CAPACITY, F_SIZE, F_ITEMS, F_ERROR, F_WINDOW, F_GENERATIONS, F_COUNT };
+static const struct {
+    const char *keyword, *label;
+} info_fields[F_COUNT] = {
+    {"CAPACITY", "Capacity"},
+    {"SIZE", "Size"},
+    {"ITEMS", "Number of items inserted"},
+    {"ERROR", "Error rate"},
+    {"WINDOW", "Window"},
+    {"GENERATIONS", "Generations"},
+};
+
+static void info_value(bkc_ctx *c, const bk_window_stats *st, int field)
+{
+    switch (field) {
+    case F_CAPACITY: bkc__int(c, (long long)st->items_per_window); break;
+    case F_SIZE: bkc__int(c, (long long)st->bytes); break;
+    case F_ITEMS: bkc__int(c, (long long)st->items); break;
+    case F_ERROR: c->reply->vt->dbl(c->reply, st->target_fpr); break;
+    case F_WINDOW: bkc__int(c, (long long)st->window); break;
+    default: bkc__int(c, (long long)st->generations); break;
+    }
+}
+
+void bkc_cmd_wf_info(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bkc_key *k;
+    bkc_value *v;
+    bk_window_stats stats;
+    int field = -1;
+    if (argc > 3) {
+        bkc__arity_error(c, argv);
+        return;
+    }
+    int st = bkc__open(c, argv[1], BKC_OPEN_READ, BKC_KIND_WINDOW, &k, &v);
+    if (st == BKC__FAILED) return;
+    if (st == BKC__MISSING) {
+        bkc__err(c, BKC_ERR_NOT_FOUND);
+    } else if (st == BKC__WRONG) {
+        bkc__err(c, BKC_ERR_WRONGTYPE);
+    } else if (bk_window_get_stats(bk_filter_as_window(v->filters[0]), &stats) != BK_OK) {
+        bkc__lib_error(c, BK_EINVAL);
+    } else if (argc == 3) {
+        for (int f = 0; f < F_COUNT; f++)
+            if (bkc_streq(argv[2], info_fields[f].keyword)) field = f;
+        if (field < 0) {
+            bkc__err(c, ERR_INFO_FIELD);
+        } else {
+            bkc__array(c, 1);
+            info_value(c, &stats, field);
+        }
+    } else {
+        c->reply->vt->map(c->reply, F_COUNT);
+        for (int f = 0; f < F_COUNT; f++) {
+            bkc__simple(c, info_fields[f].label);
+            info_value(c, &stats, f);
+        }
+    }
+    bkc__close(c, k);
+}
+
+void bkc_cmd_wf_scandump(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bkc__scandump(c, argc, argv, BKC_KIND_WINDOW);
+}
+
+void bkc_cmd_wf_loadchunk(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bkc__loadchunk(c, argc, argv, BKC_KIND_WINDOW);
+}

@@ -1,0 +1,488 @@
+/*
+ * command.c - the command table, dispatch, and the helpers every family
+ * uses: Redis's argument parsing rules and error texts, key opening with
+ * kind checks, the memory budget.
+ *
+ * The table is the one description of every command the server answers:
+ * our BF/CF/CBF/WF handlers and, with BKC_CMD_HOST, the generic commands
+ * the host implements itself (their entries carry arity, flags, key
+ * positions and docs, so COMMAND, COMMAND COUNT and COMMAND DOCS are
+ * answered from here). It is sorted by name (strcmp order of the lower
+ * case names) and searched by bisection, case-insensitively.
+ */
+#define _DEFAULT_SOURCE /* sysconf(_SC_PHYS_PAGES) */
+
+#include <errno.h>  /* strtod's ERANGE */
+#include <math.h>   /* isnan */
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* strtod */
+#include <string.h>
+#include <unistd.h> /* sysconf */
+
+#include "cmd_internal.h"
+
+/*==========================================================================
+ * The table
+ *==========================================================================*/
+
+#define W BKC_CMD_WRITE
+#define R BKC_CMD_READONLY
+#define M BKC_CMD_DENYOOM
+#define F BKC_CMD_FAST
+#define H BKC_CMD_HOST
+
+const bkc_command bkc_command_table[] = {
+    {"auth", -2, H | F, 0, 0, 0, NULL,
+     "Authenticate the connection", "AUTH [username] password"},
+    {"bf.add", 3, W | M | F, 1, 1, 1, bkc_cmd_bf_add,
+     "Add an item to a Bloom filter, creating it with defaults if missing",
+     "BF.ADD key item"},
+    {"bf.card", 2, R | F, 1, 1, 1, bkc_cmd_bf_card,
+     "Number of items added to a Bloom filter", "BF.CARD key"},
+    {"bf.exists", 3, R | F, 1, 1, 1, bkc_cmd_bf_exists,
+     "Whether an item may be in a Bloom filter", "BF.EXISTS key item"},
+    {"bf.info", -2, R | F, 1, 1, 1, bkc_cmd_bf_info,
+     "Information about a Bloom filter",
+     "BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]"},
+    {"bf.insert", -4, W | M, 1, 1, 1, bkc_cmd_bf_insert,
+     "Add items to a Bloom filter, creating it with the given options if missing",
+     "BF.INSERT key [CAPACITY capacity] [ERROR error] [EXPANSION expansion] "
+     "[NOCREATE] [NONSCALING] ITEMS item [item ...]"},
+    {"bf.loadchunk", 4, W | M, 1, 1, 1, bkc_cmd_bf_loadchunk,
+     "Restore a Bloom filter from the chunks of BF.SCANDUMP",
+     "BF.LOADCHUNK key iterator data"},
+    {"bf.madd", -3, W | M | F, 1, 1, 1, bkc_cmd_bf_madd,
+     "Add items to a Bloom filter, creating it with defaults if missing",
+     "BF.MADD key item [item ...]"},
+    {"bf.merge", -3, W | M, 1, -1, 1, bkc_cmd_bf_merge,
+     "Make a Bloom filter the union of compatible Bloom filters",
+     "BF.MERGE destkey sourcekey [sourcekey ...]"},
+    {"bf.mexists", -3, R | F, 1, 1, 1, bkc_cmd_bf_mexists,
+     "Whether each item may be in a Bloom filter", "BF.MEXISTS key item [item ...]"},
+    {"bf.reserve", -4, W | M, 1, 1, 1, bkc_cmd_bf_reserve,
+     "Create a Bloom filter",
+     "BF.RESERVE key error_rate capacity [EXPANSION expansion] [NONSCALING]"},
+    {"bf.scandump", 3, R, 1, 1, 1, bkc_cmd_bf_scandump,
+     "Dump a Bloom filter in chunks", "BF.SCANDUMP key iterator"},
+    {"bgsave", -1, H, 0, 0, 0, NULL,
+     "Save a snapshot in the background", "BGSAVE [SCHEDULE]"},
+    {"cbf.add", 3, W | M | F, 1, 1, 1, bkc_cmd_cbf_add,
+     "Add an item to a counting Bloom filter, creating it with defaults if missing",
+     "CBF.ADD key item"},
+    {"cbf.count", 3, R | F, 1, 1, 1, bkc_cmd_cbf_count,
+     "Estimated number of times an item is in a counting Bloom filter",
+     "CBF.COUNT key item"},
+    {"cbf.del", 3, W | F, 1, 1, 1, bkc_cmd_cbf_del,
+     "Remove one occurrence of an item from a counting Bloom filter",
+     "CBF.DEL key item"},
+    {"cbf.exists", 3, R | F, 1, 1, 1, bkc_cmd_cbf_exists,
+     "Whether an item may be in a counting Bloom filter", "CBF.EXISTS key item"},
+    {"cbf.info", -2, R | F, 1, 1, 1, bkc_cmd_cbf_info,
+     "Information about a counting Bloom filter",
+     "CBF.INFO key [CAPACITY | SIZE | ITEMS | ERROR]"},
+    {"cbf.loadchunk", 4, W | M, 1, 1, 1, bkc_cmd_cbf_loadchunk,
+     "Restore a counting Bloom filter from the chunks of CBF.SCANDUMP",
+     "CBF.LOADCHUNK key iterator data"},
+    {"cbf.madd", -3, W | M | F, 1, 1, 1, bkc_cmd_cbf_madd,
+     "Add items to a counting Bloom filter, creating it with defaults if missing",
+     "CBF.MADD key item [item ...]"},
+    {"cbf.mexists", -3, R | F, 1, 1, 1, bkc_cmd_cbf_mexists,
+     "Whether each item may be in a counting Bloom filter",
+     "CBF.MEXISTS key item [item ...]"},
+    {"cbf.reserve", -4, W | M, 1, 1, 1, bkc_cmd_cbf_reserve,
+     "Create a counting Bloom filter",
+     "CBF.RESERVE key error_rate capacity [COUNTERBITS 4|8]"},
+    {"cbf.scandump", 3, R, 1, 1, 1, bkc_cmd_cbf_scandump,
+     "Dump a counting Bloom filter in chunks", "CBF.SCANDUMP key iterator"},
+    {"cf.add", 3, W | M | F, 1, 1, 1, bkc_cmd_cf_add,
+     "Add an item to a cuckoo filter, creating it with defaults if missing",
+     "CF.ADD key item"},
+    {"cf.addnx", 3, W | M | F, 1, 1, 1, bkc_cmd_cf_addnx,
+     "Add an item to a cuckoo filter unless it may be present", "CF.ADDNX key item"},
+    {"cf.count", 3, R | F, 1, 1, 1, bkc_cmd_cf_count,
+     "Approximate number of copies of an item in a cuckoo filter", "CF.COUNT key item"},
+    {"cf.del", 3, W | F, 1, 1, 1, bkc_cmd_cf_del,
+     "Remove one copy of an item from a cuckoo filter", "CF.DEL key item"},
+    {"cf.exists", 3, R | F, 1, 1, 1, bkc_cmd_cf_exists,
+     "Whether an item may be in a cuckoo filter", "CF.EXISTS key item"},
+    {"cf.info", 2, R | F, 1, 1, 1, bkc_cmd_cf_info,
+     "Information about a cuckoo filter", "CF.INFO key"},
+    {"cf.insert", -4, W | M, 1, 1, 1, bkc_cmd_cf_insert,
+     "Add items to a cuckoo filter, creating it if missing",
+     "CF.INSERT key [CAPACITY capacity] [NOCREATE] ITEMS item [item ...]"},
+    {"cf.insertnx", -4, W | M, 1, 1, 1, bkc_cmd_cf_insertnx,
+     "Add items that may not be present to a cuckoo filter, creating it if missing",
+     "CF.INSERTNX key [CAPACITY capacity] [NOCREATE] ITEMS item [item ...]"},
+    {"cf.loadchunk", 4, W | M, 1, 1, 1, bkc_cmd_cf_loadchunk,
+     "Restore a cuckoo filter from the chunks of CF.SCANDUMP",
+     "CF.LOADCHUNK key iterator data"},
+    {"cf.mexists", -3, R | F, 1, 1, 1, bkc_cmd_cf_mexists,
+     "Whether each item may be in a cuckoo filter", "CF.MEXISTS key item [item ...]"},
+    {"cf.reserve", -3, W | M, 1, 1, 1, bkc_cmd_cf_reserve,
+     "Create a cuckoo filter",
+     "CF.RESERVE key capacity [BUCKETSIZE bucketsize] [MAXITERATIONS maxiterations] "
+     "[EXPANSION expansion]"},
+    {"cf.scandump", 3, R, 1, 1, 1, bkc_cmd_cf_scandump,
+     "Dump a cuckoo filter in chunks", "CF.SCANDUMP key iterator"},
+    {"client", -2, H, 0, 0, 0, NULL,
+     "Connection commands", "CLIENT SETNAME name | GETNAME | ID"},
+    {"command", -1, H, 0, 0, 0, NULL,
+     "Details about the commands", "COMMAND [COUNT | DOCS [command ...]]"},
+    {"dbsize", 1, H | R | F, 0, 0, 0, NULL,
+     "Number of keys", "DBSIZE"},
+    {"del", -2, H | W, 1, -1, 1, NULL,
+     "Delete keys", "DEL key [key ...]"},
+    {"echo", 2, H | F, 0, 0, 0, NULL,
+     "Return the given string", "ECHO message"},
+    {"exists", -2, H | R | F, 1, -1, 1, NULL,
+     "Number of the given keys that exist", "EXISTS key [key ...]"},
+    {"expire", -3, H | W | F, 1, 1, 1, NULL,
+     "Set a key's time to live in seconds", "EXPIRE key seconds [NX | XX | GT | LT]"},
+    {"flushall", -1, H | W, 0, 0, 0, NULL,
+     "Delete every key", "FLUSHALL [ASYNC | SYNC]"},
+    {"hello", -1, H | F, 0, 0, 0, NULL,
+     "Handshake: protocol version, authentication, client name",
+     "HELLO [protover [AUTH username password] [SETNAME clientname]]"},
+    {"info", -1, H, 0, 0, 0, NULL,
+     "Information and statistics about the server", "INFO [section ...]"},
+    {"keys", 2, H | R, 0, 0, 0, NULL,
+     "Keys matching a pattern", "KEYS pattern"},
+    {"lastsave", 1, H | F, 0, 0, 0, NULL,
+     "Unix time of the last successful save", "LASTSAVE"},
+    {"persist", 2, H | W | F, 1, 1, 1, NULL,
+     "Remove a key's expiry", "PERSIST key"},
+    {"pexpire", -3, H | W | F, 1, 1, 1, NULL,
+     "Set a key's time to live in milliseconds",
+     "PEXPIRE key milliseconds [NX | XX | GT | LT]"},
+    {"ping", -1, H | F, 0, 0, 0, NULL,
+     "Test the connection", "PING [message]"},
+    {"pttl", 2, H | R | F, 1, 1, 1, NULL,
+     "A key's time to live in milliseconds", "PTTL key"},
+    {"quit", -1, H | F, 0, 0, 0, NULL,
+     "Close the connection", "QUIT"},
+    {"rename", 3, H | W, 1, 2, 1, NULL,
+     "Rename a key", "RENAME key newkey"},
+    {"save", 1, H, 0, 0, 0, NULL,
+     "Save a snapshot now", "SAVE"},
+    {"scan", -2, H | R, 0, 0, 0, NULL,
+     "Iterate over the keys",
+     "SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]"},
+    {"select", 2, H | F, 0, 0, 0, NULL,
+     "Select the database (only 0 exists)", "SELECT index"},
+    {"shutdown", -1, H, 0, 0, 0, NULL,
+     "Stop the server", "SHUTDOWN [NOSAVE | SAVE]"},
+    {"ttl", 2, H | R | F, 1, 1, 1, NULL,
+     "A key's time to live in seconds", "TTL key"},
+    {"type", 2, H | R | F, 1, 1, 1, NULL,
+     "The type of a key's value", "TYPE key"},
+    {"unlink", -2, H | W | F, 1, -1, 1, NULL,
+     "Delete keys", "UNLINK key [key ...]"},
+    {"wf.add", 3, W | F, 1, 1, 1, bkc_cmd_wf_add,
+     "Add an item to a time-window filter at the server's clock", "WF.ADD key item"},
+    {"wf.exists", 3, R | F, 1, 1, 1, bkc_cmd_wf_exists,
+     "Whether an item may have been added within the window", "WF.EXISTS key item"},
+    {"wf.info", -2, R | F, 1, 1, 1, bkc_cmd_wf_info,
+     "Information about a time-window filter",
+     "WF.INFO key [CAPACITY | SIZE | ITEMS | ERROR | WINDOW | GENERATIONS]"},
+    {"wf.loadchunk", 4, W | M, 1, 1, 1, bkc_cmd_wf_loadchunk,
+     "Restore a time-window filter from the chunks of WF.SCANDUMP",
+     "WF.LOADCHUNK key iterator data"},
+    {"wf.madd", -3, W | F, 1, 1, 1, bkc_cmd_wf_madd,
+     "Add items to a time-window filter at the server's clock",
+     "WF.MADD key item [item ...]"},
+    {"wf.mexists", -3, R | F, 1, 1, 1, bkc_cmd_wf_mexists,
+     "Whether each item may have been added within the window",
+     "WF.MEXISTS key item [item ...]"},
+    {"wf.reserve", -5, W | M, 1, 1, 1, bkc_cmd_wf_reserve,
+     "Create a time-window filter",
+     "WF.RESERVE key error_rate capacity window_ms [GENERATIONS generations]"},
+    {"wf.scandump", 3, R, 1, 1, 1, bkc_cmd_wf_scandump,
+     "Dump a time-window filter in chunks", "WF.SCANDUMP key iterator"},
+};
+
+#undef W
+#undef R
+#undef M
+#undef F
+#undef H
+
+const size_t bkc_command_count = sizeof(bkc_command_table) / sizeof(bkc_command_table[0]);
+
+/*==========================================================================
+ * Lookup, arity, dispatch
+ *==========================================================================*/
+
+static int lower(int ch)
+{
+    return (ch >= 'A' && ch <= 'Z') ? ch - 'A' + 'a' : ch;
+}
+
+/* strcmp of the lower-cased argument with a lower-case table name. */
+static int name_cmp(bkc_str s, const char *name)
+{
+    size_t i = 0;
+    for (; i < s.len && name[i] != '\0'; i++) {
+        int a = lower((unsigned char)s.ptr[i]), b = (unsigned char)name[i];
+        if (a != b) return a - b;
+    }
+    if (i < s.len) return 1;        /* s is longer */
+    return name[i] == '\0' ? 0 : -1; /* name is longer */
+}
+
+const bkc_command *bkc_lookup(bkc_str name)
+{
+    size_t lo = 0, hi = bkc_command_count;
+    if (name.ptr == NULL && name.len > 0) return NULL;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int cmp = name_cmp(name, bkc_command_table[mid].name);
+        if (cmp == 0) return &bkc_command_table[mid];
+        if (cmp < 0) hi = mid;
+        else lo = mid + 1;
+    }
+    return NULL;
+}
+
+int bkc_check_arity(bkc_ctx *c, const bkc_command *cmd, int argc)
+{
+    if ((cmd->arity > 0 && argc != cmd->arity) ||
+        (cmd->arity < 0 && argc < -cmd->arity)) {
+        char buf[128];
+        snprintf(buf, sizeof(buf), "ERR wrong number of arguments for '%s' command",
+                 cmd->name);
+        bkc__err(c, buf);
+        return 0;
+    }
+    return 1;
+}
+
+void bkc__arity_error(bkc_ctx *c, const bkc_str *argv)
+{
+    const bkc_command *cmd = bkc_lookup(argv[0]);
+    char buf[128];
+    snprintf(buf, sizeof(buf), "ERR wrong number of arguments for '%s' command",
+             cmd ? cmd->name : "?");
+    bkc__err(c, buf);
+}
+
+/* Append at most max bytes of s, stopping at a NUL as Redis's "%.*s" does. */
+static size_t append_cstr(char *buf, size_t at, size_t cap, const char *s,
+                          size_t len, size_t max)
+{
+    for (size_t i = 0; i < len && i < max && s[i] != '\0' && at + 1 < cap; i++)
+        buf[at++] = s[i];
+    buf[at] = '\0';
+    return at;
+}
+
+void bkc_reply_unknown(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    /* Redis: "unknown command '%.128s', with args beginning with: " then
+     * "'%.*s' " per argument while fewer than 128 bytes of arguments have
+     * been written, each cut to what is left of those 128; newlines in the
+     * text become spaces. */
+    char buf[512];
+    size_t at = 0;
+    at = append_cstr(buf, at, sizeof(buf), "ERR unknown command '", 21, 21);
+    if (argc > 0) at = append_cstr(buf, at, sizeof(buf), argv[0].ptr, argv[0].len, 128);
+    at = append_cstr(buf, at, sizeof(buf), "', with args beginning with: ", 29, 29);
+    size_t args_start = at;
+    for (int i = 1; i < argc && at - args_start < 128; i++) {
+        size_t room = 128 - (at - args_start);
+        at = append_cstr(buf, at, sizeof(buf), "'", 1, 1);
+        at = append_cstr(buf, at, sizeof(buf), argv[i].ptr, argv[i].len, room);
+        at = append_cstr(buf, at, sizeof(buf), "' ", 2, 2);
+    }
+    for (size_t i = 0; i < at; i++)
+        if (buf[i] == '\r' || buf[i] == '\n') buf[i] = ' ';
+    bkc__err(c, buf);
+}
+
+void bkc_dispatch(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    if (argc < 1) {
+        bkc__err(c, "ERR empty command");
+        return;
+    }
+    const bkc_command *cmd = bkc_lookup(argv[0]);
+    if (cmd == NULL || cmd->handler == NULL) {
+        bkc_reply_unknown(c, argc, argv);
+        return;
+    }
+    if (!bkc_check_arity(c, cmd, argc)) return;
+    cmd->handler(c, argc, argv);
+}
+
+/*==========================================================================
+ * Parsing (Redis's string2ll / getDoubleFromObject rules)
+ *==========================================================================*/
+
+int bkc_parse_ll(bkc_str s, long long *out)
+{
+    /* Digits with an optional '-'; no '+', no spaces, no leading zeros
+     * ("0" itself excepted), no "-0", within the range of long long. */
+    if (s.ptr == NULL || s.len == 0 || s.len > 20) return 0;
+    size_t i = 0;
+    int neg = 0;
+    if (s.ptr[0] == '-') {
+        neg = 1;
+        i = 1;
+        if (s.len == 1) return 0;
+    }
+    if (s.ptr[i] == '0') {
+        if (s.len == 1) {
+            if (out) *out = 0;
+            return 1;
+        }
+        return 0;
+    }
+    unsigned long long v = 0;
+    for (; i < s.len; i++) {
+        unsigned d = (unsigned char)s.ptr[i] - '0';
+        if (d > 9) return 0;
+        if (v > (UINT64_MAX - d) / 10) return 0;
+        v = v * 10 + d;
+    }
+    if (neg) {
+        if (v > (unsigned long long)INT64_MAX + 1) return 0;
+        if (out) *out = (v == (unsigned long long)INT64_MAX + 1) ? INT64_MIN : -(long long)v;
+    } else {
+        if (v > (unsigned long long)INT64_MAX) return 0;
+        if (out) *out = (long long)v;
+    }
+    return 1;
+}
+
+int bkc_parse_u64(bkc_str s, uint64_t *out)
+{
+    if (s.ptr == NULL || s.len == 0 || s.len > 20) return 0;
+    if (s.ptr[0] == '0' && s.len > 1) return 0;
+    uint64_t v = 0;
+    for (size_t i = 0; i < s.len; i++) {
+        unsigned d = (unsigned char)s.ptr[i] - '0';
+        if (d > 9) return 0;
+        if (v > (UINT64_MAX - d) / 10) return 0;
+        v = v * 10 + d;
+    }
+    if (out) *out = v;
+    return 1;
+}
+
+int bkc_parse_double(bkc_str s, double *out)
+{
+    /* The whole argument must be a number strtod accepts: no leading
+     * space, nothing after it, not NaN, not out of range. */
+    char buf[128];
+    if (s.ptr == NULL || s.len == 0 || s.len >= sizeof(buf)) return 0;
+    memcpy(buf, s.ptr, s.len);
+    buf[s.len] = '\0';
+    if (buf[0] == ' ' || (buf[0] >= '\t' && buf[0] <= '\r')) return 0;
+    if (memchr(buf, '\0', s.len) != NULL) return 0;
+    char *end = NULL;
+    errno = 0;
+    double d = strtod(buf, &end);
+    if (end != buf + s.len || isnan(d)) return 0;
+    if (errno == ERANGE && (d == HUGE_VAL || d == -HUGE_VAL || d == 0)) return 0;
+    if (out) *out = d;
+    return 1;
+}
+
+int bkc_streq(bkc_str s, const char *keyword)
+{
+    size_t n = strlen(keyword);
+    if (s.len != n) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (lower((unsigned char)s.ptr[i]) != lower((unsigned char)keyword[i])) return 0;
+    return 1;
+}
+
+/*==========================================================================
+ * Shared helpers
+ *==========================================================================*/
+
+void bkc__lib_error(bkc_ctx *c, int rc)
+{
+    char buf[160];
+    if (rc == BK_ENOMEM) {
+        bkc__err(c, BKC_ERR_OOM);
+        return;
+    }
+    snprintf(buf, sizeof(buf), "ERR %s", bk_strerror(rc));
+    bkc__err(c, buf);
+}
+
+int bkc__open(bkc_ctx *c, bkc_str name, bkc_open_mode mode, bkc_kind want,
+              bkc_key **k, bkc_value **v)
+{
+    *v = NULL;
+    *k = c->host_vt->open(c->host, name, mode);
+    if (*k == NULL) {
+        bkc__err(c, BKC_ERR_OPEN);
+        return BKC__FAILED;
+    }
+    bkc_kind kind = c->host_vt->kind(*k);
+    if (kind == BKC_KIND_NONE) return BKC__MISSING;
+    if (kind != want) return BKC__WRONG;
+    *v = c->host_vt->value(*k);
+    if (*v == NULL || (*v)->kind != want) {
+        *v = NULL;
+        return BKC__WRONG;
+    }
+    return BKC__FOUND;
+}
+
+static uint64_t physical_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || size <= 0) return UINT64_MAX;
+    return (uint64_t)pages * (uint64_t)size;
+}
+
+uint64_t bkc__memory_budget(bkc_ctx *c)
+{
+    size_t left = c->host_vt->memory_left(c->host);
+    uint64_t phys = physical_memory();
+    return (uint64_t)left < phys ? (uint64_t)left : phys;
+}
+
+int bkc__fits(bkc_ctx *c, uint64_t bytes)
+{
+    size_t left = c->host_vt->memory_left(c->host);
+    if (left != SIZE_MAX && bytes > (uint64_t)left) {
+        bkc__err(c, BKC_ERR_MAXMEMORY);
+        return 0;
+    }
+    if (bytes > physical_memory()) {
+        bkc__err(c, BKC_ERR_TOO_LARGE);
+        return 0;
+    }
+    return 1;
+}
+
+int bkc__arg_error_rate(bkc_ctx *c, bkc_str s, double *out)
+{
+    if (!bkc_parse_double(s, out)) {
+        bkc__err(c, "ERR bad error rate");
+        return 0;
+    }
+    if (!(*out > 0 && *out < 1)) {
+        bkc__err(c, "ERR (0 < error rate range < 1) ");
+        return 0;
+    }
+    return 1;
+}
+
+int bkc__arg_capacity(bkc_ctx *c, bkc_str s, uint64_t *out)
+{
+    long long v;
+    if (!bkc_parse_ll(s, &v)) {
+        bkc__err(c, "ERR bad capacity");
+        return 0;
+    }
+    if (v <= 0) {
+        bkc__err(c, "ERR (capacity should be larger than 0)");
+        return 0;
+    }
+    *out = (uint64_t)v;
+    return 1;
+}

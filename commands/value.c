@@ -1,0 +1,544 @@
+/*
+ * value.c - what a key holds (bkc_value) and its byte form.
+ *
+ * A value is one bloomkit filter (BF: a scalable filter; CBF: a counting
+ * filter; WF: a time-window filter) or, for CF, a chain of cuckoo filters
+ * with the chain's settings, or a dump being loaded (BKC_KIND_LOADING).
+ *
+ * The byte form (SCANDUMP/LOADCHUNK, snapshots, the module's RDB) is a
+ * container, all integers little-endian (docs/COMMANDS.md, "Value
+ * encoding"):
+ *
+ *   offset size
+ *        0    4  magic "BKCV"
+ *        4    2  container version (1)
+ *        6    2  kind (bkc_kind: 1 BF, 2 CF, 3 CBF, 4 WF, 5 loading)
+ *        8    8  total length of the container, this header included
+ *       16    4  number of filters
+ *       20    4  CF bucket size          (0 for other kinds)
+ *       24    8  CF capacity of stage 0  (0 for other kinds)
+ *       32    4  CF max iterations       (0 for other kinds)
+ *       36    4  CF expansion            (0 for other kinds)
+ *       40    8  CF items deleted        (0 for other kinds)
+ *       48    8  check: low 64 bits of XXH3-128 (bk_hash_key) of bytes
+ *                0..47 with seed 0
+ *       56       per filter: 8-byte length, then the filter's bloomkit
+ *                file image (docs/FORMAT.md, its own checksums)
+ *
+ * A loading value has no filters and one blob (8-byte length, the bytes
+ * received so far). Decoding checks every field and every image
+ * (bk_filter_deserialize) before anything is returned.
+ *
+ * SCANDUMP never builds the whole container: dump_range() copies any byte
+ * range of it, taking the images' bytes with bk_filter_dump_chunk.
+ */
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd_internal.h"
+
+/*==========================================================================
+ * Values
+ *==========================================================================*/
+
+const char *bkc_kind_type_name(bkc_kind kind)
+{
+    switch (kind) {
+    case BKC_KIND_BLOOM: return "bkbloom--";
+    case BKC_KIND_CUCKOO: return "bkcuckoo-";
+    case BKC_KIND_COUNTING: return "bkcount--";
+    case BKC_KIND_WINDOW: return "bkwindow-";
+    case BKC_KIND_LOADING: return "bkloading";
+    default: return NULL;
+    }
+}
+
+bkc_value *bkc__value_new(bkc_kind kind)
+{
+    bkc_value *v = calloc(1, sizeof(*v));
+    if (v != NULL) v->kind = kind;
+    return v;
+}
+
+int bkc__value_push(bkc_value *v, bk_filter *f)
+{
+    if (v->nfilters == v->cap_filters) {
+        uint32_t cap = v->cap_filters ? v->cap_filters * 2 : 1;
+        bk_filter **p = realloc(v->filters, cap * sizeof(*p));
+        if (p == NULL) return BK_ENOMEM;
+        v->filters = p;
+        v->cap_filters = cap;
+    }
+    v->filters[v->nfilters++] = f;
+    bk_family fam = bk_filter_family(f);
+    if (fam != BK_FAMILY_SCALABLE && fam != BK_FAMILY_WINDOW) {
+        bk_filter_info info;
+        if (bk_filter_get_info(f, &info) == BK_OK) v->fixed_bytes += info.bytes;
+    }
+    return BK_OK;
+}
+
+void bkc_value_free(bkc_value *v)
+{
+    if (v == NULL) return;
+    for (uint32_t i = 0; i < v->nfilters; i++) bk_filter_free(v->filters[i]);
+    free(v->filters);
+    free(v->load_buf);
+    free(v);
+}
+
+size_t bkc_value_bytes(const bkc_value *v)
+{
+    if (v == NULL) return 0;
+    size_t total = sizeof(*v) + v->cap_filters * sizeof(bk_filter *) + v->load_cap +
+                   v->fixed_bytes;
+    for (uint32_t i = 0; i < v->nfilters; i++) {
+        bk_filter *f = v->filters[i];
+        bk_scalable *s = bk_filter_as_scalable(f);
+        bk_window *w = bk_filter_as_window(f);
+        if (s != NULL) total += bk_scalable_bytes(s);
+        else if (w != NULL) total += bk_window_bytes(w);
+    }
+    return total;
+}
+
+/*==========================================================================
+ * The container
+ *==========================================================================*/
+
+#define HDR_SIZE 56
+#define HDR_CHECKED 48
+#define CONTAINER_VERSION 1
+
+static void put16(unsigned char *p, uint16_t x) { p[0] = (unsigned char)x; p[1] = (unsigned char)(x >> 8); }
+static void put32(unsigned char *p, uint32_t x)
+{
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(x >> (8 * i));
+}
+static void put64(unsigned char *p, uint64_t x)
+{
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(x >> (8 * i));
+}
+static uint16_t get16(const unsigned char *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static uint32_t get32(const unsigned char *p)
+{
+    uint32_t x = 0;
+    for (int i = 3; i >= 0; i--) x = (x << 8) | p[i];
+    return x;
+}
+static uint64_t get64(const unsigned char *p)
+{
+    uint64_t x = 0;
+    for (int i = 7; i >= 0; i--) x = (x << 8) | p[i];
+    return x;
+}
+
+static bk_family kind_family(bkc_kind kind)
+{
+    switch (kind) {
+    case BKC_KIND_BLOOM: return BK_FAMILY_SCALABLE;
+    case BKC_KIND_CUCKOO: return BK_FAMILY_CUCKOO;
+    case BKC_KIND_COUNTING: return BK_FAMILY_COUNTING;
+    case BKC_KIND_WINDOW: return BK_FAMILY_WINDOW;
+    default: return (bk_family)0;
+    }
+}
+
+static void header_build(const bkc_value *v, uint64_t total, unsigned char h[HDR_SIZE])
+{
+    memset(h, 0, HDR_SIZE);
+    memcpy(h, "BKCV", 4);
+    put16(h + 4, CONTAINER_VERSION);
+    put16(h + 6, (uint16_t)v->kind);
+    put64(h + 8, total);
+    put32(h + 16, v->nfilters);
+    if (v->kind == BKC_KIND_CUCKOO) {
+        put32(h + 20, v->cf_bucket_size);
+        put64(h + 24, v->cf_capacity);
+        put32(h + 32, v->cf_max_iterations);
+        put32(h + 36, v->cf_expansion);
+        put64(h + 40, v->cf_deleted);
+    }
+    put64(h + 48, bk_hash_key(h, HDR_CHECKED, 0).lo);
+}
+
+/* Total size of v's container, or 0 when a filter cannot be serialised. */
+static uint64_t container_size(const bkc_value *v)
+{
+    uint64_t total = HDR_SIZE;
+    if (v->kind == BKC_KIND_LOADING) return total + 8 + v->load_len;
+    for (uint32_t i = 0; i < v->nfilters; i++) {
+        uint64_t n = bk_filter_serialized_size(v->filters[i]);
+        if (n == 0) return 0;
+        total += 8 + n;
+    }
+    return total;
+}
+
+/* Copy bytes [from, from + n) of v's container into out. */
+static int dump_range(const bkc_value *v, uint64_t total, uint64_t from,
+                      unsigned char *out, size_t n)
+{
+    unsigned char hdr[HDR_SIZE], lenbuf[8];
+    uint64_t pos = 0; /* start of the current segment */
+    size_t done = 0;
+
+    header_build(v, total, hdr);
+    /* segments: header, then (length, image) per filter or the blob */
+    uint32_t nseg = v->kind == BKC_KIND_LOADING ? 1 : v->nfilters;
+    for (int64_t s = -1; s < (int64_t)nseg && done < n; s++) {
+        if (s < 0) {
+            uint64_t end = HDR_SIZE;
+            while (done < n && from + done < end) {
+                out[done] = hdr[from + done - pos];
+                done++;
+            }
+            pos = end;
+            continue;
+        }
+        uint64_t image_len = v->kind == BKC_KIND_LOADING
+                                 ? v->load_len
+                                 : bk_filter_serialized_size(v->filters[s]);
+        put64(lenbuf, image_len);
+        while (done < n && from + done < pos + 8) {
+            out[done] = lenbuf[from + done - pos];
+            done++;
+        }
+        pos += 8;
+        uint64_t end = pos + image_len;
+        if (done < n && from + done < end) {
+            uint64_t off = from + done - pos;
+            size_t want = (size_t)(end - (from + done) < n - done ? end - (from + done) : n - done);
+            if (v->kind == BKC_KIND_LOADING) {
+                memcpy(out + done, v->load_buf + off, want);
+                done += want;
+            } else {
+                while (want > 0) {
+                    uint64_t cursor = off;
+                    size_t got = 0;
+                    int rc = bk_filter_dump_chunk(v->filters[s], &cursor, out + done,
+                                                  want, &got);
+                    if (rc != BK_OK) return rc;
+                    if (got == 0) return BK_EINVAL;
+                    done += got;
+                    off += got;
+                    want -= got;
+                }
+            }
+        }
+        pos = end;
+    }
+    return done == n ? BK_OK : BK_EINVAL;
+}
+
+int bkc_value_encode(const bkc_value *v, unsigned char **out, size_t *len)
+{
+    if (v == NULL || out == NULL || len == NULL) return BK_EINVAL;
+    *out = NULL;
+    *len = 0;
+    if (v->kind != BKC_KIND_LOADING && v->nfilters == 0) return BK_EINVAL;
+    uint64_t total = container_size(v);
+    if (total == 0) return BK_ENOTSUP;
+    if (total > SIZE_MAX) return BK_ESIZE;
+    unsigned char *buf = malloc((size_t)total);
+    if (buf == NULL) return BK_ENOMEM;
+    int rc = dump_range(v, total, 0, buf, (size_t)total);
+    if (rc != BK_OK) {
+        free(buf);
+        return rc;
+    }
+    *out = buf;
+    *len = (size_t)total;
+    return BK_OK;
+}
+
+/* Check a container header (at least HDR_SIZE bytes). BK_OK or an error. */
+static int header_check(const unsigned char *h, bkc_kind *kind, uint64_t *total)
+{
+    if (memcmp(h, "BKCV", 4) != 0) return BK_EMAGIC;
+    if (get64(h + 48) != bk_hash_key(h, HDR_CHECKED, 0).lo) return BK_ECHECKSUM;
+    if (get16(h + 4) != CONTAINER_VERSION) return BK_EVERSION;
+    uint16_t k = get16(h + 6);
+    if (k < BKC_KIND_BLOOM || k > BKC_KIND_LOADING) return BK_EFAMILY;
+    *kind = (bkc_kind)k;
+    *total = get64(h + 8);
+    if (*total < HDR_SIZE + 8) return BK_ECORRUPT;
+    return BK_OK;
+}
+
+int bkc_value_decode(const unsigned char *buf, size_t len, bkc_value **out)
+{
+    bkc_kind kind;
+    uint64_t total;
+    int rc;
+    if (out == NULL) return BK_EINVAL;
+    *out = NULL;
+    if (buf == NULL || len < HDR_SIZE) return BK_ETRUNC;
+    if ((rc = header_check(buf, &kind, &total)) != BK_OK) return rc;
+    if (total > len) return BK_ETRUNC;
+    if (total < len) return BK_ECORRUPT;
+
+    uint32_t nfilters = get32(buf + 16);
+    bkc_value *v = bkc__value_new(kind);
+    if (v == NULL) return BK_ENOMEM;
+    size_t pos = HDR_SIZE;
+
+    if (kind == BKC_KIND_LOADING) {
+        uint64_t n = get64(buf + pos);
+        pos += 8;
+        if (nfilters != 0 || n != len - pos) goto corrupt;
+        v->load_buf = malloc(n ? (size_t)n : 1);
+        if (v->load_buf == NULL) goto nomem;
+        memcpy(v->load_buf, buf + pos, (size_t)n);
+        v->load_len = v->load_cap = (size_t)n;
+        *out = v;
+        return BK_OK;
+    }
+
+    if (kind == BKC_KIND_CUCKOO) {
+        v->cf_bucket_size = get32(buf + 20);
+        v->cf_capacity = get64(buf + 24);
+        v->cf_max_iterations = get32(buf + 32);
+        v->cf_expansion = get32(buf + 36);
+        v->cf_deleted = get64(buf + 40);
+        if (nfilters < 1 || nfilters > BKC_CF_MAX_STAGES) goto corrupt;
+        if (v->cf_bucket_size != 2 && v->cf_bucket_size != 4 && v->cf_bucket_size != 8)
+            goto corrupt;
+        if (v->cf_capacity < 2ull * v->cf_bucket_size) goto corrupt;
+        if (v->cf_max_iterations < 1 || v->cf_max_iterations > BK_CUCKOO_MAX_KICKS)
+            goto corrupt;
+        if (v->cf_expansion > 32768) goto corrupt;
+    } else {
+        if (nfilters != 1) goto corrupt;
+        for (int i = 20; i < 48; i++)
+            if (buf[i] != 0) goto corrupt;
+    }
+
+    for (uint32_t i = 0; i < nfilters; i++) {
+        if (len - pos < 8) { rc = BK_ETRUNC; goto fail; }
+        uint64_t n = get64(buf + pos);
+        pos += 8;
+        if (n > len - pos) { rc = BK_ETRUNC; goto fail; }
+        bk_filter *f = NULL;
+        rc = bk_filter_deserialize(&f, buf + pos, (size_t)n);
+        if (rc != BK_OK) goto fail;
+        if (bk_filter_family(f) != kind_family(kind)) {
+            bk_filter_free(f);
+            rc = BK_EFAMILY;
+            goto fail;
+        }
+        if (bkc__value_push(v, f) != BK_OK) {
+            bk_filter_free(f);
+            goto nomem;
+        }
+        pos += (size_t)n;
+    }
+    if (pos != len) goto corrupt;
+    *out = v;
+    return BK_OK;
+
+corrupt:
+    rc = BK_ECORRUPT;
+    goto fail;
+nomem:
+    rc = BK_ENOMEM;
+fail:
+    bkc_value_free(v);
+    return rc;
+}
+
+/*==========================================================================
+ * SCANDUMP / LOADCHUNK, shared by every kind
+ *==========================================================================*/
+
+size_t bkc__scandump_chunk = 4u << 20;
+
+#define ERR_ITERATOR "ERR invalid iterator"
+#define ERR_ORDER "ERR chunk out of order"
+
+void bkc__scandump(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind)
+{
+    long long iter;
+    bkc_key *k;
+    bkc_value *v;
+    (void)argc;
+    if (!bkc_parse_ll(argv[2], &iter) || iter < 0) {
+        bkc__err(c, ERR_ITERATOR);
+        return;
+    }
+    int st = bkc__open(c, argv[1], BKC_OPEN_READ, kind, &k, &v);
+    if (st == BKC__FAILED) return;
+    if (st == BKC__MISSING) {
+        bkc__err(c, BKC_ERR_NOT_FOUND);
+    } else if (st == BKC__WRONG) {
+        bkc__err(c, BKC_ERR_WRONGTYPE);
+    } else {
+        uint64_t total = container_size(v);
+        if (total == 0) {
+            bkc__lib_error(c, BK_ENOTSUP);
+        } else if ((uint64_t)iter >= total) {
+            bkc__array(c, 2);
+            bkc__int(c, 0);
+            c->reply->vt->bulk(c->reply, "", 0);
+        } else {
+            uint64_t n = total - (uint64_t)iter;
+            if (n > bkc__scandump_chunk) n = bkc__scandump_chunk;
+            unsigned char *buf = malloc((size_t)n);
+            int rc = buf ? dump_range(v, total, (uint64_t)iter, buf, (size_t)n) : BK_ENOMEM;
+            if (rc != BK_OK) {
+                bkc__lib_error(c, rc);
+            } else {
+                bkc__array(c, 2);
+                bkc__int(c, iter + (long long)n);
+                c->reply->vt->bulk(c->reply, buf, (size_t)n);
+            }
+            free(buf);
+        }
+    }
+    bkc__close(c, k);
+}
+
+static const char *kind_noun(bkc_kind kind)
+{
+    switch (kind) {
+    case BKC_KIND_BLOOM: return "Bloom filter";
+    case BKC_KIND_CUCKOO: return "cuckoo filter";
+    case BKC_KIND_COUNTING: return "counting Bloom filter";
+    case BKC_KIND_WINDOW: return "time-window filter";
+    default: return "filter";
+    }
+}
+
+/* Append data to a loading value, growing its buffer (never beyond the
+ * announced total once the header is known). */
+static int load_append(bkc_value *v, const bkc_str data, uint64_t total)
+{
+    size_t need = v->load_len + data.len;
+    if (need > v->load_cap) {
+        size_t cap = v->load_cap ? v->load_cap : 4096;
+        while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+        if (total != 0 && cap > total && need <= total) cap = (size_t)total;
+        unsigned char *p = realloc(v->load_buf, cap);
+        if (p == NULL) return BK_ENOMEM;
+        v->load_buf = p;
+        v->load_cap = cap;
+    }
+    if (data.len > 0) memcpy(v->load_buf + v->load_len, data.ptr, data.len);
+    v->load_len = need;
+    return BK_OK;
+}
+
+void bkc__loadchunk(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind)
+{
+    long long iter;
+    bkc_key *k;
+    bkc_value *v;
+    bkc_str data = argv[3];
+    char msg[160];
+
+    if (!bkc_parse_ll(argv[2], &iter) || iter <= 0 || (uint64_t)iter < data.len ||
+        data.len == 0) {
+        bkc__err(c, ERR_ITERATOR);
+        return;
+    }
+    uint64_t start = (uint64_t)iter - data.len;
+    /* open: a first chunk may replace a value of this kind or a load in
+     * progress; later chunks continue a load in progress */
+    k = c->host_vt->open(c->host, argv[1], BKC_OPEN_WRITE);
+    if (k == NULL) {
+        bkc__err(c, BKC_ERR_OPEN);
+        return;
+    }
+    bkc_kind held = c->host_vt->kind(k);
+    v = c->host_vt->value(k);
+    int changed = 0;
+    if (held != BKC_KIND_NONE && held != kind && held != BKC_KIND_LOADING) {
+        bkc__err(c, BKC_ERR_WRONGTYPE);
+        goto out;
+    }
+    if (start == 0) {
+        bkc_value *nv = bkc__value_new(BKC_KIND_LOADING);
+        if (nv == NULL) {
+            bkc__err(c, BKC_ERR_OOM);
+            goto out;
+        }
+        int rc = c->host_vt->set(k, nv);
+        if (rc != BK_OK) {
+            bkc__err(c, rc == BK_ELIMIT ? BKC_ERR_MAXMEMORY : BKC_ERR_OOM);
+            goto out;
+        }
+        changed = 1;
+        v = c->host_vt->value(k);
+    } else if (held != BKC_KIND_LOADING || v == NULL) {
+        bkc__err(c, ERR_ORDER);
+        goto out;
+    } else if (v->load_len != start) {
+        snprintf(msg, sizeof(msg), "%s", ERR_ORDER);
+        goto discard;
+    }
+
+    /* the header, once complete, says what the dump is and how long */
+    uint64_t total = 0;
+    size_t have = v->load_len + data.len;
+    if (have >= HDR_SIZE) {
+        unsigned char hdr[HDR_SIZE];
+        size_t from_old = v->load_len < HDR_SIZE ? v->load_len : HDR_SIZE;
+        if (from_old > 0) memcpy(hdr, v->load_buf, from_old);
+        memcpy(hdr + from_old, data.ptr, HDR_SIZE - from_old);
+        bkc_kind dk;
+        int rc = header_check(hdr, &dk, &total);
+        if (rc != BK_OK) {
+            snprintf(msg, sizeof(msg), "ERR invalid chunk: %s", bk_strerror(rc));
+            goto discard;
+        }
+        if (dk != kind) {
+            snprintf(msg, sizeof(msg), "ERR invalid chunk: not a %s dump", kind_noun(kind));
+            goto discard;
+        }
+        if (have > total) {
+            snprintf(msg, sizeof(msg), "ERR invalid chunk: %s", bk_strerror(BK_ECORRUPT));
+            goto discard;
+        }
+        if (total - v->load_len > bkc__memory_budget(c)) {
+            size_t left = c->host_vt->memory_left(c->host);
+            snprintf(msg, sizeof(msg), "%s",
+                     left != SIZE_MAX && total - v->load_len > left ? BKC_ERR_MAXMEMORY
+                                                                    : BKC_ERR_TOO_LARGE);
+            goto discard;
+        }
+    }
+    if (load_append(v, data, total) != BK_OK) {
+        snprintf(msg, sizeof(msg), "%s", BKC_ERR_OOM);
+        goto discard;
+    }
+    changed = 1;
+    c->host_vt->resized(k);
+
+    if (total != 0 && v->load_len == total) {
+        bkc_value *done = NULL;
+        int rc = bkc_value_decode(v->load_buf, v->load_len, &done);
+        if (rc != BK_OK) {
+            if (rc == BK_ENOMEM) snprintf(msg, sizeof(msg), "%s", BKC_ERR_OOM);
+            else snprintf(msg, sizeof(msg), "ERR invalid chunk: %s", bk_strerror(rc));
+            goto discard;
+        }
+        rc = c->host_vt->set(k, done); /* frees the loading value */
+        if (rc != BK_OK) {
+            c->host_vt->set(k, NULL);
+            bkc__err(c, rc == BK_ELIMIT ? BKC_ERR_MAXMEMORY : BKC_ERR_OOM);
+            goto out;
+        }
+    }
+    bkc__ok(c);
+    goto out;
+
+discard:
+    /* no half-built filter: the load in progress is dropped */
+    c->host_vt->set(k, NULL);
+    changed = 1;
+    bkc__err(c, msg);
+out:
+    if (changed) bkc__wrote(c, argc, argv);
+    bkc__close(c, k);
+}

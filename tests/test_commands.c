@@ -1,0 +1,1140 @@
+/*
+ * test_commands.c - the command layer (commands/) against a fake host.
+ *
+ * The fake host is a single-threaded table of named values implementing
+ * bkc_host_vt; it checks the layer's manners (a key is never opened twice
+ * at once, set() only under WRITE, every open closed) and records the
+ * open modes and the wrote() calls. Replies are rendered as RESP2 text,
+ * and the tests compare that text exactly.
+ */
+#include <setjmp.h> /* cmocka needs these before cmocka.h */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "bloomkit.h"
+#include "command.h"
+#include "cmd_internal.h"
+
+/*==========================================================================
+ * The reply recorder: RESP2 text
+ *==========================================================================*/
+
+typedef struct recorder {
+    char *buf;
+    size_t len, cap;
+} recorder;
+
+static void rec_put(recorder *r, const void *p, size_t n)
+{
+    if (r->len + n + 1 > r->cap) {
+        size_t cap = r->cap ? r->cap : 256;
+        while (cap < r->len + n + 1) cap *= 2;
+        r->buf = realloc(r->buf, cap);
+        assert_non_null(r->buf);
+        r->cap = cap;
+    }
+    memcpy(r->buf + r->len, p, n);
+    r->len += n;
+    r->buf[r->len] = '\0';
+}
+
+static void rec_fmt(recorder *r, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    rec_put(r, tmp, (size_t)n);
+}
+
+static void r_simple(bkc_reply *r, const char *s) { rec_fmt(r->impl, "+%s\r\n", s); }
+static void r_error(bkc_reply *r, const char *s) { rec_fmt(r->impl, "-%s\r\n", s); }
+static void r_integer(bkc_reply *r, long long v) { rec_fmt(r->impl, ":%lld\r\n", v); }
+static void r_bulk(bkc_reply *r, const void *p, size_t n)
+{
+    rec_fmt(r->impl, "$%zu\r\n", n);
+    rec_put(r->impl, p, n);
+    rec_put(r->impl, "\r\n", 2);
+}
+static void r_null(bkc_reply *r) { rec_fmt(r->impl, "$-1\r\n"); }
+static void r_array(bkc_reply *r, size_t n) { rec_fmt(r->impl, "*%zu\r\n", n); }
+static void r_map(bkc_reply *r, size_t n) { rec_fmt(r->impl, "*%zu\r\n", 2 * n); }
+static void r_dbl(bkc_reply *r, double d)
+{
+    char tmp[64];
+    int n = snprintf(tmp, sizeof(tmp), "%.17g", d);
+    r_bulk(r, tmp, (size_t)n);
+}
+
+static const bkc_reply_vt recorder_vt = {r_simple, r_error, r_integer, r_bulk,
+                                         r_null,   r_array, r_map,     r_dbl};
+
+/*==========================================================================
+ * The fake host
+ *==========================================================================*/
+
+#define MAX_KEYS 32
+
+typedef struct slot {
+    char name[64];
+    size_t nlen;
+    int used;         /* holds a value (or a foreign one) */
+    int foreign;      /* a key of the host's own type */
+    bkc_value *v;
+    int open;
+} slot;
+
+typedef struct fake_host {
+    slot keys[MAX_KEYS];
+    size_t memory_left;
+    int wrote;
+    char wrote_cmd[64];
+    int resized;
+    bkc_open_mode last_mode[MAX_KEYS];
+    bkc_open_mode first_mode; /* of the first open of the command */
+    int opens;                /* since the last run */
+    int open_now;
+} fake_host;
+
+struct bkc_key {
+    fake_host *h;
+    int slot;
+    bkc_open_mode mode;
+};
+
+static fake_host H;
+static recorder REC;
+
+static int find_slot(fake_host *h, bkc_str name, int create)
+{
+    int free_slot = -1;
+    for (int i = 0; i < MAX_KEYS; i++) {
+        if (h->keys[i].nlen == name.len && h->keys[i].used | h->keys[i].open &&
+            memcmp(h->keys[i].name, name.ptr, name.len) == 0)
+            return i;
+        if (!h->keys[i].used && !h->keys[i].open && free_slot < 0) free_slot = i;
+    }
+    if (!create) return -1;
+    assert_true(free_slot >= 0);
+    assert_true(name.len < sizeof(h->keys[0].name));
+    memcpy(h->keys[free_slot].name, name.ptr, name.len);
+    h->keys[free_slot].nlen = name.len;
+    return free_slot;
+}
+
+static bkc_key *fh_open(void *host, bkc_str name, bkc_open_mode mode)
+{
+    fake_host *h = host;
+    int i = find_slot(h, name, 1);
+    assert_false(h->keys[i].open); /* never opened twice at once */
+    h->keys[i].open = 1;
+    h->last_mode[i] = mode;
+    if (h->opens++ == 0) h->first_mode = mode;
+    h->open_now++;
+    bkc_key *k = malloc(sizeof(*k));
+    assert_non_null(k);
+    k->h = h;
+    k->slot = i;
+    k->mode = mode;
+    return k;
+}
+
+static bkc_kind fh_kind(bkc_key *k)
+{
+    slot *s = &k->h->keys[k->slot];
+    if (!s->used) return BKC_KIND_NONE;
+    if (s->foreign) return BKC_KIND_OTHER;
+    return s->v->kind;
+}
+
+static bkc_value *fh_value(bkc_key *k)
+{
+    slot *s = &k->h->keys[k->slot];
+    return s->used && !s->foreign ? s->v : NULL;
+}
+
+static int fh_set(bkc_key *k, bkc_value *v)
+{
+    slot *s = &k->h->keys[k->slot];
+    assert_int_equal(k->mode, BKC_OPEN_WRITE);
+    if (v != NULL && bkc_value_bytes(v) > k->h->memory_left) {
+        bkc_value_free(v);
+        return BK_ELIMIT;
+    }
+    if (s->used && !s->foreign) bkc_value_free(s->v);
+    s->v = v;
+    s->foreign = 0;
+    s->used = v != NULL;
+    return BK_OK;
+}
+
+static void fh_resized(bkc_key *k) { k->h->resized++; }
+
+static void fh_close(bkc_key *k)
+{
+    slot *s = &k->h->keys[k->slot];
+    assert_true(s->open);
+    s->open = 0;
+    k->h->open_now--;
+    free(k);
+}
+
+static void fh_wrote(void *host, int argc, const bkc_str *argv)
+{
+    fake_host *h = host;
+    assert_true(argc >= 1);
+    h->wrote++;
+    size_t n = argv[0].len < sizeof(h->wrote_cmd) - 1 ? argv[0].len : sizeof(h->wrote_cmd) - 1;
+    memcpy(h->wrote_cmd, argv[0].ptr, n);
+    h->wrote_cmd[n] = '\0';
+}
+
+static size_t fh_memory_left(void *host) { return ((fake_host *)host)->memory_left; }
+
+static const bkc_host_vt fake_vt = {fh_open,  fh_kind,  fh_value,  fh_set,
+                                    fh_resized, fh_close, fh_wrote, fh_memory_left};
+
+static uint64_t NOW = 1000000;
+
+/* Run argv; returns the RESP2 text of the reply (valid until the next run). */
+static const char *run_argv(int argc, const bkc_str *argv)
+{
+    bkc_reply reply = {&recorder_vt, &REC};
+    bkc_ctx ctx = {&reply, &fake_vt, &H, 2, NOW};
+    REC.len = 0;
+    if (REC.buf) REC.buf[0] = '\0';
+    H.opens = 0;
+    bkc_dispatch(&ctx, argc, argv);
+    assert_int_equal(H.open_now, 0); /* everything closed */
+    return REC.buf ? REC.buf : "";
+}
+
+/* Run a command line split on single spaces. */
+static const char *run(const char *line)
+{
+    static char copy[4096];
+    bkc_str argv[256];
+    int argc = 0;
+    size_t n = strlen(line);
+    assert_true(n < sizeof(copy));
+    memcpy(copy, line, n + 1);
+    char *p = copy;
+    while (*p) {
+        char *sp = strchr(p, ' ');
+        size_t len = sp ? (size_t)(sp - p) : strlen(p);
+        argv[argc].ptr = p;
+        argv[argc].len = len;
+        argc++;
+        if (!sp) break;
+        p = sp + 1;
+    }
+    return run_argv(argc, argv);
+}
+
+#define EXPECT(line, text) assert_string_equal(run(line), text)
+
+static void put_foreign(const char *name)
+{
+    bkc_str s = {name, strlen(name)};
+    int i = find_slot(&H, s, 1);
+    H.keys[i].used = 1;
+    H.keys[i].foreign = 1;
+}
+
+static bkc_kind kind_of(const char *name)
+{
+    bkc_str s = {name, strlen(name)};
+    int i = find_slot(&H, s, 0);
+    if (i < 0 || !H.keys[i].used) return BKC_KIND_NONE;
+    return H.keys[i].foreign ? BKC_KIND_OTHER : H.keys[i].v->kind;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    memset(&H, 0, sizeof(H));
+    H.memory_left = SIZE_MAX;
+    NOW = 1000000;
+    bkc__scandump_chunk = 4u << 20;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    for (int i = 0; i < MAX_KEYS; i++)
+        if (H.keys[i].used && !H.keys[i].foreign) bkc_value_free(H.keys[i].v);
+    memset(&H, 0, sizeof(H));
+    free(REC.buf);
+    memset(&REC, 0, sizeof(REC));
+    return 0;
+}
+
+/*==========================================================================
+ * Table, dispatch, parsing
+ *==========================================================================*/
+
+static void test_table(void **state)
+{
+    (void)state;
+    assert_true(bkc_command_count > 60);
+    for (size_t i = 0; i < bkc_command_count; i++) {
+        const bkc_command *c = &bkc_command_table[i];
+        if (i > 0) assert_true(strcmp(bkc_command_table[i - 1].name, c->name) < 0);
+        for (const char *p = c->name; *p; p++) assert_false(*p >= 'A' && *p <= 'Z');
+        assert_true((c->handler == NULL) == ((c->flags & BKC_CMD_HOST) != 0));
+        assert_non_null(c->summary);
+        assert_non_null(c->syntax);
+        assert_true(c->arity != 0);
+        bkc_str upper = {c->syntax, strcspn(c->syntax, " ")};
+        assert_ptr_equal(bkc_lookup(upper), c); /* syntax starts with the name */
+    }
+    const char *host[] = {"ping", "echo", "hello", "auth", "client", "select", "command",
+                          "info", "dbsize", "exists", "del", "unlink", "type", "keys",
+                          "scan", "rename", "expire", "pexpire", "ttl", "pttl", "persist",
+                          "flushall", "save", "bgsave", "lastsave", "shutdown", "quit"};
+    for (size_t i = 0; i < sizeof(host) / sizeof(host[0]); i++) {
+        bkc_str s = {host[i], strlen(host[i])};
+        const bkc_command *c = bkc_lookup(s);
+        assert_non_null(c);
+        assert_true(c->flags & BKC_CMD_HOST);
+    }
+    bkc_str mixed = {"bF.aDd", 6}, none = {"bf.ad", 5}, longer = {"bf.addx", 7};
+    assert_string_equal(bkc_lookup(mixed)->name, "bf.add");
+    assert_null(bkc_lookup(none));
+    assert_null(bkc_lookup(longer));
+    bkc_str del = {"DEL", 3};
+    const bkc_command *d = bkc_lookup(del);
+    assert_int_equal(d->first_key, 1);
+    assert_int_equal(d->last_key, -1);
+    assert_int_equal(bkc_lookup((bkc_str){"BF.MERGE", 8})->last_key, -1);
+    assert_string_equal(bkc_kind_type_name(BKC_KIND_BLOOM), "bkbloom--");
+    assert_string_equal(bkc_kind_type_name(BKC_KIND_CUCKOO), "bkcuckoo-");
+    assert_string_equal(bkc_kind_type_name(BKC_KIND_COUNTING), "bkcount--");
+    assert_string_equal(bkc_kind_type_name(BKC_KIND_WINDOW), "bkwindow-");
+    assert_string_equal(bkc_kind_type_name(BKC_KIND_LOADING), "bkloading");
+    assert_null(bkc_kind_type_name(BKC_KIND_OTHER));
+    for (int k = 1; k <= 5; k++) assert_int_equal(strlen(bkc_kind_type_name((bkc_kind)k)), 9);
+}
+
+static void test_dispatch_errors(void **state)
+{
+    (void)state;
+    EXPECT("FOO a b", "-ERR unknown command 'FOO', with args beginning with: 'a' 'b' \r\n");
+    EXPECT("foo", "-ERR unknown command 'foo', with args beginning with: \r\n");
+    EXPECT("BF.ADD k", "-ERR wrong number of arguments for 'bf.add' command\r\n");
+    EXPECT("bf.add k a b", "-ERR wrong number of arguments for 'bf.add' command\r\n");
+    EXPECT("BF.MADD k", "-ERR wrong number of arguments for 'bf.madd' command\r\n");
+    EXPECT("CF.RESERVE k", "-ERR wrong number of arguments for 'cf.reserve' command\r\n");
+    /* host commands are not run here */
+    EXPECT("PING", "-ERR unknown command 'PING', with args beginning with: \r\n");
+    /* arguments are cut at 128 bytes in total, newlines become spaces */
+    char line[600];
+    snprintf(line, sizeof(line), "nope %0200d", 7);
+    char want[400];
+    snprintf(want, sizeof(want),
+             "-ERR unknown command 'nope', with args beginning with: '%.128s' \r\n",
+             line + 5);
+    EXPECT(line, want);
+    bkc_str nl[2] = {{"x\ny", 3}, {"a\rb", 3}};
+    assert_string_equal(run_argv(2, nl),
+                        "-ERR unknown command 'x y', with args beginning with: 'a b' \r\n");
+    assert_int_equal(H.wrote, 0);
+}
+
+static void test_parse(void **state)
+{
+    (void)state;
+    long long v;
+    uint64_t u;
+    double d;
+#define S(x) ((bkc_str){x, sizeof(x) - 1})
+    assert_true(bkc_parse_ll(S("0"), &v) && v == 0);
+    assert_true(bkc_parse_ll(S("-12"), &v) && v == -12);
+    assert_true(bkc_parse_ll(S("9223372036854775807"), &v) && v == INT64_MAX);
+    assert_true(bkc_parse_ll(S("-9223372036854775808"), &v) && v == INT64_MIN);
+    assert_false(bkc_parse_ll(S("9223372036854775808"), &v));
+    assert_false(bkc_parse_ll(S("+1"), &v));
+    assert_false(bkc_parse_ll(S(" 1"), &v));
+    assert_false(bkc_parse_ll(S("1 "), &v));
+    assert_false(bkc_parse_ll(S("01"), &v));
+    assert_false(bkc_parse_ll(S("-0"), &v));
+    assert_false(bkc_parse_ll(S("-"), &v));
+    assert_false(bkc_parse_ll(S(""), &v));
+    assert_false(bkc_parse_ll(S("1e3"), &v));
+    assert_true(bkc_parse_u64(S("18446744073709551615"), &u) && u == UINT64_MAX);
+    assert_false(bkc_parse_u64(S("18446744073709551616"), &u));
+    assert_false(bkc_parse_u64(S("-1"), &u));
+    assert_true(bkc_parse_double(S("0.01"), &d) && d == 0.01);
+    assert_true(bkc_parse_double(S("1e-3"), &d) && d == 1e-3);
+    assert_false(bkc_parse_double(S("nan"), &d));
+    assert_false(bkc_parse_double(S(" 1"), &d));
+    assert_false(bkc_parse_double(S("1x"), &d));
+    assert_false(bkc_parse_double(S(""), &d));
+    assert_false(bkc_parse_double(S("1e999"), &d));
+    assert_true(bkc_streq(S("NonScaling"), "NONSCALING"));
+    assert_false(bkc_streq(S("NONSCALIN"), "NONSCALING"));
+#undef S
+}
+
+/*==========================================================================
+ * BF.*
+ *==========================================================================*/
+
+static size_t scalable_bytes(uint64_t cap, double err, uint32_t exp, unsigned flags)
+{
+    bk_scalable *s = NULL;
+    /* BF keys keep their compound rate under the error asked for */
+    assert_int_equal(bk_scalable_create(&s, cap, err, exp, flags | BK_SCALABLE_BOUNDED,
+                                        BK_DEFAULT_SEED), BK_OK);
+    size_t n = bk_scalable_bytes(s);
+    bk_scalable_free(s);
+    return n;
+}
+
+static void test_bf_add_exists(void **state)
+{
+    (void)state;
+    EXPECT("BF.EXISTS bf a", ":0\r\n");
+    EXPECT("BF.MEXISTS bf a b", "*2\r\n:0\r\n:0\r\n");
+    EXPECT("BF.CARD bf", ":0\r\n");
+    assert_int_equal(H.wrote, 0);
+    assert_int_equal(kind_of("bf"), BKC_KIND_NONE); /* lookups create nothing */
+    EXPECT("BF.ADD bf a", ":1\r\n");
+    assert_int_equal(H.first_mode, BKC_OPEN_WRITE);
+    assert_int_equal(H.wrote, 1);
+    assert_string_equal(H.wrote_cmd, "BF.ADD");
+    EXPECT("BF.ADD bf a", ":0\r\n");
+    assert_int_equal(H.wrote, 1); /* nothing changed: not propagated */
+    EXPECT("BF.EXISTS bf a", ":1\r\n");
+    assert_int_equal(H.first_mode, BKC_OPEN_READ);
+    EXPECT("BF.EXISTS bf zz", ":0\r\n");
+    EXPECT("BF.MADD bf a b c", "*3\r\n:0\r\n:1\r\n:1\r\n");
+    assert_int_equal(H.wrote, 2);
+    EXPECT("BF.MEXISTS bf a b c d", "*4\r\n:1\r\n:1\r\n:1\r\n:0\r\n");
+    EXPECT("BF.CARD bf", ":3\r\n");
+    EXPECT("BF.MADD other x", "*1\r\n:1\r\n");
+    assert_int_equal(kind_of("other"), BKC_KIND_BLOOM);
+    /* binary-safe items */
+    bkc_str add[3] = {{"BF.ADD", 6}, {"bf", 2}, {"a\0b", 3}};
+    assert_string_equal(run_argv(3, add), ":1\r\n");
+    bkc_str ex[3] = {{"BF.EXISTS", 9}, {"bf", 2}, {"a\0c", 3}};
+    assert_string_equal(run_argv(3, ex), ":0\r\n");
+}
+
+static void test_bf_info(void **state)
+{
+    (void)state;
+    char want[512];
+    EXPECT("BF.INFO bf", "-ERR not found\r\n");
+    EXPECT("BF.ADD bf a", ":1\r\n");
+    snprintf(want, sizeof(want),
+             "*10\r\n+Capacity\r\n:100\r\n+Size\r\n:%zu\r\n+Number of filters\r\n:1\r\n"
+             "+Number of items inserted\r\n:1\r\n+Expansion rate\r\n:2\r\n",
+             scalable_bytes(100, 0.01, 2, 0));
+    EXPECT("BF.INFO bf", want);
+    EXPECT("BF.INFO bf CAPACITY", "*1\r\n:100\r\n");
+    EXPECT("BF.INFO bf items", "*1\r\n:1\r\n");
+    EXPECT("BF.INFO bf FILTERS", "*1\r\n:1\r\n");
+    EXPECT("BF.INFO bf EXPANSION", "*1\r\n:2\r\n");
+    snprintf(want, sizeof(want), "*1\r\n:%zu\r\n", scalable_bytes(100, 0.01, 2, 0));
+    EXPECT("BF.INFO bf SIZE", want);
+    EXPECT("BF.INFO bf BOGUS", "-Invalid information value\r\n");
+    EXPECT("BF.INFO bf CAPACITY x", "-ERR wrong number of arguments for 'bf.info' command\r\n");
+    EXPECT("BF.RESERVE ns 0.001 500 NONSCALING", "+OK\r\n");
+    snprintf(want, sizeof(want),
+             "*10\r\n+Capacity\r\n:500\r\n+Size\r\n:%zu\r\n+Number of filters\r\n:1\r\n"
+             "+Number of items inserted\r\n:0\r\n+Expansion rate\r\n$-1\r\n",
+             scalable_bytes(500, 0.001, 2, BK_SCALABLE_NONSCALING));
+    EXPECT("BF.INFO ns", want);
+    EXPECT("BF.INFO ns EXPANSION", "*1\r\n$-1\r\n");
+    EXPECT("BF.RESERVE ex 0.01 10 EXPANSION 4", "+OK\r\n");
+    EXPECT("BF.INFO ex EXPANSION", "*1\r\n:4\r\n");
+    /* growth: 11 new items into capacity 10 make a second stage of 40 */
+    EXPECT("BF.MADD ex a b c d e f g h i j k", "*11\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n"
+                                              ":1\r\n:1\r\n:1\r\n:1\r\n");
+    EXPECT("BF.INFO ex FILTERS", "*1\r\n:2\r\n");
+    EXPECT("BF.INFO ex CAPACITY", "*1\r\n:50\r\n");
+    assert_true(H.resized >= 1);
+}
+
+static void test_bf_reserve_errors(void **state)
+{
+    (void)state;
+    EXPECT("BF.RESERVE k abc 100", "-ERR bad error rate\r\n");
+    EXPECT("BF.RESERVE k 0 100", "-ERR (0 < error rate range < 1) \r\n");
+    EXPECT("BF.RESERVE k 1 100", "-ERR (0 < error rate range < 1) \r\n");
+    EXPECT("BF.RESERVE k -0.5 100", "-ERR (0 < error rate range < 1) \r\n");
+    EXPECT("BF.RESERVE k 0.01 abc", "-ERR bad capacity\r\n");
+    EXPECT("BF.RESERVE k 0.01 1.5", "-ERR bad capacity\r\n");
+    EXPECT("BF.RESERVE k 0.01 0", "-ERR (capacity should be larger than 0)\r\n");
+    EXPECT("BF.RESERVE k 0.01 -5", "-ERR (capacity should be larger than 0)\r\n");
+    EXPECT("BF.RESERVE k 0.01 100 EXPANSION 0", "-ERR expansion should be greater or equal to 1\r\n");
+    EXPECT("BF.RESERVE k 0.01 100 EXPANSION x", "-ERR bad expansion\r\n");
+    EXPECT("BF.RESERVE k 0.01 100 EXPANSION -1", "-ERR bad expansion\r\n");
+    EXPECT("BF.RESERVE k 0.01 100 EXPANSION",
+           "-ERR wrong number of arguments for 'bf.reserve' command\r\n");
+    EXPECT("BF.RESERVE k 0.01 100 EXPANSION 2 NONSCALING", "-ERR nonscaling filters cannot expand\r\n");
+    EXPECT("BF.RESERVE k 0.01 100 NONSCALING EXPANSION 2", "-ERR nonscaling filters cannot expand\r\n");
+    EXPECT("BF.RESERVE k 0.01 100 BOGUS", "-Unknown argument received\r\n");
+    EXPECT("BF.RESERVE k 0.01", "-ERR wrong number of arguments for 'bf.reserve' command\r\n");
+    assert_int_equal(H.wrote, 0);
+    assert_int_equal(kind_of("k"), BKC_KIND_NONE);
+    EXPECT("BF.RESERVE k 0.01 100", "+OK\r\n");
+    assert_int_equal(H.wrote, 1);
+    EXPECT("BF.RESERVE k 0.01 100", "-ERR item exists\r\n");
+    EXPECT("bf.reserve k2 1e-3 100 nonscaling", "+OK\r\n");
+    assert_int_equal(H.wrote, 2);
+}
+
+static void test_bf_insert(void **state)
+{
+    (void)state;
+    EXPECT("BF.INSERT k NOCREATE ITEMS a", "-ERR not found\r\n");
+    assert_int_equal(kind_of("k"), BKC_KIND_NONE);
+    EXPECT("BF.INSERT k ITEMS", "-ERR wrong number of arguments for 'bf.insert' command\r\n");
+    EXPECT("BF.INSERT k CAPACITY 10 ITEMS",
+           "-ERR wrong number of arguments for 'bf.insert' command\r\n");
+    EXPECT("BF.INSERT k CAPACITY 10 a", "-Unknown argument received\r\n");
+    EXPECT("BF.INSERT k BOGUS ITEMS a", "-Unknown argument received\r\n");
+    EXPECT("BF.INSERT k CAPACITY x ITEMS a", "-ERR bad capacity\r\n");
+    EXPECT("BF.INSERT k CAPACITY 0 ITEMS a", "-ERR (capacity should be larger than 0)\r\n");
+    EXPECT("BF.INSERT k ERROR x ITEMS a", "-ERR bad error rate\r\n");
+    EXPECT("BF.INSERT k ERROR 2 ITEMS a", "-ERR (0 < error rate range < 1) \r\n");
+    EXPECT("BF.INSERT k EXPANSION 0 ITEMS a", "-ERR expansion should be greater or equal to 1\r\n");
+    EXPECT("BF.INSERT k EXPANSION 2 NONSCALING ITEMS a", "-ERR nonscaling filters cannot expand\r\n");
+    assert_int_equal(H.wrote, 0);
+    EXPECT("BF.INSERT k CAPACITY 1000 ERROR 0.001 EXPANSION 3 ITEMS a b a",
+           "*3\r\n:1\r\n:1\r\n:0\r\n");
+    EXPECT("BF.INFO k CAPACITY", "*1\r\n:1000\r\n");
+    EXPECT("BF.INFO k EXPANSION", "*1\r\n:3\r\n");
+    EXPECT("BF.INSERT k NOCREATE ITEMS c", "*1\r\n:1\r\n");
+    assert_int_equal(H.wrote, 2);
+    /* a full non-scaling filter: the error takes the place of the rest */
+    EXPECT("BF.INSERT ns CAPACITY 3 NONSCALING ITEMS i1 i2 i3 i4 i5",
+           "*4\r\n:1\r\n:1\r\n:1\r\n-ERR non scaling filter is full\r\n");
+    EXPECT("BF.ADD ns i9", "-ERR non scaling filter is full\r\n");
+    EXPECT("BF.ADD ns i1", ":0\r\n"); /* present keys still answer */
+    EXPECT("BF.MADD ns i1 i8 i2", "*2\r\n:0\r\n-ERR non scaling filter is full\r\n");
+    EXPECT("BF.CARD ns", ":3\r\n");
+    assert_int_equal(H.wrote, 3);
+}
+
+static void test_bf_wrongtype(void **state)
+{
+    (void)state;
+    put_foreign("str");
+    EXPECT("BF.ADD str a", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    EXPECT("BF.MADD str a", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    EXPECT("BF.INSERT str ITEMS a", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    EXPECT("BF.INFO str", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    EXPECT("BF.CARD str", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    EXPECT("BF.SCANDUMP str 0", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    EXPECT("BF.EXISTS str a", ":0\r\n");
+    EXPECT("BF.MEXISTS str a b", "*2\r\n:0\r\n:0\r\n");
+    EXPECT("BF.RESERVE str 0.01 10", "-ERR item exists\r\n");
+    EXPECT("CF.ADD cf a", ":1\r\n");
+    EXPECT("BF.ADD cf a", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    EXPECT("BF.EXISTS cf a", ":0\r\n");
+    EXPECT("BF.ADD bf a", ":1\r\n");
+    EXPECT("CF.ADD bf a", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    EXPECT("CBF.ADD bf a", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    EXPECT("WF.ADD bf a", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    EXPECT("CF.DEL bf a", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    EXPECT("CF.INFO bf", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    EXPECT("CBF.INFO bf", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    EXPECT("WF.INFO bf", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    assert_int_equal(kind_of("str"), BKC_KIND_OTHER);
+}
+
+static void test_bf_memory(void **state)
+{
+    (void)state;
+    /* 1e12 items: refused at once, whatever maxmemory says */
+    EXPECT("BF.RESERVE big 0.01 1000000000000",
+           "-ERR filter would exceed the memory of this machine\r\n");
+    EXPECT("BF.INSERT big CAPACITY 1000000000000 ITEMS a",
+           "-ERR filter would exceed the memory of this machine\r\n");
+    H.memory_left = 4000;
+    EXPECT("BF.RESERVE big 0.01 100000", "-ERR filter would exceed maxmemory\r\n");
+    EXPECT("BF.ADD big2 a", ":1\r\n"); /* the default filter is small */
+    assert_int_equal(kind_of("big"), BKC_KIND_NONE);
+    /* growth stops at the budget: an error, nothing half-done */
+    H.memory_left = 0;
+    char line[64];
+    int errors = 0, added = 0;
+    for (int i = 0; i < 300; i++) {
+        snprintf(line, sizeof(line), "BF.ADD big2 item%d", i);
+        const char *r = run(line);
+        if (strcmp(r, ":1\r\n") == 0) added++;
+        else if (strcmp(r, "-ERR filter would exceed maxmemory\r\n") == 0) errors++;
+        else assert_string_equal(r, ":0\r\n");
+    }
+    assert_true(errors > 0);
+    assert_true(added >= 90 && added <= 100);
+    EXPECT("BF.INFO big2 FILTERS", "*1\r\n:1\r\n");
+    H.memory_left = SIZE_MAX;
+    EXPECT("BF.ADD big2 more", ":1\r\n");
+    EXPECT("BF.INFO big2 FILTERS", "*1\r\n:2\r\n");
+}
+
+static void test_bf_merge(void **state)
+{
+    (void)state;
+    EXPECT("BF.RESERVE a 0.01 1000", "+OK\r\n");
+    EXPECT("BF.RESERVE b 0.01 1000", "+OK\r\n");
+    EXPECT("BF.RESERVE c 0.01 50", "+OK\r\n");
+    EXPECT("BF.MADD a x1 x2", "*2\r\n:1\r\n:1\r\n");
+    EXPECT("BF.MADD b y1 y2", "*2\r\n:1\r\n:1\r\n");
+    int w = H.wrote;
+    EXPECT("BF.MERGE a missing", "-ERR not found\r\n");
+    put_foreign("str");
+    EXPECT("BF.MERGE a str", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    EXPECT("BF.MERGE str a", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    const char *r = run("BF.MERGE a c");
+    assert_memory_equal(r, "-ERR incompatible filters: ", 27);
+    assert_int_equal(H.wrote, w);
+    /* compatible: a becomes the union */
+    EXPECT("BF.MERGE a b", "+OK\r\n");
+    EXPECT("BF.MEXISTS a x1 x2 y1 y2 zz", "*5\r\n:1\r\n:1\r\n:1\r\n:1\r\n:0\r\n");
+    /* a missing destination starts as a copy; repeated names are fine */
+    EXPECT("BF.MERGE d b a b", "+OK\r\n");
+    EXPECT("BF.MEXISTS d x1 x2 y1 y2 zz", "*5\r\n:1\r\n:1\r\n:1\r\n:1\r\n:0\r\n");
+    EXPECT("BF.MERGE a a", "+OK\r\n");
+    assert_int_equal(H.wrote, w + 3);
+}
+
+/*==========================================================================
+ * SCANDUMP / LOADCHUNK
+ *==========================================================================*/
+
+typedef struct chunk {
+    long long iter;
+    char *data;
+    size_t len;
+} chunk;
+
+/* Parse "*2\r\n:<iter>\r\n$<n>\r\n<data>\r\n". */
+static void parse_dump_reply(const char *r, size_t rlen, chunk *out)
+{
+    const char *p = r;
+    assert_memory_equal(p, "*2\r\n:", 5);
+    p += 5;
+    out->iter = strtoll(p, (char **)&p, 10);
+    assert_memory_equal(p, "\r\n$", 3);
+    p += 3;
+    out->len = strtoull(p, (char **)&p, 10);
+    assert_memory_equal(p, "\r\n", 2);
+    p += 2;
+    assert_true((size_t)(p - r) + out->len + 2 == rlen);
+    out->data = malloc(out->len ? out->len : 1);
+    memcpy(out->data, p, out->len);
+}
+
+/* Dump key into chunks (with the given chunk size); returns the count. */
+static size_t dump(const char *cmd, const char *key, size_t chunk_size, chunk *chunks, size_t max)
+{
+    size_t n = 0;
+    long long iter = 0;
+    bkc__scandump_chunk = chunk_size;
+    for (;;) {
+        char it[32];
+        snprintf(it, sizeof(it), "%lld", iter);
+        bkc_str argv[3] = {{cmd, strlen(cmd)}, {key, strlen(key)}, {it, strlen(it)}};
+        const char *r = run_argv(3, argv);
+        chunk ch;
+        parse_dump_reply(r, REC.len, &ch);
+        if (ch.iter == 0) {
+            assert_int_equal(ch.len, 0);
+            free(ch.data);
+            break;
+        }
+        assert_true(ch.len <= chunk_size);
+        assert_int_equal((size_t)(ch.iter - iter), ch.len);
+        assert_true(n < max);
+        chunks[n++] = ch;
+        iter = ch.iter;
+    }
+    bkc__scandump_chunk = 4u << 20;
+    return n;
+}
+
+static const char *load(const char *cmd, const char *key, const chunk *ch)
+{
+    char it[32];
+    snprintf(it, sizeof(it), "%lld", ch->iter);
+    bkc_str argv[4] = {{cmd, strlen(cmd)}, {key, strlen(key)}, {it, strlen(it)},
+                       {ch->data, ch->len}};
+    return run_argv(4, argv);
+}
+
+static void free_chunks(chunk *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free(c[i].data);
+}
+
+/* Concatenate chunks. */
+static char *join(const chunk *c, size_t n, size_t *len)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) total += c[i].len;
+    char *out = malloc(total ? total : 1);
+    total = 0;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(out + total, c[i].data, c[i].len);
+        total += c[i].len;
+    }
+    *len = total;
+    return out;
+}
+
+#define MAX_CHUNKS 20000
+
+static void roundtrip(const char *prefix, bkc_kind kind, const char *probe_cmd)
+{
+    char scandump[32], loadchunk[32];
+    snprintf(scandump, sizeof(scandump), "%s.SCANDUMP", prefix);
+    snprintf(loadchunk, sizeof(loadchunk), "%s.LOADCHUNK", prefix);
+    static chunk A[MAX_CHUNKS], B[MAX_CHUNKS];
+    const size_t sizes[] = {4u << 20, 4096, 100, 57, 56, 7, 1};
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        size_t na = dump(scandump, "src", sizes[s], A, MAX_CHUNKS);
+        assert_true(na >= 1);
+        if (sizes[s] == 1 && na > 3000) { /* keep the 1-byte case short */
+            free_chunks(A, na);
+            continue;
+        }
+        for (size_t i = 0; i < na; i++) {
+            assert_string_equal(load(loadchunk, "dst", &A[i]), "+OK\r\n");
+            assert_int_equal(kind_of("dst"), i + 1 < na ? BKC_KIND_LOADING : kind);
+        }
+        /* the copy dumps to the same bytes */
+        size_t nb = dump(scandump, "dst", 4u << 20, B, MAX_CHUNKS);
+        size_t la, lb;
+        char *ja = join(A, na, &la), *jb = join(B, nb, &lb);
+        assert_int_equal(la, lb);
+        assert_memory_equal(ja, jb, la);
+        free(ja);
+        free(jb);
+        free_chunks(B, nb);
+        char line[64];
+        snprintf(line, sizeof(line), "%s dst a", probe_cmd);
+        EXPECT(line, ":1\r\n");
+        snprintf(line, sizeof(line), "%s dst never-added", probe_cmd);
+        EXPECT(line, ":0\r\n");
+        free_chunks(A, na);
+        for (int i = 0; i < MAX_KEYS; i++)
+            if (H.keys[i].used && H.keys[i].nlen == 3 && memcmp(H.keys[i].name, "dst", 3) == 0) {
+                bkc_value_free(H.keys[i].v);
+                H.keys[i].used = 0;
+                H.keys[i].v = NULL;
+            }
+    }
+
+    /* out of order, skipped and corrupt chunks: an error, no filter */
+    size_t na = dump(scandump, "src", 64, A, MAX_CHUNKS);
+    assert_true(na >= 3);
+    assert_string_equal(load(loadchunk, "dst", &A[1]), "-ERR chunk out of order\r\n");
+    assert_int_equal(kind_of("dst"), BKC_KIND_NONE);
+    assert_string_equal(load(loadchunk, "dst", &A[0]), "+OK\r\n");
+    assert_int_equal(kind_of("dst"), BKC_KIND_LOADING);
+    /* a load in progress is invisible to lookups and refuses other commands */
+    char line[64];
+    snprintf(line, sizeof(line), "%s dst a", probe_cmd);
+    EXPECT(line, ":0\r\n");
+    EXPECT("BF.ADD dst a", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    assert_string_equal(load(loadchunk, "dst", &A[2]), "-ERR chunk out of order\r\n");
+    assert_int_equal(kind_of("dst"), BKC_KIND_NONE);
+    /* corrupt payload byte: caught by the image checksum at the end */
+    chunk bad = A[na / 2 + 1];
+    bad.data = malloc(bad.len);
+    memcpy(bad.data, A[na / 2 + 1].data, bad.len);
+    bad.data[bad.len / 2] ^= 0x5a;
+    int w = H.wrote;
+    for (size_t i = 0; i < na; i++) {
+        const char *r = load(loadchunk, "dst", i == na / 2 + 1 ? &bad : &A[i]);
+        if (i + 1 < na) {
+            assert_string_equal(r, "+OK\r\n");
+        } else {
+            assert_memory_equal(r, "-ERR invalid chunk: ", 20);
+        }
+    }
+    assert_int_equal(H.wrote, w + (int)na); /* the discard is propagated too */
+    assert_int_equal(kind_of("dst"), BKC_KIND_NONE);
+    free(bad.data);
+    /* a corrupt header is refused at once */
+    chunk h0 = A[0];
+    h0.data = malloc(h0.len);
+    memcpy(h0.data, A[0].data, h0.len);
+    h0.data[0] = 'X';
+    assert_string_equal(load(loadchunk, "dst", &h0), "-ERR invalid chunk: not a bloomkit file (bad magic)\r\n");
+    assert_int_equal(kind_of("dst"), BKC_KIND_NONE);
+    free(h0.data);
+    /* another family's dump */
+    const char *other = kind == BKC_KIND_BLOOM ? "CF.LOADCHUNK" : "BF.LOADCHUNK";
+    const char *r = load(other, "dst", &A[0]);
+    assert_memory_equal(r, "-ERR invalid chunk: not a ", 26);
+    assert_int_equal(kind_of("dst"), BKC_KIND_NONE);
+    free_chunks(A, na);
+
+    /* iterators */
+    snprintf(line, sizeof(line), "%s src -1", scandump);
+    EXPECT(line, "-ERR invalid iterator\r\n");
+    snprintf(line, sizeof(line), "%s src x", scandump);
+    EXPECT(line, "-ERR invalid iterator\r\n");
+    snprintf(line, sizeof(line), "%s nokey 0", scandump);
+    EXPECT(line, "-ERR not found\r\n");
+    snprintf(line, sizeof(line), "%s src 999999999", scandump);
+    EXPECT(line, "*2\r\n:0\r\n$0\r\n\r\n");
+    snprintf(line, sizeof(line), "%s dst 0 abc", loadchunk);
+    EXPECT(line, "-ERR invalid iterator\r\n");
+    snprintf(line, sizeof(line), "%s dst 2 abc", loadchunk);
+    EXPECT(line, "-ERR invalid iterator\r\n");
+}
+
+/* Value encode/decode: every truncation and many bit flips are refused. */
+static void check_codec(const char *key)
+{
+    bkc_str s = {key, strlen(key)};
+    int i = find_slot(&H, s, 0);
+    assert_true(i >= 0);
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    assert_int_equal(bkc_value_encode(H.keys[i].v, &buf, &len), BK_OK);
+    bkc_value *v = NULL;
+    assert_int_equal(bkc_value_decode(buf, len, &v), BK_OK);
+    unsigned char *buf2 = NULL;
+    size_t len2 = 0;
+    assert_int_equal(bkc_value_encode(v, &buf2, &len2), BK_OK);
+    assert_int_equal(len, len2);
+    assert_memory_equal(buf, buf2, len);
+    free(buf2);
+    bkc_value_free(v);
+    for (size_t n = 0; n < len; n += (n < 200 ? 1 : 97)) {
+        v = (bkc_value *)1;
+        assert_true(bkc_value_decode(buf, n, &v) < 0);
+        assert_null(v);
+    }
+    for (size_t at = 0; at < len; at += (at < 200 ? 1 : 131)) {
+        buf[at] ^= 0x10;
+        v = NULL;
+        int rc = bkc_value_decode(buf, len, &v);
+        if (rc == BK_OK) bkc_value_free(v); /* a flip in unchecked padding */
+        buf[at] ^= 0x10;
+    }
+    free(buf);
+}
+
+static void test_dump_bloom(void **state)
+{
+    (void)state;
+    EXPECT("BF.RESERVE src 0.01 10", "+OK\r\n");
+    run("BF.MADD src a b c d e f g h i j k l m"); /* two stages */
+    EXPECT("BF.INFO src FILTERS", "*1\r\n:2\r\n");
+    check_codec("src");
+    roundtrip("BF", BKC_KIND_BLOOM, "BF.EXISTS");
+    EXPECT("BF.CARD src", ":13\r\n");
+}
+
+static void test_dump_cuckoo(void **state)
+{
+    (void)state;
+    EXPECT("CF.RESERVE src 8 EXPANSION 2", "+OK\r\n");
+    for (int i = 0; i < 40; i++) {
+        char line[64];
+        snprintf(line, sizeof(line), "CF.ADD src a%d", i);
+        EXPECT(line, ":1\r\n");
+    }
+    EXPECT("CF.ADD src a", ":1\r\n");
+    check_codec("src");
+    roundtrip("CF", BKC_KIND_CUCKOO, "CF.EXISTS");
+}
+
+static void test_dump_counting(void **state)
+{
+    (void)state;
+    EXPECT("CBF.RESERVE src 0.01 100", "+OK\r\n");
+    EXPECT("CBF.MADD src a b a", "*3\r\n:1\r\n:1\r\n:0\r\n");
+    check_codec("src");
+    roundtrip("CBF", BKC_KIND_COUNTING, "CBF.EXISTS");
+}
+
+static void test_dump_window(void **state)
+{
+    (void)state;
+    EXPECT("WF.RESERVE src 0.01 100 60000", "+OK\r\n");
+    EXPECT("WF.MADD src a b", "*2\r\n:1\r\n:1\r\n");
+    check_codec("src");
+    roundtrip("WF", BKC_KIND_WINDOW, "WF.EXISTS");
+}
+
+static void test_loading_codec(void **state)
+{
+    (void)state;
+    /* a load in progress survives encode/decode (snapshots) */
+    bkc_value *v = bkc__value_new(BKC_KIND_LOADING);
+    v->load_buf = malloc(5);
+    memcpy(v->load_buf, "hello", 5);
+    v->load_len = v->load_cap = 5;
+    unsigned char *buf;
+    size_t len;
+    assert_int_equal(bkc_value_encode(v, &buf, &len), BK_OK);
+    bkc_value *w = NULL;
+    assert_int_equal(bkc_value_decode(buf, len, &w), BK_OK);
+    assert_int_equal(w->kind, BKC_KIND_LOADING);
+    assert_int_equal(w->load_len, 5);
+    assert_memory_equal(w->load_buf, "hello", 5);
+    assert_true(bkc_value_bytes(w) >= 5);
+    free(buf);
+    bkc_value_free(v);
+    bkc_value_free(w);
+    assert_int_equal(bkc_value_decode(NULL, 0, &w), BK_ETRUNC);
+    assert_int_equal(bkc_value_decode((const unsigned char *)"BKCV", 4, &w), BK_ETRUNC);
+}
+
+/*==========================================================================
+ * CF.*
+ *==========================================================================*/
+
+static void test_cf_basic(void **state)
+{
+    (void)state;
+    EXPECT("CF.EXISTS cf a", ":0\r\n");
+    EXPECT("CF.COUNT cf a", ":0\r\n");
+    EXPECT("CF.MEXISTS cf a b", "*2\r\n:0\r\n:0\r\n");
+    EXPECT("CF.DEL cf a", "-Not found\r\n");
+    EXPECT("CF.INFO cf", "-ERR not found\r\n");
+    assert_int_equal(H.wrote, 0);
+    EXPECT("CF.ADD cf a", ":1\r\n");
+    assert_int_equal(H.first_mode, BKC_OPEN_WRITE);
+    EXPECT("CF.ADD cf a", ":1\r\n"); /* duplicates allowed */
+    EXPECT("CF.COUNT cf a", ":2\r\n");
+    EXPECT("CF.ADDNX cf a", ":0\r\n");
+    EXPECT("CF.ADDNX cf b", ":1\r\n");
+    EXPECT("CF.EXISTS cf a", ":1\r\n");
+    assert_int_equal(H.first_mode, BKC_OPEN_READ);
+    EXPECT("CF.MEXISTS cf a b c", "*3\r\n:1\r\n:1\r\n:0\r\n");
+    int w = H.wrote;
+    EXPECT("CF.DEL cf a", ":1\r\n");
+    EXPECT("CF.COUNT cf a", ":1\r\n");
+    EXPECT("CF.DEL cf a", ":1\r\n");
+    EXPECT("CF.DEL cf a", ":0\r\n");
+    EXPECT("CF.EXISTS cf a", ":0\r\n");
+    assert_int_equal(H.wrote, w + 2);
+    uint64_t buckets = 0;
+    assert_int_equal(bk_cuckoo_optimal(1024, 0.01, 2, 0, &buckets, NULL), BK_OK);
+    char want[512];
+    const char *r = run("CF.INFO cf");
+    snprintf(want, sizeof(want),
+             "+Number of buckets\r\n:%llu\r\n+Number of filters\r\n:1\r\n"
+             "+Number of items inserted\r\n:1\r\n+Number of items deleted\r\n:2\r\n"
+             "+Bucket size\r\n:2\r\n+Expansion rate\r\n:1\r\n+Max iterations\r\n:20\r\n",
+             (unsigned long long)buckets);
+    assert_memory_equal(r, "*16\r\n+Size\r\n:", 13);
+    assert_non_null(strstr(r, want));
+    EXPECT("CF.INSERT cf ITEMS x y", "*2\r\n:1\r\n:1\r\n");
+    EXPECT("CF.INSERTNX cf ITEMS x z", "*2\r\n:0\r\n:1\r\n");
+    EXPECT("CF.INSERT nc NOCREATE ITEMS x", "-ERR not found\r\n");
+    EXPECT("CF.INSERT cf ITEMS", "-ERR wrong number of arguments for 'cf.insert' command\r\n");
+    EXPECT("CF.INSERT cf CAPACITY 10 ITEMS", "-ERR wrong number of arguments for 'cf.insert' command\r\n");
+    EXPECT("CF.INSERT cf BOGUS ITEMS a", "-Unknown argument received\r\n");
+    EXPECT("CF.INSERT cf CAPACITY x ITEMS a", "-ERR bad capacity\r\n");
+    EXPECT("CF.INSERT new CAPACITY 3 ITEMS a", "-Capacity must be at least (BucketSize * 2)\r\n");
+    EXPECT("CF.INSERTNX new CAPACITY 100 ITEMS a a", "*2\r\n:1\r\n:0\r\n");
+}
+
+static void test_cf_reserve(void **state)
+{
+    (void)state;
+    EXPECT("CF.RESERVE k x", "-ERR bad capacity\r\n");
+    EXPECT("CF.RESERVE k 0", "-ERR bad capacity\r\n");
+    EXPECT("CF.RESERVE k 3", "-Capacity must be at least (BucketSize * 2)\r\n");
+    EXPECT("CF.RESERVE k 7 BUCKETSIZE 4", "-Capacity must be at least (BucketSize * 2)\r\n");
+    EXPECT("CF.RESERVE k 100 BUCKETSIZE x", "-ERR bad bucket size\r\n");
+    EXPECT("CF.RESERVE k 100 BUCKETSIZE 3", "-ERR bucket size must be 2, 4 or 8\r\n");
+    EXPECT("CF.RESERVE k 100 MAXITERATIONS 0", "-ERR bad max iterations\r\n");
+    EXPECT("CF.RESERVE k 100 MAXITERATIONS 65536", "-ERR bad max iterations\r\n");
+    EXPECT("CF.RESERVE k 100 EXPANSION -1", "-ERR bad expansion\r\n");
+    EXPECT("CF.RESERVE k 100 EXPANSION 32769", "-ERR bad expansion\r\n");
+    EXPECT("CF.RESERVE k 100 BOGUS 1", "-Unknown argument received\r\n");
+    EXPECT("CF.RESERVE k 100 EXPANSION", "-ERR wrong number of arguments for 'cf.reserve' command\r\n");
+    assert_int_equal(H.wrote, 0);
+    EXPECT("CF.RESERVE k 100 BUCKETSIZE 4 MAXITERATIONS 50 EXPANSION 2", "+OK\r\n");
+    EXPECT("CF.RESERVE k 100", "-ERR item exists\r\n");
+    const char *r = run("CF.INFO k");
+    assert_non_null(strstr(r, "+Bucket size\r\n:4\r\n+Expansion rate\r\n:2\r\n+Max iterations\r\n:50\r\n"));
+    H.memory_left = 100;
+    EXPECT("CF.RESERVE m 100000", "-ERR filter would exceed maxmemory\r\n");
+    H.memory_left = SIZE_MAX;
+    EXPECT("CF.RESERVE m 1000000000000000", "-ERR filter would exceed the memory of this machine\r\n");
+    assert_int_equal(H.wrote, 1);
+}
+
+static void test_cf_full_and_growth(void **state)
+{
+    (void)state;
+    EXPECT("CF.RESERVE f 4 EXPANSION 0", "+OK\r\n");
+    char line[64];
+    int full = 0, added = 0;
+    for (int i = 0; i < 200 && !full; i++) {
+        snprintf(line, sizeof(line), "CF.ADD f item%d", i);
+        const char *r = run(line);
+        if (strcmp(r, "-Filter is full\r\n") == 0) full = 1;
+        else {
+            assert_string_equal(r, ":1\r\n");
+            added++;
+        }
+    }
+    assert_true(full);
+    assert_true(added >= 4);
+    EXPECT("CF.INSERT f ITEMS zz1 zz2", "*2\r\n:-1\r\n:-1\r\n");
+    assert_non_null(strstr(run("CF.INFO f"), "+Number of filters\r\n:1\r\n"));
+    /* growth: expansion 1 adds stages of the same size, every item stays */
+    EXPECT("CF.RESERVE g 4", "+OK\r\n");
+    for (int i = 0; i < 100; i++) {
+        snprintf(line, sizeof(line), "CF.ADD g item%d", i);
+        EXPECT(line, ":1\r\n");
+    }
+    for (int i = 0; i < 100; i++) {
+        snprintf(line, sizeof(line), "CF.EXISTS g item%d", i);
+        EXPECT(line, ":1\r\n");
+    }
+    assert_null(strstr(run("CF.INFO g"), "+Number of filters\r\n:1\r\n"));
+    assert_true(H.resized > 0);
+    /* the same item many times spills into new stages, and COUNT sums */
+    EXPECT("CF.RESERVE dup 4 BUCKETSIZE 2", "+OK\r\n");
+    for (int i = 0; i < 10; i++) EXPECT("CF.ADD dup same", ":1\r\n");
+    EXPECT("CF.COUNT dup same", ":10\r\n");
+    for (int i = 0; i < 10; i++) EXPECT("CF.DEL dup same", ":1\r\n");
+    EXPECT("CF.DEL dup same", ":0\r\n");
+    /* growth refused by memory: an error, nothing half-done */
+    EXPECT("CF.RESERVE lim 4", "+OK\r\n");
+    H.memory_left = 0;
+    int errors = 0;
+    for (int i = 0; i < 100; i++) {
+        snprintf(line, sizeof(line), "CF.ADD lim item%d", i);
+        const char *r = run(line);
+        if (strcmp(r, "-ERR filter would exceed maxmemory\r\n") == 0) errors++;
+        else assert_string_equal(r, ":1\r\n");
+    }
+    assert_true(errors > 0);
+    assert_non_null(strstr(run("CF.INFO lim"), "+Number of filters\r\n:1\r\n"));
+}
+
+/*==========================================================================
+ * CBF.*
+ *==========================================================================*/
+
+static void test_cbf(void **state)
+{
+    (void)state;
+    EXPECT("CBF.RESERVE c x 100", "-ERR bad error rate\r\n");
+    EXPECT("CBF.RESERVE c 0.01 0", "-ERR (capacity should be larger than 0)\r\n");
+    EXPECT("CBF.RESERVE c 0.01 100 COUNTERBITS 5", "-ERR counter bits must be 4 or 8\r\n");
+    EXPECT("CBF.RESERVE c 0.01 100 BOGUS 5", "-Unknown argument received\r\n");
+    EXPECT("CBF.RESERVE c 0.01 1000000000000000", "-ERR filter would exceed the memory of this machine\r\n");
+    EXPECT("CBF.DEL c a", "-ERR not found\r\n");
+    EXPECT("CBF.INFO c", "-ERR not found\r\n");
+    EXPECT("CBF.EXISTS c a", ":0\r\n");
+    EXPECT("CBF.COUNT c a", ":0\r\n");
+    assert_int_equal(H.wrote, 0);
+    EXPECT("CBF.RESERVE c 0.01 1000 COUNTERBITS 8", "+OK\r\n");
+    EXPECT("CBF.RESERVE c 0.01 1000", "-ERR item exists\r\n");
+    EXPECT("CBF.ADD c a", ":1\r\n");
+    assert_int_equal(H.first_mode, BKC_OPEN_ADD);
+    EXPECT("CBF.ADD c a", ":0\r\n");
+    EXPECT("CBF.COUNT c a", ":2\r\n");
+    EXPECT("CBF.MADD c b c", "*2\r\n:1\r\n:1\r\n");
+    EXPECT("CBF.MEXISTS c a b zz", "*3\r\n:1\r\n:1\r\n:0\r\n");
+    EXPECT("CBF.DEL c a", ":1\r\n");
+    EXPECT("CBF.EXISTS c a", ":1\r\n");
+    EXPECT("CBF.DEL c a", ":1\r\n");
+    EXPECT("CBF.EXISTS c a", ":0\r\n");
+    EXPECT("CBF.DEL c a", ":0\r\n");
+    EXPECT("CBF.INFO c CAPACITY", "*1\r\n:1000\r\n");
+    EXPECT("CBF.INFO c ERROR", "*1\r\n$4\r\n0.01\r\n");
+    EXPECT("CBF.INFO c BOGUS", "-Invalid information value\r\n");
+    const char *r = run("CBF.INFO c");
+    assert_memory_equal(r, "*8\r\n+Capacity\r\n:1000\r\n+Size\r\n:", 29);
+    /* auto-create with defaults */
+    EXPECT("CBF.ADD auto a", ":1\r\n");
+    EXPECT("CBF.INFO auto CAPACITY", "*1\r\n:100\r\n");
+    assert_int_equal(H.wrote, 7);
+}
+
+/*==========================================================================
+ * WF.*
+ *==========================================================================*/
+
+static void test_wf(void **state)
+{
+    (void)state;
+    EXPECT("WF.RESERVE w x 100 1000", "-ERR bad error rate\r\n");
+    EXPECT("WF.RESERVE w 0.01 0 1000", "-ERR (capacity should be larger than 0)\r\n");
+    EXPECT("WF.RESERVE w 0.01 100 0", "-ERR bad window\r\n");
+    EXPECT("WF.RESERVE w 0.01 100 1000 GENERATIONS 1", "-ERR generations must be between 2 and 64\r\n");
+    EXPECT("WF.RESERVE w 0.01 100 1000 GENERATIONS 65", "-ERR generations must be between 2 and 64\r\n");
+    EXPECT("WF.RESERVE w 0.01 100 1000 BOGUS 3", "-Unknown argument received\r\n");
+    EXPECT("WF.RESERVE w 0.01 100", "-ERR wrong number of arguments for 'wf.reserve' command\r\n");
+    EXPECT("WF.RESERVE w 0.01 1000000000000000 1000", "-ERR filter would exceed the memory of this machine\r\n");
+    EXPECT("WF.ADD w a", "-ERR not found\r\n");
+    EXPECT("WF.EXISTS w a", ":0\r\n");
+    EXPECT("WF.INFO w", "-ERR not found\r\n");
+    assert_int_equal(H.wrote, 0);
+    EXPECT("WF.RESERVE w 0.01 100 1000 GENERATIONS 5", "+OK\r\n");
+    EXPECT("WF.RESERVE w 0.01 100 1000", "-ERR item exists\r\n");
+    EXPECT("WF.ADD w a", ":1\r\n");
+    EXPECT("WF.ADD w a", ":0\r\n");
+    EXPECT("WF.MADD w b c", "*2\r\n:1\r\n:1\r\n");
+    EXPECT("WF.MEXISTS w a b zz", "*3\r\n:1\r\n:1\r\n:0\r\n");
+    NOW += 900;
+    EXPECT("WF.EXISTS w a", ":1\r\n"); /* within the window */
+    EXPECT("WF.ADD w late", ":1\r\n");
+    NOW += 1300;                       /* 2.2 s after a: gone (window + slice = 1.25 s) */
+    EXPECT("WF.EXISTS w a", ":0\r\n");
+    EXPECT("WF.EXISTS w late", ":0\r\n");
+    NOW -= 5000; /* the clock never goes back: an earlier time is taken as
+                    the latest one seen: the last add, when both were fresh) */
+    EXPECT("WF.EXISTS w a", ":1\r\n");
+    EXPECT("WF.EXISTS w late", ":1\r\n");
+    EXPECT("WF.INFO w WINDOW", "*1\r\n:1000\r\n");
+    EXPECT("WF.INFO w GENERATIONS", "*1\r\n:5\r\n");
+    EXPECT("WF.INFO w CAPACITY", "*1\r\n:100\r\n");
+    EXPECT("WF.INFO w BOGUS", "-Invalid information value\r\n");
+    assert_memory_equal(run("WF.INFO w"), "*12\r\n+Capacity\r\n:100\r\n", 22);
+    assert_int_equal(H.wrote, 5);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_table, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dispatch_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_parse, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bf_add_exists, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bf_info, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bf_reserve_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bf_insert, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bf_wrongtype, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bf_memory, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bf_merge, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_loading_codec, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dump_bloom, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dump_cuckoo, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dump_counting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dump_window, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cf_basic, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cf_reserve, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cf_full_and_growth, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cbf, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wf, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
