@@ -1,0 +1,181 @@
+/*
+ * cli.h - shared pieces of the bloomkit command: options, messages, the key
+ * reader and the progress line. The command uses only include/bloomkit.h.
+ */
+#ifndef BLOOMKIT_CLI_H
+#define BLOOMKIT_CLI_H
+
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* uint64_t */
+#include <stdio.h>  /* FILE */
+
+#include "bloomkit.h"
+
+/* Exit status, as grep's: check uses 1 for "no key matched". */
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_NONE 1
+#define CLI_EXIT_ERROR 2
+
+/*==========================================================================
+ * Messages (main.c)
+ *==========================================================================*/
+
+/* "bloomkit: " + formatted message + newline, on stderr. */
+void cli_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* The CLI's name of a family: "classic" for BK_FAMILY_BLOOM, else the
+ * library's name; "unknown" for anything else. */
+const char *cli_family_name(bk_family family);
+
+/* Load the filter at path into memory, reporting any failure as
+ * "bloomkit: PATH: problem". Returns BK_OK or the error. */
+int cli_load_filter(const char *path, bk_filter **out);
+
+/* Save atomically, reporting failure. Returns BK_OK or the error. */
+int cli_save_filter(const bk_filter *f, const char *path);
+
+/*==========================================================================
+ * Options (options.c)
+ *==========================================================================*/
+
+enum cli_opt {
+    OPT_HELP, OPT_QUIET, OPT_CAPACITY, OPT_ERROR, OPT_TYPE, OPT_SEED,
+    OPT_COUNTER_BITS, OPT_REGIONS, OPT_BUCKET_SIZE, OPT_FINGERPRINT_BITS,
+    OPT_MAX_KICKS, OPT_EXPANSION, OPT_NONSCALING, OPT_WINDOW,
+    OPT_GENERATIONS, OPT_WINDOW_BY_COUNT, OPT_NUL, OPT_FIELD, OPT_DELIMITER,
+    OPT_SKIP_EMPTY, OPT_JOBS, OPT_INVERT, OPT_COUNT, OPT_TOTAL, OPT_JSON,
+    OPT_FORCE, OPT_SAVE,
+    OPT__COUNT
+};
+
+#define OPTBIT(o) (UINT64_C(1) << (o))
+/* The sizing flags of create, add and dedup. */
+#define OPTS_SIZING                                                            \
+    (OPTBIT(OPT_CAPACITY) | OPTBIT(OPT_ERROR) | OPTBIT(OPT_TYPE) |             \
+     OPTBIT(OPT_SEED) | OPTBIT(OPT_COUNTER_BITS) | OPTBIT(OPT_REGIONS) |       \
+     OPTBIT(OPT_BUCKET_SIZE) | OPTBIT(OPT_FINGERPRINT_BITS) |                  \
+     OPTBIT(OPT_MAX_KICKS) | OPTBIT(OPT_EXPANSION) | OPTBIT(OPT_NONSCALING) |  \
+     OPTBIT(OPT_WINDOW) | OPTBIT(OPT_GENERATIONS) |                            \
+     OPTBIT(OPT_WINDOW_BY_COUNT) | OPTBIT(OPT_FORCE))
+/* The key-input flags of add, check, dedup and remove. */
+#define OPTS_INPUT                                                             \
+    (OPTBIT(OPT_NUL) | OPTBIT(OPT_FIELD) | OPTBIT(OPT_DELIMITER) |             \
+     OPTBIT(OPT_SKIP_EMPTY) | OPTBIT(OPT_QUIET))
+
+typedef struct cli_options {
+    uint64_t given;            /* OPTBIT of every option on the command line */
+    bk_filter_config config;   /* sizing flags, family options */
+    int nul;                   /* -0: keys (and dedup output) end in NUL */
+    uint32_t field;            /* --field N (1-based), 0: the whole line */
+    char delimiter;            /* --delimiter C, default tab */
+    int skip_empty;            /* --skip-empty */
+    int quiet;                 /* --quiet: no progress */
+    unsigned jobs;             /* -j N; 0: all cores */
+    int invert, count, total, json, force;
+    const char *save;          /* dedup --save FILE */
+    const char **args;         /* positional arguments (argv order) */
+    size_t nargs;
+} cli_options;
+
+/* Parse argv[1..argc) of subcommand `cmd`, accepting only the options in
+ * `allowed` (OPTBIT set). Positional arguments land in opts->args ("-" is a
+ * positional; "--" ends the options). Prints the problem and returns -1 on
+ * a bad flag or value; free opts->args with cli_options_free either way. */
+int cli_parse_options(const char *cmd, int argc, char **argv, uint64_t allowed,
+                      cli_options *opts);
+void cli_options_free(cli_options *opts);
+
+/* Check the sizing flags for creating a filter: --capacity and --error
+ * given, the family options belong to --type. Prints the problem. */
+int cli_check_sizing(const char *cmd, const cli_options *opts);
+
+/* Whether any sizing flag (--capacity, --error, --type or a family option)
+ * was given. */
+int cli_has_sizing(const cli_options *opts);
+
+/*==========================================================================
+ * Keys (input.c)
+ *
+ * Keys are read from files (or standard input) in batches. A key is a line
+ * without its terminator ('\n', or NUL with -0), or with --field N the N-th
+ * field of the line. Lines are at most CLI_MAX_LINE bytes.
+ *==========================================================================*/
+
+#define CLI_MAX_LINE ((size_t)1 << 20)  /* 1 MiB, terminator excluded */
+#define CLI_BATCH_KEYS 16384
+
+typedef struct key_batch {
+    char *buf;              /* the bytes the keys point into */
+    size_t len, cap;
+    const void **keys;      /* key i: keys[i], lens[i] */
+    size_t *lens;
+    const char **lines;     /* the whole line of key i (for printing) */
+    size_t *line_lens;
+    uint8_t *results;       /* scratch for the batch calls */
+    size_t n;
+} key_batch;
+
+typedef struct key_reader key_reader;
+
+/* Read keys from paths[0..npaths) in order ("-" or no path: standard
+ * input). Files are opened as they are reached. */
+int key_reader_open(key_reader **out, const char *const *paths, size_t npaths,
+                    const cli_options *opts);
+void key_reader_free(key_reader *r);
+
+/* Fill b with the next keys (at least one unless the input is exhausted:
+ * b->n == 0 then). Returns 0, or -1 after printing the problem ("bloomkit:
+ * FILE: No such file or directory", "bloomkit: FILE:LINE: line longer
+ * than ..."). */
+int key_reader_fill(key_reader *r, key_batch *b);
+
+/* Bytes consumed so far, and the total when every input is a regular file
+ * (else 0). */
+uint64_t key_reader_bytes(const key_reader *r);
+uint64_t key_reader_total(const key_reader *r);
+
+int key_batch_init(key_batch *b);
+void key_batch_free(key_batch *b);
+
+/*==========================================================================
+ * Progress (progress.c)
+ *
+ * A line on stderr, rewritten with '\r' at most four times a second, only
+ * when stderr is a terminal and --quiet was not given.
+ *==========================================================================*/
+
+typedef struct progress {
+    int enabled;
+    int shown;              /* something was printed: finish ends the line */
+    const char *what;       /* "adding", "checking" ... */
+    double start, last;     /* seconds, monotonic */
+} progress;
+
+void progress_init(progress *p, const char *what, int quiet);
+void progress_update(progress *p, uint64_t bytes, uint64_t total,
+                     uint64_t keys);
+void progress_finish(progress *p, uint64_t bytes, uint64_t total,
+                     uint64_t keys);
+
+/*==========================================================================
+ * Subcommands
+ *==========================================================================*/
+
+int cmd_create(int argc, char **argv);
+int cmd_add(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_remove(int argc, char **argv);
+int cmd_dedup(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+int cmd_intersect(int argc, char **argv);
+
+/* Help texts (help.c): print the man-page-like text of a subcommand ("" for
+ * the top level) to f. Returns 0, or -1 for an unknown name. */
+int cli_help(const char *cmd, FILE *f);
+
+#endif /* BLOOMKIT_CLI_H */

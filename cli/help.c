@@ -1,0 +1,307 @@
+/*
+ * help.c - the --help texts, written like short man pages (NAME, SYNOPSIS,
+ * DESCRIPTION, OPTIONS, EXIT STATUS, EXAMPLES). docs/CLI.md is the long
+ * form of the same reference.
+ */
+#include <string.h> /* strcmp */
+
+#include "cli.h"
+
+#define SIZING_OPTIONS                                                         \
+    "  -n, --capacity N     items the filter is sized for (suffixes k, M, G, T\n" \
+    "                       are powers of 1000; 1e6 works too)\n"              \
+    "  -e, --error P        target false-positive rate, in (0, 1)\n"           \
+    "  -t, --type TYPE      blocked (default), classic, counting, deletable,\n" \
+    "                       cuckoo, scalable or window\n"                      \
+    "      --seed S         64-bit hash seed, decimal or 0x-hex (filters are\n" \
+    "                       only combinable with equal seeds)\n"               \
+    "  family options (each only with its --type):\n"                          \
+    "      --counter-bits 4|8       counting: bits per counter\n"              \
+    "      --regions N              deletable: collision regions\n"            \
+    "      --bucket-size 2|4|8      cuckoo: slots per bucket\n"                \
+    "      --fingerprint-bits N     cuckoo: bits per fingerprint (4..32)\n"    \
+    "      --max-kicks N            cuckoo: relocations before 'full'\n"       \
+    "      --expansion N            scalable: growth factor of new stages\n"   \
+    "      --nonscaling             scalable: refuse adds when full\n"         \
+    "      --window N               window: span, or insertions with\n"        \
+    "                               --window-by-count\n"                       \
+    "      --generations N          window: sub-filters in the ring\n"         \
+    "      --window-by-count        window: expire by insertions, not time\n"
+
+#define INPUT_OPTIONS                                                          \
+    "  -0, --null           keys end in NUL instead of newline (find -print0)\n" \
+    "  -f, --field N        the key is field N (1-based) of each line\n"      \
+    "  -d, --delimiter C    field separator for --field (one byte, '\\t' is\n" \
+    "                       tab; default tab)\n"                               \
+    "      --skip-empty     ignore empty keys (by default the empty line is\n" \
+    "                       a key like any other)\n"                           \
+    "  -q, --quiet          no progress line (it is only ever shown when\n"   \
+    "                       stderr is a terminal)\n"
+
+#define KEYS_SECTION                                                           \
+    "KEYS\n"                                                                   \
+    "  INPUT files are read in order; none, or '-', is standard input. A key\n" \
+    "  is one line without its newline (or NUL with -0); '\\r' is not\n"       \
+    "  stripped. A last line without a newline is a key. Lines are at most\n"  \
+    "  1048576 bytes: a longer one is an error naming file and line.\n"
+
+#define HELP_SECTION "  -h, --help           show this text\n"
+
+static const struct {
+    const char *name;
+    const char *text;
+} helps[] = {
+{"",
+"NAME\n"
+"  bloomkit - build, query and combine Bloom filters from the shell\n"
+"\n"
+"SYNOPSIS\n"
+"  bloomkit COMMAND [OPTIONS] [ARGS]\n"
+"  bloomkit COMMAND --help\n"
+"\n"
+"COMMANDS\n"
+"  create FILE --capacity N --error P [--type TYPE]   create an empty filter\n"
+"  add FILE [INPUT...]          add keys (one per line) to a filter\n"
+"  check FILE [INPUT...]        print the keys the filter probably holds\n"
+"  dedup [INPUT...] --capacity N --error P\n"
+"                               print each line the first time it is seen\n"
+"  remove FILE [INPUT...]       remove keys (counting, deletable, cuckoo)\n"
+"  info FILE [--json]           describe a filter file\n"
+"  merge OUT IN...              union of filters\n"
+"  intersect OUT IN...          intersection of filters\n"
+"\n"
+"  --help, --version\n"
+"\n"
+"EXIT STATUS\n"
+"  0 success; 1 check found no key (or remove left some keys); 2 error.\n"
+"\n"
+"  Files are written atomically: an interrupted command leaves the old\n"
+"  file or the new one, never a damaged one. See 'bloomkit COMMAND --help'.\n"},
+
+{"create",
+"NAME\n"
+"  bloomkit create - create an empty filter file\n"
+"\n"
+"SYNOPSIS\n"
+"  bloomkit create FILE --capacity N --error P [--type TYPE] [OPTIONS]\n"
+"\n"
+"DESCRIPTION\n"
+"  Sizes a filter for N items at false-positive rate P and saves it to\n"
+"  FILE (atomically). An existing FILE is refused unless --force.\n"
+"\n"
+"OPTIONS\n"
+SIZING_OPTIONS
+"      --force          replace FILE if it exists\n"
+HELP_SECTION
+"\n"
+"EXIT STATUS\n"
+"  0 created; 2 error.\n"
+"\n"
+"EXAMPLES\n"
+"  bloomkit create urls.bkf --capacity 10M --error 0.001\n"
+"  bloomkit create ids.bkf -n 1e6 -e 0.01 --type counting --counter-bits 8\n"},
+
+{"add",
+"NAME\n"
+"  bloomkit add - add keys to a filter file\n"
+"\n"
+"SYNOPSIS\n"
+"  bloomkit add FILE [INPUT...] [OPTIONS]\n"
+"\n"
+"DESCRIPTION\n"
+"  Loads FILE, adds every key of the INPUTs and saves FILE atomically:\n"
+"  after an error (missing input, over-long line, full filter) FILE is\n"
+"  left as it was. When FILE does not exist and the sizing options are\n"
+"  given, it is created first; they are ignored when FILE exists.\n"
+"\n"
+"  With a lock-free family (blocked, classic) the keys are added by -j\n"
+"  threads, each taking whole batches. The bits are identical to a\n"
+"  one-thread run; the 'items' count (adds that set a new bit) depends on\n"
+"  the order of the adds and may differ slightly.\n"
+"\n"
+"OPTIONS\n"
+"  -j, --jobs N         threads (default 0: one per core)\n"
+INPUT_OPTIONS
+SIZING_OPTIONS
+HELP_SECTION
+"\n"
+KEYS_SECTION
+"\n"
+"EXIT STATUS\n"
+"  0 added and saved; 2 error (FILE unchanged).\n"
+"\n"
+"EXAMPLES\n"
+"  bloomkit add seen.bkf urls.txt\n"
+"  cut -f2 log.tsv | bloomkit add ids.bkf -n 1M -e 0.001\n"
+"  bloomkit add users.bkf --field 3 --delimiter , users.csv\n"},
+
+{"check",
+"NAME\n"
+"  bloomkit check - print the keys a filter probably holds\n"
+"\n"
+"SYNOPSIS\n"
+"  bloomkit check FILE [INPUT...] [OPTIONS]\n"
+"\n"
+"DESCRIPTION\n"
+"  Prints each input line whose key the filter probably holds, in input\n"
+"  order (the whole line, also with --field). With -v it prints the lines\n"
+"  whose key is certainly absent instead.\n"
+"\n"
+"OPTIONS\n"
+"  -v, --invert         print the keys that are certainly absent\n"
+"  -c, --total          print only the number of lines that would be printed\n"
+"      --count          print every line after its count estimate and a tab\n"
+"                       (counting, cuckoo: copies; other types: 0 or 1)\n"
+INPUT_OPTIONS
+HELP_SECTION
+"\n"
+KEYS_SECTION
+"\n"
+"EXIT STATUS\n"
+"  As grep: 0 some line was selected (count above 0 with --count), 1 none\n"
+"  was, 2 error.\n"
+"\n"
+"EXAMPLES\n"
+"  bloomkit check blacklist.bkf emails.txt\n"
+"  bloomkit check -v seen.bkf new-urls.txt > to-crawl.txt\n"},
+
+{"dedup",
+"NAME\n"
+"  bloomkit dedup - print each line the first time it is seen\n"
+"\n"
+"SYNOPSIS\n"
+"  bloomkit dedup [INPUT...] --capacity N --error P [OPTIONS]\n"
+"\n"
+"DESCRIPTION\n"
+"  Streams the INPUT lines to standard output, keeping only the first\n"
+"  occurrence of each key, in input order, in the memory of a filter\n"
+"  sized for N distinct keys at rate P. A false positive drops a line\n"
+"  seen for the first time (a fraction of about P of the distinct keys\n"
+"  once N are in); a duplicate is never printed. When the input holds\n"
+"  clearly more than N distinct keys a warning says so at the end.\n"
+"\n"
+"OPTIONS\n"
+"      --save FILE      save the filter to FILE at the end\n"
+INPUT_OPTIONS
+SIZING_OPTIONS
+HELP_SECTION
+"\n"
+KEYS_SECTION
+"  With -0 the output lines end in NUL too.\n"
+"\n"
+"EXIT STATUS\n"
+"  0 success; 2 error.\n"
+"\n"
+"EXAMPLES\n"
+"  bloomkit dedup frontier.txt -n 100M -e 1e-4 > unique.txt\n"
+"  find / -print0 | bloomkit dedup -0 -n 10M -e 1e-6 --save paths.bkf\n"},
+
+{"remove",
+"NAME\n"
+"  bloomkit remove - remove keys from a filter file\n"
+"\n"
+"SYNOPSIS\n"
+"  bloomkit remove FILE [INPUT...] [OPTIONS]\n"
+"\n"
+"DESCRIPTION\n"
+"  Removes every key of the INPUTs from FILE and saves it atomically.\n"
+"  Only counting, deletable and cuckoo filters can remove. Remove only\n"
+"  keys that were added: removing a false positive can make the filter\n"
+"  forget another key. Keys certainly absent are skipped and counted;\n"
+"  a deletable filter cannot remove a key whose bits all lie in collided\n"
+"  regions.\n"
+"\n"
+"OPTIONS\n"
+INPUT_OPTIONS
+HELP_SECTION
+"\n"
+KEYS_SECTION
+"\n"
+"EXIT STATUS\n"
+"  0 every key removed; 1 saved, but some keys were absent or could not\n"
+"  be removed (counts on stderr); 2 error (FILE unchanged).\n"
+"\n"
+"EXAMPLES\n"
+"  bloomkit remove sessions.bkf expired.txt\n"},
+
+{"info",
+"NAME\n"
+"  bloomkit info - describe a filter file\n"
+"\n"
+"SYNOPSIS\n"
+"  bloomkit info FILE [--json]\n"
+"\n"
+"DESCRIPTION\n"
+"  Loads FILE (verifying its checksums) and prints its type, parameters,\n"
+"  items, estimated distinct items, fill, false-positive rate now and at\n"
+"  capacity, and sizes.\n"
+"\n"
+"OPTIONS\n"
+"      --json           one JSON object with the fields: file, type, the\n"
+"                       type's parameters (classic: bits, hashes), capacity\n"
+"                       (0: unknown), target_fpr, items, estimated_items,\n"
+"                       fill (0..1), fpr_now, fpr_at_capacity, bytes\n"
+"                       (memory), file_bytes, parts, seed (hex string),\n"
+"                       can_remove, lockfree_add\n"
+HELP_SECTION
+"\n"
+"EXIT STATUS\n"
+"  0 success; 2 error (missing, truncated or corrupt file).\n"
+"\n"
+"EXAMPLES\n"
+"  bloomkit info urls.bkf\n"
+"  bloomkit info --json urls.bkf | jq .fpr_now\n"},
+
+{"merge",
+"NAME\n"
+"  bloomkit merge - union of filter files\n"
+"\n"
+"SYNOPSIS\n"
+"  bloomkit merge OUT IN...\n"
+"\n"
+"DESCRIPTION\n"
+"  Writes to OUT (atomically) a filter holding every key of every IN. The\n"
+"  inputs must have the same type, size, hash count and seed: a filter\n"
+"  made with the same create options. Otherwise the command says what\n"
+"  differs and writes nothing. OUT may be one of the inputs.\n"
+"\n"
+"OPTIONS\n"
+HELP_SECTION
+"\n"
+"EXIT STATUS\n"
+"  0 written; 2 error.\n"
+"\n"
+"EXAMPLES\n"
+"  bloomkit merge all.bkf monday.bkf tuesday.bkf\n"},
+
+{"intersect",
+"NAME\n"
+"  bloomkit intersect - intersection of filter files\n"
+"\n"
+"SYNOPSIS\n"
+"  bloomkit intersect OUT IN...\n"
+"\n"
+"DESCRIPTION\n"
+"  Writes to OUT (atomically) a filter holding the keys present in every\n"
+"  IN (plus more false positives than a filter built from those keys).\n"
+"  The inputs must be compatible, as for merge.\n"
+"\n"
+"OPTIONS\n"
+HELP_SECTION
+"\n"
+"EXIT STATUS\n"
+"  0 written; 2 error.\n"
+"\n"
+"EXAMPLES\n"
+"  bloomkit intersect both.bkf site-a.bkf site-b.bkf\n"},
+};
+
+int cli_help(const char *cmd, FILE *f)
+{
+    for (size_t i = 0; i < sizeof(helps) / sizeof(helps[0]); i++)
+        if (strcmp(helps[i].name, cmd) == 0) {
+            fputs(helps[i].text, f);
+            return 0;
+        }
+    return -1;
+}

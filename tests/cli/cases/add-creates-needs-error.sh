@@ -1,0 +1,2 @@
+seq 1 100 | bloomkit add new.bkf --capacity 100
+ls

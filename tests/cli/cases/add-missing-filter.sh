@@ -1,0 +1,2 @@
+seq 1 10 | bloomkit add missing.bkf
+ls

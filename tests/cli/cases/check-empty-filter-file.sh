@@ -1,0 +1,2 @@
+: > empty.bkf
+echo x | bloomkit check empty.bkf

@@ -1,0 +1,2 @@
+mkdir d.bkf
+echo x | bloomkit check d.bkf

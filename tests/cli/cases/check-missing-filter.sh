@@ -1,0 +1,1 @@
+echo x | bloomkit check missing.bkf

@@ -1,0 +1,1 @@
+bloomkit create a.bkf --capacity lots --error 0.01

@@ -1,0 +1,1 @@
+bloomkit create a.bkf --capacity 10 --error 1.5

@@ -1,0 +1,1 @@
+bloomkit create a.bkf --error 0.01

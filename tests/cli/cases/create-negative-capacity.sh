@@ -1,0 +1,1 @@
+bloomkit create a.bkf --capacity -5 --error 0.01

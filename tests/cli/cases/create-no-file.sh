@@ -1,0 +1,1 @@
+bloomkit create --capacity 10 --error 0.01

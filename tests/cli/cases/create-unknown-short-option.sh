@@ -1,0 +1,1 @@
+bloomkit create a.bkf -n 10 -e 0.01 -x

@@ -1,0 +1,1 @@
+bloomkit create a.bkf --capacity 0 --error 0.01

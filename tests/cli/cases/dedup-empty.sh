@@ -1,0 +1,1 @@
+bloomkit dedup -n 10 -e 0.01 < /dev/null

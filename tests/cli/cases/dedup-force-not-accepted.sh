@@ -1,0 +1,1 @@
+echo x | bloomkit dedup -n 10 -e 0.01 --force

@@ -1,0 +1,1 @@
+echo x | bloomkit dedup -e 0.01

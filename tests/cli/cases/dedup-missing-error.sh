@@ -1,0 +1,1 @@
+echo x | bloomkit dedup -n 10

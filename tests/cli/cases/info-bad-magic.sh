@@ -1,0 +1,2 @@
+seq 1 100 > numbers.txt
+bloomkit info numbers.txt

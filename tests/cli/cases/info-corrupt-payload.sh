@@ -1,0 +1,3 @@
+bloomkit create a.bkf --capacity 1000 --error 0.01 --type classic
+printf X | dd of=a.bkf bs=1 seek=300 conv=notrunc 2>/dev/null
+bloomkit info a.bkf

@@ -1,0 +1,2 @@
+mkdir d
+bloomkit info d

@@ -1,0 +1,1 @@
+bloomkit info "$SRC/tests/golden/bloom-v1.bkf" | sed "s|$SRC/||"

@@ -1,0 +1,3 @@
+bloomkit create a.bkf --capacity 1000 --error 0.01 --type classic
+seq 1 1000 | bloomkit add a.bkf
+bloomkit info --json a.bkf

@@ -1,0 +1,6 @@
+bloomkit create a.bkf -n 1000 -e 0.01
+cp a.bkf b.bkf
+seq 1 100 | bloomkit add a.bkf
+seq 101 200 | bloomkit add b.bkf
+bloomkit merge u.bkf a.bkf b.bkf
+seq 1 200 | bloomkit check -c u.bkf

@@ -1,0 +1,3 @@
+bloomkit create a.bkf --capacity 1000 --error 0.01 --type classic
+bloomkit merge u.bkf a.bkf missing.bkf
+ls

@@ -1,0 +1,1 @@
+bloomkit merge --json u.bkf a.bkf

@@ -1,0 +1,1 @@
+echo 1 | bloomkit remove missing.bkf
