@@ -171,4 +171,12 @@ uint64_t bks_persist_lastsave(const bks_persist *p);   /* unix seconds */
  * everysec, starts an automatic rewrite when the log has grown enough. */
 void bks_persist_tick(bks_persist *p);
 
+/* Replay one logged command exactly as the server runs it: the host's own
+ * commands (DEL, UNLINK, PEXPIREAT, PERSIST, RENAME, FLUSHALL ... which the
+ * keyspace logs) as well as everything bkc_dispatch handles. No auth, no
+ * client; s->persist should be NULL so that nothing is logged again; no key
+ * expires until start-up is over (the log holds the DELs of expiries).
+ * (hostcmd.c) */
+void bks_replay(bks_session *s, bkc_reply *reply, int argc, const bkc_str *argv);
+
 #endif /* BKS_SERVER_H */

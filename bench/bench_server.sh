@@ -1,0 +1,105 @@
+#!/bin/sh
+# bench_server.sh - redis-benchmark against bloomkit-server and, in the same
+# run, against Debian's redis-server doing plain SET and GET (the protocol
+# ceiling of real Redis on this machine).
+#
+# Usage: bench/bench_server.sh [path/to/bloomkit-server]
+#   env: N (requests at -P 1, default 200000), NP (requests at -P 64,
+#        default 2000000), NM (MADD/MEXISTS commands, default 20000),
+#        CLIENTS (default 50), BENCH_THREADS (redis-benchmark --threads, 2),
+#        SERVER_THREADS (bloomkit-server --threads, default: one per core)
+#
+# Both servers listen on free loopback ports with temporary directories
+# and are stopped at the end (also on failure or Ctrl-C). bloomkit-server
+# runs with its defaults (append-only log, fsync every second); redis-server
+# with persistence off (its best case).
+#
+# Output: one table row per test: requests/s, items/s, p50 and p99 latency
+# (ms, as redis-benchmark reports them), then the ratios the issue targets.
+set -eu
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BKS=${1:-${BLOOMKIT_SERVER:-$ROOT/build/release/server/bloomkit-server}}
+N=${N:-200000}
+NP=${NP:-2000000}
+NM=${NM:-20000}
+CLIENTS=${CLIENTS:-50}
+BT=${BENCH_THREADS:-2}
+ST=${SERVER_THREADS:-0}
+
+for tool in redis-benchmark redis-server redis-cli; do
+    command -v $tool >/dev/null || { echo "bench_server.sh: $tool is missing (apt-get install redis-tools redis-server)" >&2; exit 1; }
+done
+[ -x "$BKS" ] || { echo "bench_server.sh: no server at $BKS (make build)" >&2; exit 1; }
+
+free_port() {
+    /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+TMP=$(mktemp -d /tmp/bks-bench.XXXXXX)
+BK_PID=""
+RS_PID=""
+cleanup() {
+    [ -n "$BK_PID" ] && kill "$BK_PID" 2>/dev/null && wait "$BK_PID" 2>/dev/null || true
+    [ -n "$RS_PID" ] && kill "$RS_PID" 2>/dev/null && wait "$RS_PID" 2>/dev/null || true
+    rm -rf "$TMP"
+}
+trap cleanup EXIT INT TERM
+
+BK_PORT=$(free_port)
+RS_PORT=$(free_port)
+mkdir -p "$TMP/bk" "$TMP/rs"
+"$BKS" --port "$BK_PORT" --dir "$TMP/bk" --threads "$ST" --loglevel warning \
+    >"$TMP/bk.log" 2>&1 &
+BK_PID=$!
+redis-server --port "$RS_PORT" --bind 127.0.0.1 --dir "$TMP/rs" --save "" \
+    --appendonly no --daemonize no --logfile "$TMP/rs.log" &
+RS_PID=$!
+
+wait_ping() {
+    i=0
+    until [ "$(redis-cli -p "$1" PING 2>/dev/null)" = PONG ]; do
+        i=$((i + 1))
+        [ $i -gt 200 ] && { echo "bench_server.sh: server on port $1 did not start" >&2; exit 1; }
+        sleep 0.05
+    done
+}
+wait_ping "$BK_PORT"
+wait_ping "$RS_PORT"
+
+redis-cli -p "$BK_PORT" BF.RESERVE bf 0.01 20000000 >/dev/null
+
+# bench LABEL PORT PIPELINE REQUESTS ITEMS_PER_COMMAND cmd...
+# prints: label | -P | req/s | items/s | p50 | p99
+bench() {
+    label=$1 port=$2 pipe=$3 n=$4 items=$5
+    shift 5
+    line=$(timeout 300 redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" -P "$pipe" \
+           --threads "$BT" -r 100000000 --csv "$@" 2>/dev/null | tail -n 1)
+    # "name","rps","avg","min","p50","p95","p99","max"
+    echo "$line" | tr -d '"' | awk -F, -v l="$label" -v p="$pipe" -v it="$items" \
+        '{ printf "| %-34s | %3s | %12.0f | %12.0f | %7s | %7s |\n", l, p, $2, $2 * it, $5, $7 }'
+}
+
+MADD_ARGS=""
+i=0
+while [ $i -lt 100 ]; do MADD_ARGS="$MADD_ARGS __rand_int__"; i=$((i + 1)); done
+
+echo "bloomkit-server: $BKS (threads: ${ST:-0} = one per core), redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')"
+echo "machine: $(nproc) cores; redis-benchmark -c $CLIENTS --threads $BT -r 100000000"
+echo
+echo "| test                               |  -P |       req/s  |     items/s  | p50 ms  | p99 ms  |"
+echo "|------------------------------------|-----|--------------|--------------|---------|---------|"
+for P in 1 64; do
+    if [ $P = 1 ]; then n=$N; else n=$NP; fi
+    bench "redis-server SET"                 "$RS_PORT" $P $n 1 -t set
+    bench "redis-server GET"                 "$RS_PORT" $P $n 1 -t get
+    bench "bloomkit-server BF.ADD"           "$BK_PORT" $P $n 1 BF.ADD bf __rand_int__
+    bench "bloomkit-server BF.EXISTS"        "$BK_PORT" $P $n 1 BF.EXISTS bf __rand_int__
+done
+# shellcheck disable=SC2086
+bench "bloomkit-server BF.MADD x100"         "$BK_PORT" 1 "$NM" 100 BF.MADD bf $MADD_ARGS
+# shellcheck disable=SC2086
+bench "bloomkit-server BF.MEXISTS x100"      "$BK_PORT" 1 "$NM" 100 BF.MEXISTS bf $MADD_ARGS
+echo
+echo "command: $0 $*  (N=$N NP=$NP NM=$NM CLIENTS=$CLIENTS BENCH_THREADS=$BT SERVER_THREADS=$ST)"

@@ -1,0 +1,495 @@
+/*
+ * config.c - bloomkit-server's configuration and its log.
+ *
+ * One table describes every option: its name (Redis's where Redis has the
+ * option), its type, where it lives in bks_config, and its help line. The
+ * same table parses the config file ("name value" lines, # comments, values
+ * optionally quoted), the command-line flags (--name value; flags are
+ * applied after the file, so they win), CONFIG GET, and --help.
+ *
+ * Sizes accept Redis's units: 1k = 1000, 1kb = 1024, likewise m/mb, g/gb.
+ *
+ * The log: one line per event, "pid:role dd Mon yyyy hh:mm:ss.mmm L text"
+ * as Redis writes it, to stderr or the log file, under a mutex.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h> /* offsetof */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h> /* strcasecmp */
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h> /* sysconf, getpid */
+
+#include "server_int.h"
+
+/*==========================================================================
+ * The option table
+ *==========================================================================*/
+
+typedef enum opt_type { OPT_STR, OPT_INT, OPT_U32, OPT_U64, OPT_SIZE, OPT_BOOL,
+                        OPT_FSYNC, OPT_LOGLEVEL } opt_type;
+
+typedef struct opt {
+    const char *name;
+    const char *alias;     /* another accepted name, or NULL */
+    opt_type type;
+    size_t offset;
+    size_t size;           /* OPT_STR: buffer size */
+    long long min, max;    /* numeric range */
+    const char *help;
+} opt;
+
+#define F(field) offsetof(bks_config, field), sizeof(((bks_config *)0)->field)
+
+static const opt options[] = {
+    {"bind", NULL, OPT_STR, F(bind), 0, 0,
+     "addresses to listen on, blank-separated (\"127.0.0.1\")"},
+    {"port", NULL, OPT_INT, F(port), 0, 65535, "TCP port, 0 disables TCP (6380)"},
+    {"unixsocket", NULL, OPT_STR, F(unixsocket), 0, 0, "Unix socket path (none)"},
+    {"dir", NULL, OPT_STR, F(dir), 0, 0, "data directory, created if missing (./data)"},
+    {"requirepass", NULL, OPT_STR, F(requirepass), 0, 0,
+     "password clients must AUTH with (none)"},
+    {"protected-mode", NULL, OPT_BOOL, F(protected_mode), 0, 1,
+     "without a password and bound beyond loopback, refuse non-local clients (yes)"},
+    {"appendonly", NULL, OPT_BOOL, F(appendonly), 0, 1,
+     "log every write; no: snapshots only (yes)"},
+    {"appendfsync", NULL, OPT_FSYNC, F(appendfsync), 0, 0,
+     "always | everysec | no (everysec)"},
+    {"threads", "io-threads", OPT_INT, F(threads), 0, 1024,
+     "worker threads, 0: one per core (0)"},
+    {"maxmemory", NULL, OPT_SIZE, F(maxmemory), 0, 0,
+     "bytes of filters, 0: no limit (half of physical memory)"},
+    {"proto-max-bulk-len", "max-bulk-len", OPT_SIZE, F(max_bulk_len), 1, 0,
+     "largest bulk string in a request (512mb)"},
+    {"max-args", NULL, OPT_U32, F(max_args), 1, 0x7fffffff,
+     "most arguments in one request (1048576)"},
+    {"max-inline-len", NULL, OPT_U32, F(max_inline_len), 16, 0x7fffffff,
+     "longest inline request line (64kb)"},
+    {"client-query-buffer-limit", "max-query-buffer", OPT_SIZE, F(max_query_buffer), 1024, 0,
+     "largest unprocessed input of one client (1gb)"},
+    {"maxclients", NULL, OPT_U32, F(maxclients), 1, 0x7fffffff,
+     "most clients connected at once (10000)"},
+    {"client-output-buffer-limit", "max-output-buffer", OPT_SIZE, F(max_output_buffer), 1024, 0,
+     "pending replies of one client before it is disconnected (256mb)"},
+    {"auto-aof-rewrite-min-size", NULL, OPT_SIZE, F(auto_rewrite_min), 0, 0,
+     "compact the log once past this size (64mb)"},
+    {"auto-aof-rewrite-percentage", NULL, OPT_U32, F(auto_rewrite_pct), 0, 0x7fffffff,
+     "... and grown by this percentage since the last compaction (100)"},
+    {"map-threshold", NULL, OPT_SIZE, F(map_threshold), 0, 0,
+     "filters larger than this are mapped from the snapshot at start (64mb)"},
+    {"repair-aof", NULL, OPT_BOOL, F(repair_aof), 0, 1,
+     "truncate a corrupt log at the bad record and start (no)"},
+    {"loglevel", NULL, OPT_LOGLEVEL, F(loglevel), 0, 0,
+     "debug | verbose | notice | warning (notice)"},
+    {"logfile", NULL, OPT_STR, F(logfile), 0, 0, "log file, \"\": stderr (\"\")"},
+};
+#define NOPTIONS (sizeof options / sizeof options[0])
+
+void bks_config_defaults(bks_config *c)
+{
+    memset(c, 0, sizeof *c);
+    strcpy(c->bind, "127.0.0.1");
+    c->port = 6380;
+    strcpy(c->dir, "./data");
+    c->protected_mode = 1;
+    c->appendfsync = BKS_FSYNC_EVERYSEC;
+    c->appendonly = 1;
+    c->threads = 0;
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    c->maxmemory = (pages > 0 && psize > 0) ? (uint64_t)pages * (uint64_t)psize / 2
+                                            : (uint64_t)1 << 30;
+    c->max_bulk_len = 512ULL << 20;
+    c->max_args = 1048576;
+    c->max_inline_len = 64 * 1024;
+    c->max_query_buffer = 1ULL << 30;
+    c->maxclients = 10000;
+    c->max_output_buffer = 256ULL << 20;
+    c->auto_rewrite_min = 64ULL << 20;
+    c->auto_rewrite_pct = 100;
+    c->map_threshold = 64ULL << 20;
+    c->repair_aof = 0;
+    c->loglevel = BKS_LOG_INFO;
+}
+
+static const opt *find_option(const char *name)
+{
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        if (!strcasecmp(options[i].name, name) ||
+            (options[i].alias && !strcasecmp(options[i].alias, name)))
+            return &options[i];
+    }
+    /* accept underscores for dashes: --max_args */
+    char tmp[64];
+    size_t n = strlen(name);
+    if (n >= sizeof tmp)
+        return NULL;
+    for (size_t i = 0; i <= n; i++)
+        tmp[i] = name[i] == '_' ? '-' : name[i];
+    if (strcmp(tmp, name))
+        return find_option(tmp);
+    return NULL;
+}
+
+/* "100", "64kb", "1gb", "2m": bytes. */
+static int parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (!isdigit((unsigned char)*s))
+        return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno)
+        return -1;
+    uint64_t mul = 1;
+    if (*end) {
+        static const struct { const char *u; uint64_t m; } units[] = {
+            {"k", 1000ULL}, {"kb", 1024ULL}, {"m", 1000000ULL}, {"mb", 1ULL << 20},
+            {"g", 1000000000ULL}, {"gb", 1ULL << 30}, {"b", 1}};
+        size_t i;
+        for (i = 0; i < sizeof units / sizeof units[0]; i++)
+            if (!strcasecmp(end, units[i].u))
+                break;
+        if (i == sizeof units / sizeof units[0])
+            return -1;
+        mul = units[i].m;
+    }
+    if (v > UINT64_MAX / mul)
+        return -1;
+    *out = v * mul;
+    return 0;
+}
+
+static int set_option(bks_config *c, const opt *o, const char *value, char *err,
+                      size_t errlen)
+{
+    char *field = (char *)c + o->offset;
+    switch (o->type) {
+    case OPT_STR:
+        if (strlen(value) >= o->size) {
+            snprintf(err, errlen, "value of '%s' is too long", o->name);
+            return -1;
+        }
+        strcpy(field, value);
+        return 0;
+    case OPT_U32: {
+        uint64_t v;
+        if (parse_size(value, &v) < 0 || v < (uint64_t)o->min || v > (uint64_t)o->max) {
+            snprintf(err, errlen, "'%s' must be a number in [%lld, %lld], not '%s'",
+                     o->name, o->min, o->max, value);
+            return -1;
+        }
+        *(uint32_t *)field = (uint32_t)v;
+        return 0;
+    }
+    case OPT_INT: {
+        char *end;
+        errno = 0;
+        long long v = strtoll(value, &end, 10);
+        if (errno || end == value || *end || v < o->min || v > o->max) {
+            snprintf(err, errlen, "'%s' must be an integer in [%lld, %lld], not '%s'",
+                     o->name, o->min, o->max, value);
+            return -1;
+        }
+        *(int *)field = (int)v;
+        return 0;
+    }
+    case OPT_U64:
+    case OPT_SIZE: {
+        uint64_t v;
+        if (parse_size(value, &v) < 0 || v < (uint64_t)o->min) {
+            snprintf(err, errlen, "'%s' must be a size (like 100, 64kb, 1gb)%s, not '%s'",
+                     o->name, o->min > 0 ? " above 0" : "", value);
+            return -1;
+        }
+        *(uint64_t *)field = v;
+        return 0;
+    }
+    case OPT_BOOL:
+        if (!strcasecmp(value, "yes") || !strcmp(value, "1") || !strcasecmp(value, "on"))
+            *(int *)field = 1;
+        else if (!strcasecmp(value, "no") || !strcmp(value, "0") || !strcasecmp(value, "off"))
+            *(int *)field = 0;
+        else {
+            snprintf(err, errlen, "'%s' must be yes or no, not '%s'", o->name, value);
+            return -1;
+        }
+        return 0;
+    case OPT_FSYNC:
+        if (!strcasecmp(value, "always"))
+            c->appendfsync = BKS_FSYNC_ALWAYS;
+        else if (!strcasecmp(value, "everysec"))
+            c->appendfsync = BKS_FSYNC_EVERYSEC;
+        else if (!strcasecmp(value, "no"))
+            c->appendfsync = BKS_FSYNC_NO;
+        else {
+            snprintf(err, errlen, "'appendfsync' must be always, everysec or no, not '%s'",
+                     value);
+            return -1;
+        }
+        return 0;
+    case OPT_LOGLEVEL:
+        if (!strcasecmp(value, "debug"))
+            c->loglevel = BKS_LOG_DEBUG;
+        else if (!strcasecmp(value, "verbose") || !strcasecmp(value, "notice") ||
+                 !strcasecmp(value, "info"))
+            c->loglevel = BKS_LOG_INFO;
+        else if (!strcasecmp(value, "warning"))
+            c->loglevel = BKS_LOG_WARNING;
+        else if (!strcasecmp(value, "error"))
+            c->loglevel = BKS_LOG_ERROR;
+        else {
+            snprintf(err, errlen,
+                     "'loglevel' must be debug, verbose, notice or warning, not '%s'", value);
+            return -1;
+        }
+        return 0;
+    }
+    return -1;
+}
+
+static void option_value(const bks_config *c, const opt *o, char *buf, size_t cap)
+{
+    const char *field = (const char *)c + o->offset;
+    switch (o->type) {
+    case OPT_STR: snprintf(buf, cap, "%s", field); break;
+    case OPT_INT: snprintf(buf, cap, "%d", *(const int *)field); break;
+    case OPT_U32: snprintf(buf, cap, "%u", *(const uint32_t *)field); break;
+    case OPT_U64:
+    case OPT_SIZE:
+        snprintf(buf, cap, "%llu", (unsigned long long)*(const uint64_t *)field);
+        break;
+    case OPT_BOOL: snprintf(buf, cap, "%s", *(const int *)field ? "yes" : "no"); break;
+    case OPT_FSYNC:
+        snprintf(buf, cap, "%s", c->appendfsync == BKS_FSYNC_ALWAYS ? "always"
+                                 : c->appendfsync == BKS_FSYNC_NO ? "no" : "everysec");
+        break;
+    case OPT_LOGLEVEL: {
+        static const char *names[] = {"debug", "notice", "warning", "error"};
+        snprintf(buf, cap, "%s", names[c->loglevel]);
+        break;
+    }
+    }
+}
+
+/*==========================================================================
+ * Loading: file, then flags
+ *==========================================================================*/
+
+/* Split a config line into name and value (the rest, unquoted). */
+static int split_line(char *line, char **name, char **value)
+{
+    char *s = line;
+    while (isspace((unsigned char)*s))
+        s++;
+    if (!*s || *s == '#')
+        return 0;
+    *name = s;
+    while (*s && !isspace((unsigned char)*s))
+        s++;
+    if (*s)
+        *s++ = '\0';
+    while (isspace((unsigned char)*s))
+        s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1]))
+        *--e = '\0';
+    if (e - s >= 2 && ((*s == '"' && e[-1] == '"') || (*s == '\'' && e[-1] == '\''))) {
+        e[-1] = '\0';
+        s++;
+    }
+    *value = s;
+    return 1;
+}
+
+static int load_file(bks_config *c, const char *file, char *err, size_t errlen)
+{
+    FILE *f = fopen(file, "r");
+    if (!f) {
+        snprintf(err, errlen, "cannot open config file '%s': %s", file, strerror(errno));
+        return -1;
+    }
+    char line[4096];
+    int lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char *name, *value;
+        if (!split_line(line, &name, &value))
+            continue;
+        const opt *o = find_option(name);
+        char msg[512];
+        if (!o) {
+            snprintf(err, errlen, "%s:%d: unknown option '%s'", file, lineno, name);
+            fclose(f);
+            return -1;
+        }
+        if (set_option(c, o, value, msg, sizeof msg) < 0) {
+            snprintf(err, errlen, "%s:%d: %s", file, lineno, msg);
+            fclose(f);
+            return -1;
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
+int bks_config_load(bks_config *c, const char *file, int argc, char **argv,
+                    char *err, size_t errlen)
+{
+    if (file && load_file(c, file, err, errlen) < 0)
+        return -1;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2)) {
+            snprintf(err, errlen, "unexpected argument '%s' (flags are --name value)", a);
+            return -1;
+        }
+        char name[128];
+        const char *value = NULL;
+        const char *eq = strchr(a + 2, '=');
+        size_t n = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (n >= sizeof name) {
+            snprintf(err, errlen, "unknown flag '%s'", a);
+            return -1;
+        }
+        memcpy(name, a + 2, n);
+        name[n] = '\0';
+        const opt *o = find_option(name);
+        if (!o) {
+            snprintf(err, errlen, "unknown flag '--%s' (see --help)", name);
+            return -1;
+        }
+        if (eq) {
+            value = eq + 1;
+        } else if (o->type == OPT_BOOL &&
+                   (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2))) {
+            value = "yes";   /* --repair-aof alone */
+        } else {
+            if (i + 1 >= argc) {
+                snprintf(err, errlen, "flag '--%s' needs a value", name);
+                return -1;
+            }
+            value = argv[++i];
+        }
+        char msg[512];
+        if (set_option(c, o, value, msg, sizeof msg) < 0) {
+            snprintf(err, errlen, "--%s: %s", name, msg);
+            return -1;
+        }
+    }
+    if (c->port == 0 && !c->unixsocket[0]) {
+        snprintf(err, errlen, "nothing to listen on: port is 0 and there is no unixsocket");
+        return -1;
+    }
+    if (!c->dir[0]) {
+        snprintf(err, errlen, "'dir' must not be empty");
+        return -1;
+    }
+    return 0;
+}
+
+void bks_config_usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: bloomkit-server [config-file] [--option value ...]\n"
+            "\n"
+            "A Redis-protocol server for bloomkit's filters (RedisBloom's BF.* and CF.*\n"
+            "commands). The config file holds \"option value\" lines; flags override it.\n"
+            "Sizes take units: 1k=1000, 1kb=1024, m/mb, g/gb.\n"
+            "\n"
+            "Options (default in parentheses):\n");
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        char flag[80];
+        snprintf(flag, sizeof flag, "--%s%s", options[i].name,
+                 options[i].type == OPT_BOOL ? " yes|no" : " <value>");
+        fprintf(out, "  %-38s %s\n", flag, options[i].help);
+    }
+    fprintf(out, "  %-38s %s\n", "--help", "show this help and exit");
+    fprintf(out, "  %-38s %s\n", "--version", "show the version and exit");
+    fprintf(out,
+            "\nExample: bloomkit-server --port 6380 --dir ./data, then\n"
+            "         redis-cli -p 6380 BF.ADD f x\n");
+}
+
+void bks_config_get(const bks_config *c, const char *pattern, size_t plen,
+                    void (*fn)(void *arg, const char *name, const char *value),
+                    void *arg)
+{
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        const opt *o = &options[i];
+        if (!bks_glob_match(pattern, plen, o->name, strlen(o->name), 1))
+            continue;
+        char value[1100];
+        option_value(c, o, value, sizeof value);
+        fn(arg, o->name, value);
+    }
+    /* settings that clients (redis-benchmark) ask for and we do not have */
+    static const char *fixed[][2] = {{"save", ""}, {"databases", "1"}};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (bks_glob_match(pattern, plen, fixed[i][0], strlen(fixed[i][0]), 1))
+            fn(arg, fixed[i][0], fixed[i][1]);
+}
+
+/*==========================================================================
+ * Log
+ *==========================================================================*/
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static FILE *log_file;                    /* NULL: stderr */
+static _Atomic int log_level = BKS_LOG_INFO;
+
+void bks_log_open(const bks_config *c)
+{
+    pthread_mutex_lock(&log_lock);
+    log_level = c->loglevel;
+    if (c->logfile[0]) {
+        FILE *f = fopen(c->logfile, "a");
+        if (f) {
+            if (log_file)
+                fclose(log_file);
+            log_file = f;
+        } else {
+            fprintf(stderr, "bloomkit-server: cannot open log file '%s': %s (logging to stderr)\n",
+                    c->logfile, strerror(errno));
+        }
+    }
+    pthread_mutex_unlock(&log_lock);
+}
+
+void bks_log_close(void)
+{
+    pthread_mutex_lock(&log_lock);
+    if (log_file)
+        fclose(log_file);
+    log_file = NULL;
+    pthread_mutex_unlock(&log_lock);
+}
+
+void bks_log(bks_log_level level, const char *fmt, ...)
+{
+    if ((int)level < log_level)
+        return;
+    static const char marks[] = {'.', '*', '#', '!'};
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    struct tm tm;
+    time_t secs = tv.tv_sec;
+    localtime_r(&secs, &tm);
+    char when[64];
+    size_t n = strftime(when, sizeof when, "%d %b %Y %H:%M:%S", &tm);
+    snprintf(when + n, sizeof when - n, ".%03d", (int)(tv.tv_usec / 1000));
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&log_lock);
+    FILE *out = log_file ? log_file : stderr;
+    fprintf(out, "%d:M %s %c %s\n", (int)getpid(), when, marks[level], msg);
+    fflush(out);
+    pthread_mutex_unlock(&log_lock);
+}

@@ -1,0 +1,1026 @@
+/*
+ * keyspace.c - the server's named values, their locks, memory and expiry.
+ *
+ * Layout
+ * ------
+ * 1024 stripes, each an independent chained hash table (power-of-two
+ * buckets, doubled when it holds more entries than buckets, never shrunk)
+ * behind its own mutex. A name's 64-bit hash picks the stripe (low bits)
+ * and the bucket (the bits above). A stripe mutex is held only to find,
+ * insert or unlink an entry: never while a command works on a value.
+ *
+ * Each entry carries a reader-writer lock, a reference count and a "dead"
+ * flag. Opening a key (bkc_host_vt.open):
+ *   1. stripe locked: find the entry, take a reference; stripe unlocked;
+ *   2. READ and ADD take the entry's read lock (lookups and the library's
+ *      lock-free adds run side by side); WRITE takes the write lock;
+ *   3. if the entry died while we waited (deleted, renamed, expired), let
+ *      go and start again: it is no longer the key of that name.
+ * A WRITE open of a missing name inserts a placeholder entry (no value)
+ * already write-locked by its creator, so two creators of one name queue
+ * on the same lock and the second finds the first's value. A placeholder
+ * left without a value is unlinked when its creator closes it. Readers
+ * treat it as missing.
+ *
+ * An entry is unlinked (dead = 1) only by someone holding its write lock
+ * (or with the whole server paused); the value is freed at once, the entry
+ * itself when the last reference goes.
+ *
+ * Memory: `used` sums bkc_value_bytes of every value; set() refuses a
+ * value that would take it past maxmemory (BK_ELIMIT), and memory_left()
+ * tells creation commands what still fits.
+ *
+ * Expiry: expire_at (absolute ms, 0 = none). Lazily on open, and actively:
+ * worker 0's timer samples stripes with keys that have an expiry (Redis's
+ * approach). An expired key is deleted under its write lock and the
+ * deletion logged as "DEL name", as Redis propagates expiry, so replaying
+ * the log gives the same keyspace; while the log is replayed nothing
+ * expires (the keyspace is "loading").
+ *
+ * Writes are logged (wrote() -> bks_persist_log) while the key's lock is
+ * held, so the log orders the writes of one key as they happened.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h> /* getrandom: the hash seed */
+
+#include "server_int.h"
+
+/*==========================================================================
+ * Types
+ *==========================================================================*/
+
+#define NSTRIPES_LOG2 10
+#define NSTRIPES (1u << NSTRIPES_LOG2)
+
+typedef struct ks_entry {
+    struct ks_entry *next;
+    uint64_t hash;
+    pthread_rwlock_t lock;
+    _Atomic uint32_t refs;
+    _Atomic int dead;
+    _Atomic int kind;               /* BKC_KIND_NONE while a placeholder */
+    bkc_value *value;               /* under lock */
+    _Atomic uint64_t expire_at;     /* ms since the epoch, 0 = none */
+    _Atomic size_t bytes;           /* counted in ks->used */
+    size_t nlen;
+    char name[];
+} ks_entry;
+
+typedef struct ks_stripe {
+    pthread_mutex_t mu;
+    ks_entry **buckets;
+    size_t mask;          /* buckets - 1; buckets == NULL when empty */
+    size_t count;         /* entries, placeholders included */
+    size_t expires;       /* entries with an expiry */
+} __attribute__((aligned(64))) ks_stripe;
+
+struct bks_keyspace {
+    ks_stripe stripes[NSTRIPES];
+    uint64_t seed;
+    uint64_t maxmemory;
+    _Atomic uint64_t used;
+    _Atomic uint64_t nkeys;      /* entries holding a value */
+    _Atomic uint64_t nexpires;
+    _Atomic int loading;
+    unsigned expire_cursor;      /* active expiry: next stripe (worker 0 only) */
+};
+
+struct bkc_key {
+    bks_keyspace *ks;
+    bks_session *s;
+    ks_entry *e;                 /* NULL: missing (READ / ADD) */
+    bkc_open_mode mode;
+};
+
+/*==========================================================================
+ * Hashing and the tables
+ *==========================================================================*/
+
+static uint64_t ks_hash(uint64_t seed, const char *p, size_t n)
+{
+    const uint64_t m = 0x9FB21C651E98DF25ULL;
+    uint64_t h = seed ^ (n * 0xFF51AFD7ED558CCDULL);
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * m;
+        h ^= h >> 29;
+        p += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, n);
+    h = (h ^ w ^ 0x5555) * m;
+    h ^= h >> 32;
+    h *= 0xD6E8FEB86659FD93ULL;
+    h ^= h >> 32;
+    return h;
+}
+
+static inline ks_stripe *stripe_of(bks_keyspace *ks, uint64_t h)
+{
+    return &ks->stripes[h & (NSTRIPES - 1)];
+}
+
+static inline size_t bucket_of(const ks_stripe *st, uint64_t h)
+{
+    return (size_t)(h >> NSTRIPES_LOG2) & st->mask;
+}
+
+static ks_entry *stripe_find(ks_stripe *st, uint64_t h, bkc_str name)
+{
+    if (!st->buckets)
+        return NULL;
+    for (ks_entry *e = st->buckets[bucket_of(st, h)]; e; e = e->next)
+        if (e->hash == h && e->nlen == name.len && !memcmp(e->name, name.ptr, name.len))
+            return e;
+    return NULL;
+}
+
+static int stripe_grow(ks_stripe *st)
+{
+    size_t n = st->buckets ? (st->mask + 1) * 2 : 4;
+    ks_entry **b = calloc(n, sizeof *b);
+    if (!b)
+        return -1;
+    if (st->buckets) {
+        for (size_t i = 0; i <= st->mask; i++) {
+            ks_entry *e = st->buckets[i];
+            while (e) {
+                ks_entry *next = e->next;
+                size_t j = (size_t)(e->hash >> NSTRIPES_LOG2) & (n - 1);
+                e->next = b[j];
+                b[j] = e;
+                e = next;
+            }
+        }
+        free(st->buckets);
+    }
+    st->buckets = b;
+    st->mask = n - 1;
+    return 0;
+}
+
+/* Insert e (not present). Stripe locked. */
+static int stripe_insert(ks_stripe *st, ks_entry *e)
+{
+    if ((!st->buckets || st->count > st->mask) && stripe_grow(st) < 0 && !st->buckets)
+        return -1;
+    size_t i = bucket_of(st, e->hash);
+    e->next = st->buckets[i];
+    st->buckets[i] = e;
+    st->count++;
+    return 0;
+}
+
+static void stripe_remove(ks_stripe *st, ks_entry *e)
+{
+    ks_entry **pp = &st->buckets[bucket_of(st, e->hash)];
+    while (*pp && *pp != e)
+        pp = &(*pp)->next;
+    if (*pp) {
+        *pp = e->next;
+        st->count--;
+    }
+}
+
+static ks_entry *entry_new(uint64_t h, bkc_str name)
+{
+    ks_entry *e = calloc(1, sizeof *e + name.len + 1);
+    if (!e)
+        return NULL;
+    if (pthread_rwlock_init(&e->lock, NULL)) {
+        free(e);
+        return NULL;
+    }
+    atomic_store(&e->refs, 1);   /* the table's, once linked */
+    e->hash = h;
+    e->nlen = name.len;
+    memcpy(e->name, name.ptr, name.len);
+    return e;
+}
+
+/* Keys a client can see: a *.LOADCHUNK in progress is hidden from
+ * EXISTS, TYPE, KEYS, SCAN and DBSIZE. */
+static inline int kind_visible(int kind)
+{
+    return kind != BKC_KIND_NONE && kind != BKC_KIND_LOADING;
+}
+
+static void entry_destroy(ks_entry *e)
+{
+    pthread_rwlock_destroy(&e->lock);
+    free(e);
+}
+
+/* References: the table holds one while the entry is linked, and every
+ * open holds one. A lookup takes its reference under the stripe mutex
+ * while the entry is linked, so a count that reached 0 never rises again:
+ * whoever drops the last one frees the entry. */
+static void entry_unref(ks_entry *e)
+{
+    if (atomic_fetch_sub(&e->refs, 1) == 1)
+        entry_destroy(e);
+}
+
+/* Drop e's value (accounting). Caller holds e's write lock or the server
+ * is paused. */
+static void entry_drop_value(bks_keyspace *ks, ks_entry *e)
+{
+    int kind = atomic_load(&e->kind);
+    if (kind != BKC_KIND_NONE) {
+        if (kind_visible(kind))
+            atomic_fetch_sub(&ks->nkeys, 1);
+        atomic_fetch_sub(&ks->used, atomic_exchange(&e->bytes, 0));
+        atomic_store(&e->kind, BKC_KIND_NONE);
+    }
+    bkc_value_free(e->value);
+    e->value = NULL;
+}
+
+/* Unlink e from its stripe and free its value. Caller holds e's write lock
+ * and a reference (the entry is freed by the last unref). */
+static void entry_unlink(bks_keyspace *ks, ks_entry *e)
+{
+    ks_stripe *st = stripe_of(ks, e->hash);
+    int unlinked = 0;
+    pthread_mutex_lock(&st->mu);
+    if (!atomic_load(&e->dead)) {
+        stripe_remove(st, e);
+        if (atomic_load(&e->expire_at)) {
+            st->expires--;
+            atomic_fetch_sub(&ks->nexpires, 1);
+        }
+        atomic_store(&e->dead, 1);
+        unlinked = 1;
+    }
+    pthread_mutex_unlock(&st->mu);
+    entry_drop_value(ks, e);
+    if (unlinked)
+        entry_unref(e);      /* the table's reference; the caller still has one */
+}
+
+static void set_expire_locked(bks_keyspace *ks, ks_entry *e, uint64_t at)
+{
+    ks_stripe *st = stripe_of(ks, e->hash);
+    pthread_mutex_lock(&st->mu);
+    uint64_t old = atomic_load(&e->expire_at);
+    if (!old && at) {
+        st->expires++;
+        atomic_fetch_add(&ks->nexpires, 1);
+    } else if (old && !at) {
+        st->expires--;
+        atomic_fetch_sub(&ks->nexpires, 1);
+    }
+    atomic_store(&e->expire_at, at);
+    pthread_mutex_unlock(&st->mu);
+}
+
+/*==========================================================================
+ * Logging writes
+ *==========================================================================*/
+
+_Thread_local int bks_tl_log_failed;
+
+static void log_argv(bks_session *s, int argc, const bkc_str *argv)
+{
+    if (!s || !s->persist)
+        return;
+    if (bks_persist_log(s->persist, argc, argv) < 0) {
+        bks_tl_log_failed = 1;
+        if (!atomic_exchange(&g_srv.write_error, 1))
+            bks_log(BKS_LOG_ERROR, "cannot append to the log: refusing writes from now on");
+    }
+}
+
+static void log_del(bks_session *s, const char *name, size_t len)
+{
+    bkc_str argv[2] = {{"DEL", 3}, {name, len}};
+    log_argv(s, 2, argv);
+}
+
+/*==========================================================================
+ * Keyspace life
+ *==========================================================================*/
+
+int bks_keyspace_create(bks_keyspace **out, uint64_t maxmemory)
+{
+    bks_keyspace *ks = calloc(1, sizeof *ks);
+    if (!ks)
+        return BK_ENOMEM;
+    for (unsigned i = 0; i < NSTRIPES; i++)
+        pthread_mutex_init(&ks->stripes[i].mu, NULL);
+    if (getrandom(&ks->seed, sizeof ks->seed, 0) != sizeof ks->seed)
+        ks->seed = (uint64_t)(uintptr_t)ks ^ bks_now_ms();
+    ks->maxmemory = maxmemory;
+    ks->loading = 1;
+    *out = ks;
+    return BK_OK;
+}
+
+void bks_keyspace_loaded(bks_keyspace *ks)
+{
+    atomic_store(&ks->loading, 0);
+}
+
+void bks_ks_flush(bks_keyspace *ks)
+{
+    for (unsigned i = 0; i < NSTRIPES; i++) {
+        ks_stripe *st = &ks->stripes[i];
+        pthread_mutex_lock(&st->mu);
+        if (st->buckets) {
+            for (size_t b = 0; b <= st->mask; b++) {
+                ks_entry *e = st->buckets[b];
+                while (e) {
+                    ks_entry *next = e->next;
+                    entry_drop_value(ks, e);
+                    entry_destroy(e);
+                    e = next;
+                }
+            }
+            free(st->buckets);
+        }
+        st->buckets = NULL;
+        st->mask = 0;
+        st->count = 0;
+        st->expires = 0;
+        pthread_mutex_unlock(&st->mu);
+    }
+    atomic_store(&ks->nexpires, 0);
+}
+
+void bks_keyspace_free(bks_keyspace *ks)
+{
+    if (!ks)
+        return;
+    bks_ks_flush(ks);
+    for (unsigned i = 0; i < NSTRIPES; i++)
+        pthread_mutex_destroy(&ks->stripes[i].mu);
+    free(ks);
+}
+
+int bks_keyspace_load(bks_keyspace *ks, bkc_str name, bkc_value *v, uint64_t expire_at_ms)
+{
+    if (!v)
+        return BK_EINVAL;
+    uint64_t h = ks_hash(ks->seed, name.ptr, name.len);
+    ks_stripe *st = stripe_of(ks, h);
+    pthread_mutex_lock(&st->mu);
+    if (stripe_find(st, h, name)) {
+        pthread_mutex_unlock(&st->mu);
+        return BK_EINVAL;
+    }
+    ks_entry *e = entry_new(h, name);
+    if (!e || stripe_insert(st, e) < 0) {
+        pthread_mutex_unlock(&st->mu);
+        if (e)
+            entry_destroy(e);
+        return BK_ENOMEM;
+    }
+    e->value = v;
+    atomic_store(&e->kind, (int)v->kind);
+    size_t bytes = bkc_value_bytes(v);
+    atomic_store(&e->bytes, bytes);
+    atomic_fetch_add(&ks->used, bytes);
+    if (kind_visible((int)v->kind))
+        atomic_fetch_add(&ks->nkeys, 1);
+    if (expire_at_ms) {
+        atomic_store(&e->expire_at, expire_at_ms);
+        st->expires++;
+        atomic_fetch_add(&ks->nexpires, 1);
+    }
+    pthread_mutex_unlock(&st->mu);
+    return BK_OK;
+}
+
+int bks_keyspace_foreach(bks_keyspace *ks, bks_key_fn fn, void *arg)
+{
+    for (unsigned i = 0; i < NSTRIPES; i++) {
+        ks_stripe *st = &ks->stripes[i];
+        if (!st->buckets)
+            continue;
+        for (size_t b = 0; b <= st->mask; b++) {
+            for (ks_entry *e = st->buckets[b]; e; e = e->next) {
+                if (!e->value || atomic_load(&e->dead))
+                    continue;
+                bkc_str name = {e->name, e->nlen};
+                int rc = fn(arg, name, e->value, atomic_load(&e->expire_at));
+                if (rc)
+                    return rc;
+            }
+        }
+    }
+    return 0;
+}
+
+uint64_t bks_keyspace_size(bks_keyspace *ks) { return atomic_load(&ks->nkeys); }
+uint64_t bks_keyspace_memory(bks_keyspace *ks) { return atomic_load(&ks->used); }
+uint64_t bks_ks_expires(bks_keyspace *ks) { return atomic_load(&ks->nexpires); }
+
+/*==========================================================================
+ * Opening keys
+ *==========================================================================*/
+
+static int is_expired(bks_keyspace *ks, ks_entry *e, uint64_t now)
+{
+    uint64_t at = atomic_load_explicit(&e->expire_at, memory_order_relaxed);
+    return at && at <= now && !atomic_load_explicit(&ks->loading, memory_order_relaxed);
+}
+
+/* Delete e if it is (still) expired. Caller holds the write lock. */
+static int expire_if_due(bks_keyspace *ks, bks_session *s, ks_entry *e, uint64_t now)
+{
+    if (atomic_load(&e->dead) || !is_expired(ks, e, now))
+        return 0;
+    int had_value = atomic_load(&e->kind) != BKC_KIND_NONE;
+    entry_unlink(ks, e);
+    if (had_value) {
+        atomic_fetch_add(&g_srv.expired_keys, 1);
+        log_del(s, e->name, e->nlen);
+    }
+    return 1;
+}
+
+/* Find name and lock it in mode. With create (WRITE only), a missing name
+ * gets a write-locked placeholder. Returns the entry (locked, referenced)
+ * or NULL for missing; *oom on allocation failure. */
+static ks_entry *ks_acquire(bks_keyspace *ks, bks_session *s, bkc_str name,
+                            bkc_open_mode mode, int create, int *oom)
+{
+    uint64_t h = ks_hash(ks->seed, name.ptr, name.len);
+    ks_stripe *st = stripe_of(ks, h);
+    *oom = 0;
+    for (;;) {
+        pthread_mutex_lock(&st->mu);
+        ks_entry *e = stripe_find(st, h, name);
+        if (!e) {
+            pthread_mutex_unlock(&st->mu);
+            if (!create)
+                return NULL;
+            /* The placeholder is write-locked before it is published, so
+             * that entry locks are never taken under a stripe mutex (the
+             * lock order is always entry, then stripe). */
+            ks_entry *n = entry_new(h, name);
+            if (!n) {
+                *oom = 1;
+                return NULL;
+            }
+            atomic_store(&n->refs, 2);   /* the table's and the creator's */
+            pthread_rwlock_wrlock(&n->lock);
+            pthread_mutex_lock(&st->mu);
+            if (stripe_find(st, h, name)) {          /* another creator won */
+                pthread_mutex_unlock(&st->mu);
+                pthread_rwlock_unlock(&n->lock);
+                entry_destroy(n);
+                continue;
+            }
+            if (stripe_insert(st, n) < 0) {
+                pthread_mutex_unlock(&st->mu);
+                pthread_rwlock_unlock(&n->lock);
+                entry_destroy(n);
+                *oom = 1;
+                return NULL;
+            }
+            pthread_mutex_unlock(&st->mu);
+            return n;
+        }
+        atomic_fetch_add(&e->refs, 1);
+        pthread_mutex_unlock(&st->mu);
+
+        if (mode == BKC_OPEN_WRITE)
+            pthread_rwlock_wrlock(&e->lock);
+        else
+            pthread_rwlock_rdlock(&e->lock);
+        if (atomic_load(&e->dead)) {
+            pthread_rwlock_unlock(&e->lock);
+            entry_unref(e);
+            continue;
+        }
+        uint64_t now = bks_now_ms();
+        if (is_expired(ks, e, now)) {
+            if (mode != BKC_OPEN_WRITE) {
+                pthread_rwlock_unlock(&e->lock);
+                pthread_rwlock_wrlock(&e->lock);
+            }
+            expire_if_due(ks, s, e, now);
+            pthread_rwlock_unlock(&e->lock);
+            entry_unref(e);
+            continue;
+        }
+        if (mode != BKC_OPEN_WRITE && atomic_load(&e->kind) == BKC_KIND_NONE) {
+            /* a placeholder whose creator stored nothing: missing */
+            pthread_rwlock_unlock(&e->lock);
+            entry_unref(e);
+            return NULL;
+        }
+        return e;
+    }
+}
+
+static void ks_release(bks_keyspace *ks, ks_entry *e, bkc_open_mode mode)
+{
+    if (mode == BKC_OPEN_WRITE && !atomic_load(&e->dead) &&
+        atomic_load(&e->kind) == BKC_KIND_NONE)
+        entry_unlink(ks, e);          /* an unused placeholder */
+    pthread_rwlock_unlock(&e->lock);
+    entry_unref(e);
+}
+
+/*==========================================================================
+ * bkc_host_vt
+ *==========================================================================*/
+
+static bkc_key *host_open(void *host, bkc_str name, bkc_open_mode mode)
+{
+    bks_session *s = host;
+    bkc_key *k = malloc(sizeof *k);
+    if (!k)
+        return NULL;
+    int oom;
+    k->ks = s->ks;
+    k->s = s;
+    k->mode = mode;
+    k->e = ks_acquire(s->ks, s, name, mode, mode == BKC_OPEN_WRITE, &oom);
+    if (oom) {
+        free(k);
+        return NULL;
+    }
+    return k;
+}
+
+static bkc_kind host_kind(bkc_key *k)
+{
+    return k->e ? (bkc_kind)atomic_load(&k->e->kind) : BKC_KIND_NONE;
+}
+
+static bkc_value *host_value(bkc_key *k)
+{
+    return k->e ? k->e->value : NULL;
+}
+
+static int host_set(bkc_key *k, bkc_value *v)
+{
+    ks_entry *e = k->e;
+    if (!e || k->mode != BKC_OPEN_WRITE) {
+        bkc_value_free(v);
+        return BK_EINVAL;
+    }
+    bks_keyspace *ks = k->ks;
+    if (!v) {
+        if (!atomic_load(&e->dead))
+            entry_unlink(ks, e);
+        return BK_OK;
+    }
+    if (v == e->value) {
+        int was = kind_visible(atomic_load(&e->kind)), now = kind_visible((int)v->kind);
+        if (!was && now)
+            atomic_fetch_add(&ks->nkeys, 1);
+        else if (was && !now)
+            atomic_fetch_sub(&ks->nkeys, 1);
+        atomic_store(&e->kind, (int)v->kind);
+        size_t nb = bkc_value_bytes(v);
+        size_t ob = atomic_exchange(&e->bytes, nb);
+        atomic_fetch_add(&ks->used, nb - ob);
+        return BK_OK;
+    }
+    size_t nb = bkc_value_bytes(v);
+    size_t ob = atomic_load(&e->bytes);
+    uint64_t cur = atomic_load(&ks->used);
+    for (;;) {
+        uint64_t next = cur - ob + nb;
+        if (ks->maxmemory && nb > ob && next > ks->maxmemory) {
+            bkc_value_free(v);
+            return BK_ELIMIT;
+        }
+        if (atomic_compare_exchange_weak(&ks->used, &cur, next))
+            break;
+    }
+    atomic_store(&e->bytes, nb);
+    int was = kind_visible(atomic_load(&e->kind)), now = kind_visible((int)v->kind);
+    if (!was && now)
+        atomic_fetch_add(&ks->nkeys, 1);
+    else if (was && !now)
+        atomic_fetch_sub(&ks->nkeys, 1);
+    bkc_value *old = e->value;
+    e->value = v;
+    atomic_store(&e->kind, (int)v->kind);
+    bkc_value_free(old);
+    return BK_OK;
+}
+
+static void host_resized(bkc_key *k)
+{
+    ks_entry *e = k->e;
+    if (!e || !e->value)
+        return;
+    size_t nb = bkc_value_bytes(e->value);
+    size_t ob = atomic_exchange(&e->bytes, nb);
+    atomic_fetch_add(&k->ks->used, nb - ob);
+}
+
+static void host_close(bkc_key *k)
+{
+    if (!k)
+        return;
+    if (k->e)
+        ks_release(k->ks, k->e, k->mode);
+    free(k);
+}
+
+static void host_wrote(void *host, int argc, const bkc_str *argv)
+{
+    log_argv(host, argc, argv);
+}
+
+static size_t host_memory_left(void *host)
+{
+    bks_session *s = host;
+    bks_keyspace *ks = s->ks;
+    if (!ks->maxmemory)
+        return SIZE_MAX;
+    uint64_t used = atomic_load(&ks->used);
+    if (used >= ks->maxmemory)
+        return 0;
+    uint64_t left = ks->maxmemory - used;
+    return left > SIZE_MAX ? SIZE_MAX : (size_t)left;
+}
+
+const bkc_host_vt bks_host_vt = {
+    .open = host_open,
+    .kind = host_kind,
+    .value = host_value,
+    .set = host_set,
+    .resized = host_resized,
+    .close = host_close,
+    .wrote = host_wrote,
+    .memory_left = host_memory_left,
+};
+
+/*==========================================================================
+ * For the host commands
+ *==========================================================================*/
+
+int bks_ks_kind(bks_keyspace *ks, bks_session *s, bkc_str name)
+{
+    int oom;
+    ks_entry *e = ks_acquire(ks, s, name, BKC_OPEN_READ, 0, &oom);
+    if (!e)
+        return -1;
+    int kind = atomic_load(&e->kind);
+    ks_release(ks, e, BKC_OPEN_READ);
+    return kind_visible(kind) ? kind : -1;
+}
+
+int bks_ks_delete(bks_keyspace *ks, bks_session *s, bkc_str name)
+{
+    int oom;
+    ks_entry *e = ks_acquire(ks, s, name, BKC_OPEN_WRITE, 0, &oom);
+    if (!e)
+        return 0;
+    int had = atomic_load(&e->kind) != BKC_KIND_NONE;
+    entry_unlink(ks, e);
+    if (had)
+        log_del(s, name.ptr, name.len);
+    ks_release(ks, e, BKC_OPEN_WRITE);
+    return had;
+}
+
+int64_t bks_ks_get_expire(bks_keyspace *ks, bks_session *s, bkc_str name)
+{
+    int oom;
+    ks_entry *e = ks_acquire(ks, s, name, BKC_OPEN_READ, 0, &oom);
+    if (!e)
+        return -2;
+    int64_t at = (int64_t)atomic_load(&e->expire_at);
+    ks_release(ks, e, BKC_OPEN_READ);
+    return at;
+}
+
+int bks_ks_set_expire(bks_keyspace *ks, bks_session *s, bkc_str name,
+                      uint64_t at_ms, int flags)
+{
+    int oom;
+    ks_entry *e = ks_acquire(ks, s, name, BKC_OPEN_WRITE, 0, &oom);
+    if (!e)
+        return 0;
+    int done = 0;
+    uint64_t cur = atomic_load(&e->expire_at);
+    if (atomic_load(&e->kind) == BKC_KIND_NONE)
+        goto out;
+    if (at_ms == 0) {                       /* PERSIST */
+        if (cur) {
+            set_expire_locked(ks, e, 0);
+            bkc_str argv[2] = {{"PERSIST", 7}, name};
+            log_argv(s, 2, argv);
+            done = 1;
+        }
+        goto out;
+    }
+    if ((flags & BKS_EXP_NX) && cur)
+        goto out;
+    if ((flags & BKS_EXP_XX) && !cur)
+        goto out;
+    if ((flags & BKS_EXP_GT) && (!cur || at_ms <= cur))
+        goto out;
+    if ((flags & BKS_EXP_LT) && cur && at_ms >= cur)
+        goto out;
+    if (at_ms <= bks_now_ms() && !atomic_load(&ks->loading)) {
+        entry_unlink(ks, e);
+        log_del(s, name.ptr, name.len);
+        done = 1;
+        goto out;
+    }
+    set_expire_locked(ks, e, at_ms);
+    char num[32];
+    int n = snprintf(num, sizeof num, "%llu", (unsigned long long)at_ms);
+    bkc_str argv[3] = {{"PEXPIREAT", 9}, name, {num, (size_t)n}};
+    log_argv(s, 3, argv);
+    done = 1;
+out:
+    ks_release(ks, e, BKC_OPEN_WRITE);
+    return done;
+}
+
+int bks_ks_rename(bks_keyspace *ks, bks_session *s, bkc_str src, bkc_str dst, int nx)
+{
+    /* The server is paused: no command holds a key, no reference is out. */
+    uint64_t now = bks_now_ms();
+    uint64_t hs = ks_hash(ks->seed, src.ptr, src.len);
+    ks_stripe *ss = stripe_of(ks, hs);
+    pthread_mutex_lock(&ss->mu);
+    ks_entry *e = stripe_find(ss, hs, src);
+    pthread_mutex_unlock(&ss->mu);
+    if (!e || atomic_load(&e->kind) == BKC_KIND_NONE)
+        return -1;
+    if (is_expired(ks, e, now)) {
+        atomic_fetch_add(&e->refs, 1);
+        pthread_rwlock_wrlock(&e->lock);
+        expire_if_due(ks, s, e, now);
+        pthread_rwlock_unlock(&e->lock);
+        entry_unref(e);
+        return -1;
+    }
+    if (src.len == dst.len && !memcmp(src.ptr, dst.ptr, src.len))
+        return nx ? 0 : 1;
+
+    uint64_t hd = ks_hash(ks->seed, dst.ptr, dst.len);
+    ks_stripe *ds = stripe_of(ks, hd);
+    pthread_mutex_lock(&ds->mu);
+    ks_entry *d = stripe_find(ds, hd, dst);
+    pthread_mutex_unlock(&ds->mu);
+    if (d && is_expired(ks, d, now)) {
+        atomic_fetch_add(&d->refs, 1);
+        pthread_rwlock_wrlock(&d->lock);
+        expire_if_due(ks, s, d, now);
+        pthread_rwlock_unlock(&d->lock);
+        entry_unref(d);
+        d = NULL;
+    }
+    if (d && nx && atomic_load(&d->kind) != BKC_KIND_NONE)
+        return 0;
+
+    ks_entry *n = entry_new(hd, dst);
+    if (!n)
+        return -2;
+    if (d) {                                   /* overwrite dst */
+        atomic_fetch_add(&d->refs, 1);
+        pthread_rwlock_wrlock(&d->lock);
+        entry_unlink(ks, d);
+        pthread_rwlock_unlock(&d->lock);
+        entry_unref(d);
+    }
+    /* move the value from e to n */
+    uint64_t exp = atomic_load(&e->expire_at);
+    n->value = e->value;
+    atomic_store(&n->kind, atomic_load(&e->kind));
+    atomic_store(&n->bytes, atomic_load(&e->bytes));
+    e->value = NULL;
+    atomic_store(&e->kind, BKC_KIND_NONE);
+    atomic_store(&e->bytes, 0);
+    atomic_fetch_add(&e->refs, 1);
+    pthread_rwlock_wrlock(&e->lock);
+    entry_unlink(ks, e);                        /* value already moved */
+    pthread_rwlock_unlock(&e->lock);
+    entry_unref(e);
+    pthread_mutex_lock(&ds->mu);
+    if (stripe_insert(ds, n) < 0) {
+        /* cannot happen after the unlink freed room; keep it simple */
+        pthread_mutex_unlock(&ds->mu);
+        bkc_value_free(n->value);
+        atomic_fetch_sub(&ks->nkeys, 1);
+        atomic_fetch_sub(&ks->used, atomic_load(&n->bytes));
+        entry_destroy(n);
+        return -2;
+    }
+    if (exp) {
+        atomic_store(&n->expire_at, exp);
+        ds->expires++;
+        atomic_fetch_add(&ks->nexpires, 1);
+    }
+    pthread_mutex_unlock(&ds->mu);
+    bkc_str argv[3] = {{nx ? "RENAMENX" : "RENAME", nx ? 8u : 6u}, src, dst};
+    log_argv(s, 3, argv);
+    return 1;
+}
+
+void bks_ks_each(bks_keyspace *ks, bks_name_fn fn, void *arg)
+{
+    uint64_t now = bks_now_ms();
+    for (unsigned i = 0; i < NSTRIPES; i++) {
+        ks_stripe *st = &ks->stripes[i];
+        pthread_mutex_lock(&st->mu);
+        int stop = 0;
+        if (st->buckets) {
+            for (size_t b = 0; b <= st->mask && !stop; b++) {
+                for (ks_entry *e = st->buckets[b]; e && !stop; e = e->next) {
+                    int kind = atomic_load(&e->kind);
+                    if (!kind_visible(kind) || is_expired(ks, e, now))
+                        continue;
+                    stop = fn(arg, e->name, e->nlen, (bkc_kind)kind);
+                }
+            }
+        }
+        pthread_mutex_unlock(&st->mu);
+        if (stop)
+            return;
+    }
+}
+
+static uint64_t rev64(uint64_t v)
+{
+    v = ((v >> 1) & 0x5555555555555555ULL) | ((v & 0x5555555555555555ULL) << 1);
+    v = ((v >> 2) & 0x3333333333333333ULL) | ((v & 0x3333333333333333ULL) << 2);
+    v = ((v >> 4) & 0x0F0F0F0F0F0F0F0FULL) | ((v & 0x0F0F0F0F0F0F0F0FULL) << 4);
+    v = ((v >> 8) & 0x00FF00FF00FF00FFULL) | ((v & 0x00FF00FF00FF00FFULL) << 8);
+    v = ((v >> 16) & 0x0000FFFF0000FFFFULL) | ((v & 0x0000FFFF0000FFFFULL) << 16);
+    return (v >> 32) | (v << 32);
+}
+
+/* The cursor: low NSTRIPES_LOG2 bits the stripe, the rest the stripe's
+ * bucket cursor in reverse-binary order (Redis's SCAN: tables that grew
+ * between calls do not make it miss keys that were there throughout). */
+uint64_t bks_ks_scan(bks_keyspace *ks, uint64_t cursor, uint64_t count,
+                     bks_name_fn fn, void *arg)
+{
+    uint64_t now = bks_now_ms();
+    unsigned si = (unsigned)(cursor & (NSTRIPES - 1));
+    uint64_t v = cursor >> NSTRIPES_LOG2;
+    uint64_t emitted = 0, visits = 0, max_visits = count * 10 + 16;
+    if (count == 0)
+        count = 10;
+    while (si < NSTRIPES && emitted < count && visits < max_visits) {
+        ks_stripe *st = &ks->stripes[si];
+        pthread_mutex_lock(&st->mu);
+        if (!st->buckets) {
+            pthread_mutex_unlock(&st->mu);
+            si++;
+            v = 0;
+            continue;
+        }
+        uint64_t mask = st->mask;
+        for (ks_entry *e = st->buckets[v & mask]; e; e = e->next) {
+            int kind = atomic_load(&e->kind);
+            if (!kind_visible(kind) || is_expired(ks, e, now))
+                continue;
+            fn(arg, e->name, e->nlen, (bkc_kind)kind);
+            emitted++;
+        }
+        pthread_mutex_unlock(&st->mu);
+        visits++;
+        v |= ~mask;
+        v = rev64(v);
+        v++;
+        v = rev64(v);
+        if (v == 0)
+            si++;
+    }
+    if (si >= NSTRIPES)
+        return 0;
+    return (v << NSTRIPES_LOG2) | si;
+}
+
+uint64_t bks_ks_active_expire(bks_keyspace *ks, bks_session *s, uint64_t now_ms)
+{
+    if (atomic_load(&ks->loading) || atomic_load(&ks->nexpires) == 0)
+        return 0;
+    enum { BATCH = 20, STRIPES_PER_RUN = 64 };
+    uint64_t deleted = 0;
+    for (unsigned n = 0; n < STRIPES_PER_RUN; n++) {
+        ks_stripe *st = &ks->stripes[ks->expire_cursor];
+        ks->expire_cursor = (ks->expire_cursor + 1) & (NSTRIPES - 1);
+        ks_entry *due[BATCH];
+        size_t ndue = 0;
+        pthread_mutex_lock(&st->mu);
+        if (st->expires && st->buckets) {
+            for (size_t b = 0; b <= st->mask && ndue < BATCH; b++) {
+                for (ks_entry *e = st->buckets[b]; e && ndue < BATCH; e = e->next) {
+                    uint64_t at = atomic_load(&e->expire_at);
+                    if (at && at <= now_ms) {
+                        atomic_fetch_add(&e->refs, 1);
+                        due[ndue++] = e;
+                    }
+                }
+            }
+        }
+        pthread_mutex_unlock(&st->mu);
+        for (size_t i = 0; i < ndue; i++) {
+            ks_entry *e = due[i];
+            pthread_rwlock_wrlock(&e->lock);
+            deleted += (uint64_t)expire_if_due(ks, s, e, now_ms);
+            pthread_rwlock_unlock(&e->lock);
+            entry_unref(e);
+        }
+    }
+    return deleted;
+}
+
+/*==========================================================================
+ * Glob matching (KEYS, SCAN MATCH, CONFIG GET): Redis's rules
+ *==========================================================================*/
+
+static int lower(int c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
+
+/* Does the one-character token at p[i] ('?', '[...]', '\\x' or a literal)
+ * match c? *adv gets the token's length. */
+static int token_match(const char *p, size_t pl, size_t i, unsigned char c, int nocase,
+                       size_t *adv)
+{
+    if (p[i] == '?') {
+        *adv = 1;
+        return 1;
+    }
+    if (p[i] == '[') {
+        size_t j = i + 1;
+        int neg = j < pl && p[j] == '^';
+        if (neg)
+            j++;
+        int match = 0;
+        while (j < pl && p[j] != ']') {
+            if (p[j] == '\\' && j + 1 < pl) {
+                j++;
+                if ((unsigned char)p[j] == c)
+                    match = 1;
+            } else if (j + 2 < pl && p[j + 1] == '-' && p[j + 2] != ']') {
+                int a = (unsigned char)p[j], b = (unsigned char)p[j + 2], x = c;
+                if (a > b) { int t = a; a = b; b = t; }
+                if (nocase) { a = lower(a); b = lower(b); x = lower(x); }
+                if (x >= a && x <= b)
+                    match = 1;
+                j += 2;
+            } else if (nocase ? lower((unsigned char)p[j]) == lower(c)
+                              : (unsigned char)p[j] == c) {
+                match = 1;
+            }
+            j++;
+        }
+        if (j < pl)
+            j++;   /* ']' */
+        *adv = j - i;
+        return neg ? !match : match;
+    }
+    size_t k = i;
+    if (p[k] == '\\' && k + 1 < pl)
+        k++;
+    *adv = k - i + 1;
+    return nocase ? lower((unsigned char)p[k]) == lower(c) : (unsigned char)p[k] == c;
+}
+
+/* Iterative matching with backtracking to the last '*': O(len(p) * len(s))
+ * at worst, whatever the pattern (no exponential blow-up on "*a*a*a*b"). */
+static int glob_iter(const char *p, size_t pl, const char *s, size_t sl, int nocase)
+{
+    size_t pi = 0, si = 0, star_p = SIZE_MAX, star_s = 0;
+    while (si < sl) {
+        if (pi < pl && p[pi] == '*') {
+            while (pi < pl && p[pi] == '*')
+                pi++;
+            if (pi == pl)
+                return 1;
+            star_p = pi;
+            star_s = si;
+            continue;
+        }
+        size_t adv;
+        if (pi < pl && token_match(p, pl, pi, (unsigned char)s[si], nocase, &adv)) {
+            pi += adv;
+            si++;
+            continue;
+        }
+        if (star_p == SIZE_MAX)
+            return 0;
+        pi = star_p;
+        si = ++star_s;
+    }
+    while (pi < pl && p[pi] == '*')
+        pi++;
+    return pi == pl;
+}
+
+int bks_glob_match(const char *pat, size_t plen, const char *s, size_t slen, int nocase)
+{
+    return glob_iter(pat, plen, s, slen, nocase);
+}

@@ -1,0 +1,898 @@
+/*
+ * net.c - workers, listeners, clients: bytes in, replies out (libuv).
+ *
+ * Threads
+ * -------
+ * N workers (--threads, default one per core), each a thread with its own
+ * uv_loop. Every worker opens its own TCP listening socket on each bind
+ * address with SO_REUSEPORT, so the kernel spreads new connections across
+ * the workers; a client then lives on one worker for good. Worker 0 also
+ * serves the Unix socket and runs a 100 ms timer (active expiry, then
+ * bks_persist_tick). The main thread only waits for signals and for
+ * SHUTDOWN, then stops the workers and does the final save.
+ *
+ * Each worker holds its own execution mutex while it runs commands (one
+ * batch of parsed requests at a time, or its expiry cycle): bks_pause_all
+ * takes every worker's mutex, so when it returns no command runs anywhere.
+ * Called from inside a command (SAVE, FLUSHALL, RENAME, BGSAVE's fork), it
+ * first lets go of its own worker's mutex, and takes it back in
+ * bks_resume_all; a global pause mutex orders concurrent pausers.
+ *
+ * A client
+ * --------
+ * The query buffer receives reads directly (libuv's alloc callback hands out
+ * its free tail); resp.c parses requests in place. One read is processed as
+ * a batch: every complete request in the buffer is parsed (up to
+ * BATCH_MAX at a time), executed in order by hostcmd.c (which coalesces
+ * BF.ADD / BF.EXISTS runs into batched calls), and all the replies go out
+ * in one write. What is left (a partial request) moves to the front.
+ *
+ * Limits: the query buffer never exceeds client-query-buffer-limit; a
+ * protocol error is answered and the connection closed once the answer is
+ * written; replies not yet taken by a slow reader beyond
+ * client-output-buffer-limit get the client disconnected (the others never
+ * notice); maxclients; protected mode (DENIED for non-loopback peers when
+ * there is no password and the server listens beyond loopback).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "server_int.h"
+
+#define MAX_BINDS 16
+#define BATCH_MAX 1024            /* requests executed per exec-lock hold */
+#define READ_CHUNK (16 * 1024)    /* the least free room offered to a read */
+
+typedef struct bks_worker bks_worker;
+
+struct bks_client {
+    union {
+        uv_handle_t handle;
+        uv_stream_t stream;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } h;
+    bks_worker *w;
+    bks_client *prev, *next;
+    uint64_t id;
+    char addr[64];
+    char *name;                  /* under w->list_lock */
+    int resp;
+    int authed;
+    int closing;                 /* close once the output is written */
+    int closed;                  /* uv_close called */
+    int counted;                 /* in g_srv.connected_clients */
+    /* input */
+    char *qbuf;
+    size_t qlen, qcap, need;
+    bks_parser parser;
+    /* the batch being parsed: argv copies (pointing into qbuf) */
+    bkc_str *pool;
+    size_t pool_len, pool_cap;
+    size_t *req_off;
+    int *argcs;
+    const bkc_str **argvs;
+    int nreq, req_cap;
+    /* output: out accumulates, wbuf is being written */
+    bks_outbuf out, wbuf;
+    size_t woff;
+    uv_write_t wreq;
+    int writing;
+    bks_session session;
+};
+
+struct bks_worker {
+    int index;
+    uv_loop_t loop;
+    uv_thread_t thread;
+    int started;
+    pthread_mutex_t exec;
+    pthread_mutex_t list_lock;
+    uv_async_t wake;
+    uv_timer_t timer;
+    int has_timer;
+    uv_tcp_t tcp[MAX_BINDS];
+    int ntcp;
+    uv_pipe_t unix_listener;
+    int has_unix;
+    bks_client *clients;
+    bks_session timer_session;
+};
+
+static bks_worker *g_workers;
+static int g_nworkers;
+static pthread_mutex_t g_pause = PTHREAD_MUTEX_INITIALIZER;
+static int g_protected;          /* protected mode in force */
+static uv_loop_t g_main_loop;
+static uv_async_t g_main_async;
+static uv_signal_t g_sigterm, g_sigint;
+static _Atomic int g_main_ready;
+
+static _Thread_local bks_worker *tl_worker;
+static _Thread_local int tl_holding;       /* tl_worker->exec is held */
+static _Thread_local int tl_pause_depth;
+static _Thread_local int tl_released_own;
+
+/*==========================================================================
+ * Pausing
+ *==========================================================================*/
+
+static void exec_lock(bks_worker *w)
+{
+    pthread_mutex_lock(&w->exec);
+    tl_holding = 1;
+}
+
+static void exec_unlock(bks_worker *w)
+{
+    tl_holding = 0;
+    pthread_mutex_unlock(&w->exec);
+}
+
+void bks_pause_all(void)
+{
+    if (tl_pause_depth++ > 0)
+        return;
+    tl_released_own = 0;
+    if (tl_worker && tl_holding) {
+        exec_unlock(tl_worker);
+        tl_released_own = 1;
+    }
+    pthread_mutex_lock(&g_pause);
+    for (int i = 0; i < g_nworkers; i++)
+        pthread_mutex_lock(&g_workers[i].exec);
+}
+
+void bks_resume_all(void)
+{
+    if (--tl_pause_depth > 0)
+        return;
+    for (int i = g_nworkers - 1; i >= 0; i--)
+        pthread_mutex_unlock(&g_workers[i].exec);
+    pthread_mutex_unlock(&g_pause);
+    if (tl_released_own) {
+        tl_released_own = 0;
+        exec_lock(tl_worker);
+    }
+}
+
+void bks_worker_unlock_self(void)
+{
+    if (tl_worker && tl_holding)
+        exec_unlock(tl_worker);
+}
+
+void bks_worker_lock_self(void)
+{
+    if (tl_worker && !tl_holding)
+        exec_lock(tl_worker);
+}
+
+/*==========================================================================
+ * Client accessors (hostcmd.c)
+ *==========================================================================*/
+
+uint64_t bks_client_id(const bks_client *c) { return c->id; }
+const char *bks_client_addr(const bks_client *c) { return c->addr; }
+int bks_client_authed(const bks_client *c) { return c->authed; }
+void bks_client_set_authed(bks_client *c, int authed) { c->authed = authed; }
+int bks_client_resp(const bks_client *c) { return c->resp; }
+void bks_client_set_resp(bks_client *c, int resp) { c->resp = resp; }
+void bks_client_close_after_reply(bks_client *c) { c->closing = 1; }
+int bks_client_closing(const bks_client *c) { return c->closing; }
+
+const char *bks_client_name(const bks_client *c)
+{
+    /* only the client's own worker calls this, and only it writes name */
+    return c->name ? c->name : "";
+}
+
+int bks_client_set_name(bks_client *c, const char *name, size_t len)
+{
+    char *n = NULL;
+    if (len) {
+        n = malloc(len + 1);
+        if (!n)
+            return -1;
+        memcpy(n, name, len);
+        n[len] = '\0';
+    }
+    pthread_mutex_lock(&c->w->list_lock);
+    free(c->name);
+    c->name = n;
+    pthread_mutex_unlock(&c->w->list_lock);
+    return 0;
+}
+
+char *bks_clients_describe(size_t *len)
+{
+    bks_outbuf b = {0};
+    for (int i = 0; i < g_nworkers; i++) {
+        bks_worker *w = &g_workers[i];
+        pthread_mutex_lock(&w->list_lock);
+        for (bks_client *c = w->clients; c; c = c->next) {
+            char line[512];
+            int n = snprintf(line, sizeof line, "id=%llu addr=%s name=%s db=0 resp=%d worker=%d\n",
+                             (unsigned long long)c->id, c->addr, c->name ? c->name : "",
+                             c->resp, w->index);
+            bks_outbuf_append(&b, line, (size_t)n);
+        }
+        pthread_mutex_unlock(&w->list_lock);
+    }
+    if (b.oom) {
+        bks_outbuf_free(&b);
+        return NULL;
+    }
+    if (!b.p)
+        b.p = calloc(1, 1);
+    *len = b.len;
+    return b.p;
+}
+
+/*==========================================================================
+ * Closing and writing
+ *==========================================================================*/
+
+static void on_client_closed(uv_handle_t *h)
+{
+    bks_client *c = h->data;
+    bks_worker *w = c->w;
+    pthread_mutex_lock(&w->list_lock);
+    if (c->prev)
+        c->prev->next = c->next;
+    else if (w->clients == c)
+        w->clients = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    pthread_mutex_unlock(&w->list_lock);
+    if (c->counted)
+        atomic_fetch_sub(&g_srv.connected_clients, 1);
+    free(c->qbuf);
+    bks_parser_free(&c->parser);
+    free(c->pool);
+    free(c->req_off);
+    free(c->argcs);
+    free(c->argvs);
+    bks_outbuf_free(&c->out);
+    bks_outbuf_free(&c->wbuf);
+    free(c->name);
+    free(c);
+}
+
+static void client_close(bks_client *c)
+{
+    if (c->closed)
+        return;
+    c->closed = 1;
+    uv_read_stop(&c->h.stream);
+    uv_close(&c->h.handle, on_client_closed);
+}
+
+static void client_flush(bks_client *c);
+
+static void on_write_done(uv_write_t *req, int status)
+{
+    bks_client *c = req->data;
+    c->writing = 0;
+    c->wbuf.len = 0;
+    c->woff = 0;
+    if (status < 0 || c->closed) {
+        client_close(c);
+        return;
+    }
+    client_flush(c);
+}
+
+static void client_flush(bks_client *c)
+{
+    if (c->closed || c->writing)
+        return;
+    if (c->out.len == 0) {
+        if (c->closing)
+            client_close(c);
+        return;
+    }
+    uv_buf_t b = uv_buf_init(c->out.p, (unsigned)(c->out.len > 0x7fffffff ? 0x7fffffff
+                                                                           : c->out.len));
+    int n = uv_try_write(&c->h.stream, &b, 1);
+    if (n < 0 && n != UV_EAGAIN) {
+        client_close(c);
+        return;
+    }
+    size_t done = n > 0 ? (size_t)n : 0;
+    if (done == c->out.len) {
+        c->out.len = 0;
+        if (c->closing)
+            client_close(c);
+        return;
+    }
+    /* the rest goes out asynchronously: swap buffers so out can grow */
+    bks_outbuf t = c->wbuf;
+    c->wbuf = c->out;
+    c->out = t;
+    c->out.len = 0;
+    c->woff = done;
+    c->writing = 1;
+    c->wreq.data = c;
+    uv_buf_t rest = uv_buf_init(c->wbuf.p + c->woff, (unsigned)(c->wbuf.len - c->woff));
+    if (uv_write(&c->wreq, &c->h.stream, &rest, 1, on_write_done) < 0) {
+        c->writing = 0;
+        client_close(c);
+    }
+}
+
+/* Answer an error and close the connection once it is written. */
+static void client_fail(bks_client *c, const char *text)
+{
+    bks_outbuf_error(&c->out, text);
+    c->closing = 1;
+    uv_read_stop(&c->h.stream);
+}
+
+/*==========================================================================
+ * Reading and running requests
+ *==========================================================================*/
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)suggested;
+    bks_client *c = h->data;
+    const bks_config *cfg = &g_srv.cfg;
+    size_t limit = cfg->max_query_buffer + READ_CHUNK;
+    size_t want = c->need > READ_CHUNK ? c->need : READ_CHUNK;
+    /* grow towards what the parser needs, but only geometrically: a client
+     * announcing a huge bulk gets memory as it sends the bytes */
+    if (want > c->qcap && want > 65536)
+        want = c->qcap > 65536 ? c->qcap : 65536;
+    if (c->qcap - c->qlen < want && c->qcap < limit) {
+        size_t cap = c->qcap ? c->qcap : READ_CHUNK;
+        while (cap - c->qlen < want && cap < limit)
+            cap *= 2;
+        if (cap > limit)
+            cap = limit;
+        char *p = realloc(c->qbuf, cap);
+        if (p) {
+            c->qbuf = p;
+            c->qcap = cap;
+        }
+    }
+    buf->base = c->qbuf ? c->qbuf + c->qlen : NULL;
+    buf->len = c->qbuf ? c->qcap - c->qlen : 0;
+}
+
+static int batch_push(bks_client *c, int argc, const bkc_str *argv)
+{
+    if (c->nreq == c->req_cap) {
+        int cap = c->req_cap ? c->req_cap * 2 : 16;
+        size_t *off = realloc(c->req_off, (size_t)cap * sizeof *off);
+        if (!off)
+            return -1;
+        c->req_off = off;
+        int *ac = realloc(c->argcs, (size_t)cap * sizeof *ac);
+        if (!ac)
+            return -1;
+        c->argcs = ac;
+        const bkc_str **av = realloc(c->argvs, (size_t)cap * sizeof *av);
+        if (!av)
+            return -1;
+        c->argvs = av;
+        c->req_cap = cap;
+    }
+    if (c->pool_cap - c->pool_len < (size_t)argc) {
+        size_t cap = c->pool_cap ? c->pool_cap : 64;
+        while (cap - c->pool_len < (size_t)argc)
+            cap *= 2;
+        bkc_str *p = realloc(c->pool, cap * sizeof *p);
+        if (!p)
+            return -1;
+        c->pool = p;
+        c->pool_cap = cap;
+    }
+    memcpy(c->pool + c->pool_len, argv, (size_t)argc * sizeof *argv);
+    c->req_off[c->nreq] = c->pool_len;
+    c->argcs[c->nreq] = argc;
+    c->pool_len += (size_t)argc;
+    c->nreq++;
+    return 0;
+}
+
+static void batch_run(bks_client *c)
+{
+    if (c->nreq == 0)
+        return;
+    for (int i = 0; i < c->nreq; i++)
+        c->argvs[i] = c->pool + c->req_off[i];
+    bks_execute_batch(c, &c->session, &c->out, c->resp, c->nreq, c->argcs, c->argvs);
+    c->nreq = 0;
+    c->pool_len = 0;
+}
+
+static void client_process(bks_client *c)
+{
+    const bks_config *cfg = &g_srv.cfg;
+    bks_limits lim = {cfg->max_bulk_len, cfg->max_args, cfg->max_inline_len};
+    bks_worker *w = c->w;
+    exec_lock(w);
+    for (;;) {
+        int argc;
+        const bkc_str *argv;
+        const char *err = NULL;
+        size_t need = 0;
+        bks_parse_result rc = BKS_PARSE_MORE;
+        while (c->nreq < BATCH_MAX && !c->closing) {
+            rc = bks_parse(&c->parser, c->qbuf, c->qlen, &lim, &argc, &argv, &need, &err);
+            if (rc != BKS_PARSE_DONE)
+                break;
+            if (batch_push(c, argc, argv) < 0) {
+                rc = BKS_PARSE_NOMEM;
+                break;
+            }
+        }
+        batch_run(c);
+        if (c->closing || c->closed)
+            break;
+        if (rc == BKS_PARSE_ERROR) {
+            atomic_fetch_add(&g_srv.protocol_errors, 1);
+            bks_log(BKS_LOG_INFO, "client %s: %s: closing", c->addr, err);
+            client_fail(c, err);
+            break;
+        }
+        if (rc == BKS_PARSE_NOMEM) {
+            client_fail(c, "ERR out of memory");
+            break;
+        }
+        if (rc == BKS_PARSE_MORE) {
+            c->need = need;
+            break;
+        }
+        /* BATCH_MAX reached: run the next batch */
+        if (c->out.len + c->wbuf.len > cfg->max_output_buffer)
+            break;
+    }
+    exec_unlock(w);
+
+    /* move the partial request to the front */
+    size_t used = bks_parser_consumed(&c->parser);
+    if (used) {
+        memmove(c->qbuf, c->qbuf + used, c->qlen - used);
+        c->qlen -= used;
+        bks_parser_shift(&c->parser, used);
+    }
+    if (!c->closing && c->qlen > cfg->max_query_buffer) {
+        bks_log(BKS_LOG_WARNING, "client %s: query buffer limit reached: closing", c->addr);
+        client_fail(c, "ERR Protocol error: query buffer limit reached");
+    }
+    if (c->out.oom) {
+        bks_log(BKS_LOG_WARNING, "client %s: out of memory for replies: closing", c->addr);
+        client_close(c);
+        return;
+    }
+    if (c->out.len + (c->writing ? c->wbuf.len - c->woff : 0) > cfg->max_output_buffer) {
+        atomic_fetch_add(&g_srv.output_limit_disconnects, 1);
+        bks_log(BKS_LOG_WARNING,
+                "client %s: %zu bytes of replies not read (client-output-buffer-limit): "
+                "closing",
+                c->addr, c->out.len + c->wbuf.len);
+        client_close(c);
+        return;
+    }
+    client_flush(c);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    (void)buf;
+    bks_client *c = s->data;
+    if (nread < 0) {
+        if (nread == UV_ENOBUFS) {
+            bks_log(BKS_LOG_WARNING, "client %s: query buffer limit reached: closing", c->addr);
+            client_fail(c, "ERR Protocol error: query buffer limit reached");
+            client_flush(c);
+            return;
+        }
+        client_close(c);
+        return;
+    }
+    if (nread == 0 || c->closing || c->closed)
+        return;
+    c->qlen += (size_t)nread;
+    client_process(c);
+}
+
+/*==========================================================================
+ * Accepting
+ *==========================================================================*/
+
+static int peer_is_loopback(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        return ntohl(a->sin_addr.s_addr) == INADDR_LOOPBACK;
+    }
+    if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+        static const unsigned char v4mapped_lo[16] = {0, 0, 0, 0, 0, 0, 0, 0,
+                                                      0, 0, 0xff, 0xff, 127, 0, 0, 1};
+        return IN6_IS_ADDR_LOOPBACK(&a->sin6_addr) ||
+               !memcmp(&a->sin6_addr, v4mapped_lo, 16);
+    }
+    return 0;
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+    if (status < 0)
+        return;
+    bks_worker *w = server->data;
+    int is_unix = server->type == UV_NAMED_PIPE;
+    bks_client *c = calloc(1, sizeof *c);
+    if (!c)
+        return;
+    c->w = w;
+    c->resp = 2;
+    c->h.handle.data = c;
+    bks_parser_init(&c->parser);
+    if (is_unix)
+        uv_pipe_init(&w->loop, &c->h.pipe, 0);
+    else
+        uv_tcp_init(&w->loop, &c->h.tcp);
+    pthread_mutex_lock(&w->list_lock);
+    c->next = w->clients;
+    if (w->clients)
+        w->clients->prev = c;
+    w->clients = c;
+    pthread_mutex_unlock(&w->list_lock);
+    if (uv_accept(server, &c->h.stream) < 0) {
+        client_close(c);
+        return;
+    }
+    c->id = atomic_fetch_add(&g_srv.next_client_id, 1) + 1;
+    c->session.ks = g_srv.ks;
+    c->session.persist = g_srv.persist;
+    c->session.client = c;
+    c->authed = 0;
+    atomic_fetch_add(&g_srv.total_connections, 1);
+    uint64_t n = atomic_fetch_add(&g_srv.connected_clients, 1) + 1;
+    c->counted = 1;
+
+    int local = 1;
+    if (is_unix) {
+        snprintf(c->addr, sizeof c->addr, "%.60s:0", g_srv.cfg.unixsocket);
+    } else {
+        struct sockaddr_storage ss;
+        int len = sizeof ss;
+        char ip[INET6_ADDRSTRLEN] = "?";
+        int port = 0;
+        if (uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&ss, &len) == 0) {
+            if (ss.ss_family == AF_INET) {
+                uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof ip);
+                port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+            } else {
+                uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof ip);
+                port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+            }
+            local = peer_is_loopback(&ss);
+        }
+        snprintf(c->addr, sizeof c->addr, "%s:%d", ip, port);
+        uv_tcp_nodelay(&c->h.tcp, 1);
+    }
+    if (n > g_srv.cfg.maxclients) {
+        atomic_fetch_add(&g_srv.rejected_connections, 1);
+        bks_outbuf_error(&c->out, "ERR max number of clients reached");
+        c->closing = 1;
+        client_flush(c);
+        return;
+    }
+    if (g_protected && !local) {
+        atomic_fetch_add(&g_srv.rejected_connections, 1);
+        bks_outbuf_error(&c->out,
+                         "DENIED bloomkit-server is running in protected mode: no password is "
+                         "set and it listens beyond the loopback interface, so only loopback "
+                         "clients are accepted. Set a password (--requirepass), bind to "
+                         "127.0.0.1, or disable protected mode (--protected-mode no).");
+        c->closing = 1;
+        client_flush(c);
+        return;
+    }
+    if (uv_read_start(&c->h.stream, on_alloc, on_read) < 0)
+        client_close(c);
+}
+
+/*==========================================================================
+ * Workers
+ *==========================================================================*/
+
+static void close_handle_if_open(uv_handle_t *h)
+{
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+static void on_wake(uv_async_t *a)
+{
+    bks_worker *w = a->data;
+    /* stop: close every handle; the loop then ends */
+    for (int i = 0; i < w->ntcp; i++)
+        close_handle_if_open((uv_handle_t *)&w->tcp[i]);
+    if (w->has_unix)
+        close_handle_if_open((uv_handle_t *)&w->unix_listener);
+    if (w->has_timer)
+        close_handle_if_open((uv_handle_t *)&w->timer);
+    for (bks_client *c = w->clients; c; c = c->next)
+        client_close(c);
+    close_handle_if_open((uv_handle_t *)&w->wake);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    bks_worker *w = t->data;
+    exec_lock(w);
+    bks_ks_active_expire(g_srv.ks, &w->timer_session, bks_now_ms());
+    exec_unlock(w);
+    if (g_srv.persist)
+        bks_persist_tick(g_srv.persist);
+}
+
+static void worker_main(void *arg)
+{
+    bks_worker *w = arg;
+    tl_worker = w;
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+}
+
+/* A listening socket of our own (SO_REUSEPORT), handed to libuv. */
+static int open_listener(const struct sockaddr *sa, socklen_t salen, int reuseport,
+                         char *err, size_t errlen)
+{
+    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "socket: %s", strerror(errno));
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (reuseport)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+    if (sa->sa_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (bind(fd, sa, salen) < 0 || listen(fd, 511) < 0) {
+        snprintf(err, errlen, "%s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int parse_bind(const char *addr, int port, struct sockaddr_storage *ss,
+                      socklen_t *len, int *loopback)
+{
+    memset(ss, 0, sizeof *ss);
+    if (!strcmp(addr, "localhost"))
+        addr = "127.0.0.1";
+    if (uv_ip4_addr(addr, port, (struct sockaddr_in *)ss) == 0) {
+        *len = sizeof(struct sockaddr_in);
+        *loopback = !strcmp(addr, "127.0.0.1");
+        return 0;
+    }
+    if (uv_ip6_addr(addr, port, (struct sockaddr_in6 *)ss) == 0) {
+        *len = sizeof(struct sockaddr_in6);
+        *loopback = !strcmp(addr, "::1");
+        return 0;
+    }
+    return -1;
+}
+
+int bks_net_start(void)
+{
+    const bks_config *cfg = &g_srv.cfg;
+    int n = cfg->threads;
+    if (n <= 0)
+        n = (int)uv_available_parallelism();
+    if (n <= 0)
+        n = 1;
+    g_srv.cfg.threads = n;
+
+    /* the bind addresses */
+    struct sockaddr_storage addrs[MAX_BINDS];
+    socklen_t lens[MAX_BINDS];
+    int naddrs = 0, all_loopback = 1;
+    if (cfg->port > 0) {
+        char list[sizeof cfg->bind];
+        snprintf(list, sizeof list, "%s", cfg->bind);
+        char *save = NULL;
+        for (char *tok = strtok_r(list, " \t,", &save); tok;
+             tok = strtok_r(NULL, " \t,", &save)) {
+            int lo;
+            if (naddrs == MAX_BINDS) {
+                bks_log(BKS_LOG_ERROR, "too many bind addresses (at most %d)", MAX_BINDS);
+                return -1;
+            }
+            if (parse_bind(tok, cfg->port, &addrs[naddrs], &lens[naddrs], &lo) < 0) {
+                bks_log(BKS_LOG_ERROR, "bind: '%s' is not an IPv4 or IPv6 address", tok);
+                return -1;
+            }
+            all_loopback &= lo;
+            /* probe without SO_REUSEPORT: fails if anyone else has the port */
+            char err[256];
+            int fd = open_listener((struct sockaddr *)&addrs[naddrs], lens[naddrs], 0, err,
+                                   sizeof err);
+            if (fd < 0) {
+                bks_log(BKS_LOG_ERROR, "cannot listen on %s:%d: %s", tok, cfg->port, err);
+                return -1;
+            }
+            close(fd);
+            naddrs++;
+        }
+        if (naddrs == 0) {
+            bks_log(BKS_LOG_ERROR, "bind: no address given");
+            return -1;
+        }
+    }
+    g_protected = cfg->protected_mode && !cfg->requirepass[0] && !all_loopback;
+    if (cfg->protected_mode && !cfg->requirepass[0] && !all_loopback)
+        bks_log(BKS_LOG_WARNING, "protected mode: no password and listening beyond "
+                                 "loopback, so only loopback clients are accepted");
+
+    bks_worker *ws = calloc((size_t)n, sizeof *ws);
+    if (!ws)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        bks_worker *w = &ws[i];
+        w->index = i;
+        pthread_mutex_init(&w->exec, NULL);
+        pthread_mutex_init(&w->list_lock, NULL);
+        uv_loop_init(&w->loop);
+        uv_async_init(&w->loop, &w->wake, on_wake);
+        w->wake.data = w;
+        w->timer_session.ks = g_srv.ks;
+        w->timer_session.persist = g_srv.persist;
+    }
+    /* publish under the pause mutex: a pauser sees no workers or all */
+    pthread_mutex_lock(&g_pause);
+    g_workers = ws;
+    g_nworkers = n;
+    pthread_mutex_unlock(&g_pause);
+
+    for (int i = 0; i < n; i++) {
+        bks_worker *w = &g_workers[i];
+        for (int a = 0; a < naddrs; a++) {
+            char err[256];
+            int fd = open_listener((struct sockaddr *)&addrs[a], lens[a], 1, err, sizeof err);
+            if (fd < 0) {
+                bks_log(BKS_LOG_ERROR, "cannot listen on port %d: %s", cfg->port, err);
+                return -1;
+            }
+            uv_tcp_init(&w->loop, &w->tcp[a]);
+            w->tcp[a].data = w;
+            w->ntcp = a + 1;
+            if (uv_tcp_open(&w->tcp[a], fd) < 0 ||
+                uv_listen((uv_stream_t *)&w->tcp[a], 511, on_connection) < 0) {
+                bks_log(BKS_LOG_ERROR, "cannot listen on port %d", cfg->port);
+                return -1;
+            }
+        }
+    }
+    bks_worker *w0 = &g_workers[0];
+    if (cfg->unixsocket[0]) {
+        unlink(cfg->unixsocket);
+        uv_pipe_init(&w0->loop, &w0->unix_listener, 0);
+        w0->unix_listener.data = w0;
+        w0->has_unix = 1;
+        int rc = uv_pipe_bind(&w0->unix_listener, cfg->unixsocket);
+        if (rc == 0)
+            rc = uv_listen((uv_stream_t *)&w0->unix_listener, 511, on_connection);
+        if (rc < 0) {
+            bks_log(BKS_LOG_ERROR, "cannot listen on unix socket %s: %s", cfg->unixsocket,
+                    uv_strerror(rc));
+            return -1;
+        }
+    }
+    uv_timer_init(&w0->loop, &w0->timer);
+    w0->timer.data = w0;
+    w0->has_timer = 1;
+    uv_timer_start(&w0->timer, on_timer, 100, 100);
+
+    for (int i = 0; i < n; i++) {
+        if (uv_thread_create(&g_workers[i].thread, worker_main, &g_workers[i]) < 0) {
+            bks_log(BKS_LOG_ERROR, "cannot start worker thread %d", i);
+            return -1;
+        }
+        g_workers[i].started = 1;
+    }
+    if (cfg->port > 0)
+        bks_log(BKS_LOG_INFO, "listening on %s port %d (%d worker threads)", cfg->bind,
+                cfg->port, n);
+    if (cfg->unixsocket[0])
+        bks_log(BKS_LOG_INFO, "listening on unix socket %s", cfg->unixsocket);
+    return 0;
+}
+
+/*==========================================================================
+ * The main thread: signals and shutdown requests
+ *==========================================================================*/
+
+static void on_main_async(uv_async_t *a)
+{
+    (void)a;
+    if (atomic_load(&g_srv.shutdown_mode) != BKS_SHUTDOWN_NONE)
+        uv_stop(&g_main_loop);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    (void)s;
+    bks_log(BKS_LOG_WARNING, "Received %s, scheduling shutdown...",
+            signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    int expected = BKS_SHUTDOWN_NONE;
+    atomic_compare_exchange_strong(&g_srv.shutdown_mode, &expected, BKS_SHUTDOWN_SAVE);
+    uv_stop(&g_main_loop);
+}
+
+void bks_request_shutdown(bks_shutdown_mode mode)
+{
+    int expected = BKS_SHUTDOWN_NONE;
+    atomic_compare_exchange_strong(&g_srv.shutdown_mode, &expected, (int)mode);
+    if (g_main_ready)
+        uv_async_send(&g_main_async);
+}
+
+int bks_net_run(void)
+{
+    uv_loop_init(&g_main_loop);
+    uv_async_init(&g_main_loop, &g_main_async, on_main_async);
+    uv_signal_init(&g_main_loop, &g_sigterm);
+    uv_signal_init(&g_main_loop, &g_sigint);
+    uv_signal_start(&g_sigterm, on_signal, SIGTERM);
+    uv_signal_start(&g_sigint, on_signal, SIGINT);
+    g_main_ready = 1;
+    if (atomic_load(&g_srv.shutdown_mode) == BKS_SHUTDOWN_NONE)
+        uv_run(&g_main_loop, UV_RUN_DEFAULT);
+    uv_signal_stop(&g_sigterm);
+    uv_signal_stop(&g_sigint);
+    return 0;
+}
+
+void bks_net_stop(void)
+{
+    for (int i = 0; i < g_nworkers; i++)
+        if (g_workers[i].started)
+            uv_async_send(&g_workers[i].wake);
+    for (int i = 0; i < g_nworkers; i++)
+        if (g_workers[i].started) {
+            uv_thread_join(&g_workers[i].thread);
+            g_workers[i].started = 0;
+        }
+}
+
+void bks_net_free(void)
+{
+    for (int i = 0; i < g_nworkers; i++) {
+        bks_worker *w = &g_workers[i];
+        /* a worker that never ran still owns open handles */
+        on_wake(&w->wake);
+        uv_run(&w->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&w->loop);
+        pthread_mutex_destroy(&w->exec);
+        pthread_mutex_destroy(&w->list_lock);
+    }
+    free(g_workers);
+    g_workers = NULL;
+    g_nworkers = 0;
+    if (g_main_ready) {
+        g_main_ready = 0;
+        uv_close((uv_handle_t *)&g_main_async, NULL);
+        uv_close((uv_handle_t *)&g_sigterm, NULL);
+        uv_close((uv_handle_t *)&g_sigint, NULL);
+        uv_run(&g_main_loop, UV_RUN_DEFAULT);
+        uv_loop_close(&g_main_loop);
+    }
+}

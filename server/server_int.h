@@ -1,0 +1,161 @@
+/*
+ * server_int.h - what the server's own files share with each other (and
+ * nothing that persist.c or commands/ needs: their interface is server.h).
+ *
+ *   net.c      owns the workers and clients; calls bks_client_execute()
+ *   hostcmd.c  server_execute(): the auth gate, host commands, the rest to
+ *              bkc_dispatch; the global server state (g_srv)
+ *   keyspace.c the keyspace internals used by the host commands
+ *   resp.c     parser and encoder (resp.h)
+ */
+#ifndef BKS_SERVER_INT_H
+#define BKS_SERVER_INT_H
+
+#include <pthread.h>   /* pthread_mutex_t */
+#include <stdatomic.h> /* counters shared by the workers */
+#include <stdint.h>
+#include <stdio.h>     /* FILE */
+
+#include "resp.h"
+#include "server.h"
+
+#define BKS_VERSION "0.1.0"
+#define BKS_REDIS_VERSION "7.0.0" /* what INFO and HELLO claim for clients */
+
+/*==========================================================================
+ * Global state (hostcmd.c)
+ *==========================================================================*/
+
+typedef enum bks_shutdown_mode {
+    BKS_SHUTDOWN_NONE = 0,
+    BKS_SHUTDOWN_SAVE = 1,    /* final save when persistence is on */
+    BKS_SHUTDOWN_NOSAVE = 2
+} bks_shutdown_mode;
+
+typedef struct bks_server {
+    bks_config cfg;
+    const char *config_file;    /* NULL: flags only */
+    char executable[1024];
+    bks_keyspace *ks;
+    bks_persist *persist;       /* NULL: persistence off */
+    uint64_t start_ms;
+    _Atomic int shutdown_mode;  /* bks_shutdown_mode */
+    _Atomic int write_error;    /* a log append failed: refuse writes */
+    _Atomic uint64_t next_client_id;
+    _Atomic uint64_t connected_clients;
+    _Atomic uint64_t total_connections;
+    _Atomic uint64_t rejected_connections;
+    _Atomic uint64_t total_commands;
+    _Atomic uint64_t expired_keys;
+    _Atomic uint64_t protocol_errors;
+    _Atomic uint64_t output_limit_disconnects;
+    _Atomic uint64_t lastsave_fallback;   /* LASTSAVE without persistence */
+} bks_server;
+
+extern bks_server g_srv;
+
+uint64_t bks_now_ms(void);
+
+/*==========================================================================
+ * Clients (net.c)
+ *==========================================================================*/
+
+typedef struct bks_client bks_client;
+
+/* What hostcmd.c needs to know about and do to a client. */
+uint64_t bks_client_id(const bks_client *c);
+const char *bks_client_name(const bks_client *c);       /* "" when none */
+int bks_client_set_name(bks_client *c, const char *name, size_t len);
+const char *bks_client_addr(const bks_client *c);
+int bks_client_authed(const bks_client *c);
+void bks_client_set_authed(bks_client *c, int authed);
+int bks_client_resp(const bks_client *c);
+void bks_client_set_resp(bks_client *c, int resp);
+void bks_client_close_after_reply(bks_client *c);       /* QUIT */
+int bks_client_closing(const bks_client *c);    /* run nothing more for it */
+/* Drop the worker's execution mutex around a call that pauses the whole
+ * server (SAVE, FLUSHALL, RENAME ...) and take it back afterwards. */
+void bks_worker_unlock_self(void);
+void bks_worker_lock_self(void);
+/* Ask the main thread to stop the server (SHUTDOWN, signals). */
+void bks_request_shutdown(bks_shutdown_mode mode);
+/* A one-line description of every client (CLIENT LIST); caller frees. */
+char *bks_clients_describe(size_t *len);
+
+/* net.c: start the workers (bind listeners: errors are fatal), run until a
+ * shutdown is requested, stop them. Returns 0 or -1. */
+int bks_net_start(void);
+int bks_net_run(void);       /* main thread: signals + shutdown requests */
+void bks_net_stop(void);
+void bks_net_free(void);
+
+/*==========================================================================
+ * Executing a request (hostcmd.c)
+ *==========================================================================*/
+
+/* Run one parsed request for client c (session s), replying through r.
+ * c is NULL when replaying the log (no auth gate, no client state). */
+void bks_execute(bks_client *c, bks_session *s, bkc_reply *r, int resp,
+                 int argc, const bkc_str *argv);
+
+/* Execute a run of requests parsed from one read (pipelining): consecutive
+ * BF.ADD / BF.EXISTS on the same key are coalesced into one batched
+ * BF.MADD / BF.MEXISTS and their replies split again. */
+void bks_execute_batch(bks_client *c, bks_session *s, bks_outbuf *out, int resp,
+                       int nreq, const int *argcs, const bkc_str *const *argvs);
+
+/*==========================================================================
+ * Keyspace internals used by the host commands (keyspace.c)
+ *==========================================================================*/
+
+/* The keyspace is "loading" from its creation until bks_keyspace_loaded:
+ * no key expires while the log is replayed (the log holds the DELs). */
+void bks_keyspace_loaded(bks_keyspace *ks);
+
+/* -1: no such key; else the kind (BKC_KIND_*). Expires lazily. */
+int bks_ks_kind(bks_keyspace *ks, bks_session *s, bkc_str name);
+/* Delete one key (DEL/UNLINK): 1 deleted, 0 missing. Logs "DEL name". */
+int bks_ks_delete(bks_keyspace *ks, bks_session *s, bkc_str name);
+/* Expiry of an existing key: -2 missing, else the absolute ms (0 none). */
+int64_t bks_ks_get_expire(bks_keyspace *ks, bks_session *s, bkc_str name);
+/* Set (at_ms > 0) or remove (at_ms == 0) the expiry of an existing key;
+ * an expiry in the past deletes it. flags: BKS_EXP_NX/XX/GT/LT. Returns 1
+ * done, 0 missing or condition not met. Logs PEXPIREAT/PERSIST/DEL. */
+#define BKS_EXP_NX 1
+#define BKS_EXP_XX 2
+#define BKS_EXP_GT 4
+#define BKS_EXP_LT 8
+int bks_ks_set_expire(bks_keyspace *ks, bks_session *s, bkc_str name,
+                      uint64_t at_ms, int flags);
+/* RENAME / RENAMENX: 1 done, 0 dst exists (nx), -1 no such key. Call with
+ * the server paused. Logs argv. */
+int bks_ks_rename(bks_keyspace *ks, bks_session *s, bkc_str src, bkc_str dst,
+                  int nx);
+/* FLUSHALL: call with the server paused. */
+void bks_ks_flush(bks_keyspace *ks);
+/* Keys matching a glob pattern (NULL: all); names as one NUL-separated
+ * list of (len, bytes). fn is called for each live key; stop when fn
+ * returns non-zero. Locks one stripe at a time. */
+typedef int (*bks_name_fn)(void *arg, const char *name, size_t len, bkc_kind kind);
+void bks_ks_each(bks_keyspace *ks, bks_name_fn fn, void *arg);
+/* SCAN: visits a few buckets from cursor, returns the next cursor (0: done). */
+uint64_t bks_ks_scan(bks_keyspace *ks, uint64_t cursor, uint64_t count,
+                     bks_name_fn fn, void *arg);
+uint64_t bks_ks_expires(bks_keyspace *ks);   /* keys with an expiry */
+/* Active expiry: test a sample of keys with an expiry; call from worker 0's
+ * timer with its execution mutex held. Returns keys deleted. */
+uint64_t bks_ks_active_expire(bks_keyspace *ks, bks_session *s, uint64_t now_ms);
+/* Redis's glob matching (*, ?, [a-z], [^x], \x), binary safe. */
+int bks_glob_match(const char *pat, size_t plen, const char *s, size_t slen,
+                   int nocase);
+
+/* config.c */
+void bks_log_open(const bks_config *c);
+void bks_log_close(void);
+void bks_config_usage(FILE *out);
+/* CONFIG GET: calls fn(name, value) for each option matching pattern. */
+void bks_config_get(const bks_config *c, const char *pattern, size_t plen,
+                    void (*fn)(void *arg, const char *name, const char *value),
+                    void *arg);
+
+#endif /* BKS_SERVER_INT_H */

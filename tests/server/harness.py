@@ -1,0 +1,259 @@
+"""harness.py - start bloomkit-server for a test and drive it.
+
+    from harness import Server, Runner
+
+    with Server() as srv:             # free port, fresh temp --dir, waits for PING
+        r = srv.client()              # redis.Redis (python3-redis)
+        r.bf().add("f", "x")
+        code = srv.stop()             # SHUTDOWN (SAVE), returns the exit code
+
+The server binary comes from $BLOOMKIT_SERVER (CTest sets it to the build's
+own), else build/release/server/bloomkit-server. Every server started here
+is killed when the test process exits, whatever happens. Run the tests
+with Debian's /usr/bin/python3 (it has python3-redis).
+
+Server(*flags, password=None, unixsocket=False, dir=None, threads=2,
+       port=None, wait=True): flags are extra "--name value" strings.
+  .port, .dir, .unixsocket, .proc, .logfile
+  .client(**kw) / .raw() (a connected socket)
+  .stop(nosave=False) -> exit code; .terminate() (SIGTERM) -> exit code;
+  .kill() (SIGKILL); .restart() (same port and dir); .log() -> text
+Runner: .check(name, fn) runs fn, counts pass/fail, prints failures;
+  .finish() prints "N passed, M failed" and exits non-zero on failure.
+"""
+import atexit
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import redis
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SERVER = os.environ.get("BLOOMKIT_SERVER") or os.path.join(
+    ROOT, "build", "release", "server", "bloomkit-server")
+
+_live = []
+
+
+def _cleanup():
+    for s in list(_live):
+        try:
+            s.kill()
+        except Exception:
+            pass
+        s._remove_dir()
+
+
+atexit.register(_cleanup)
+
+
+def free_port():
+    """A TCP port nobody listens on right now (loopback)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, *flags, password=None, unixsocket=False, dir=None,
+                 threads=2, port=None, wait=True, bind=None):
+        self.flags = list(flags)
+        self.password = password
+        self.port = port or free_port()
+        self.bind = bind
+        self._own_dir = dir is None
+        self.dir = dir or tempfile.mkdtemp(prefix="bks-test-")
+        self.unixsocket = os.path.join(self.dir, "s.sock") if unixsocket else None
+        self.threads = threads
+        self.proc = None
+        self.logfile = os.path.join(self.dir, "server.log") if self._own_dir else \
+            tempfile.mktemp(prefix="bks-log-")
+        self.start(wait)
+
+    # -- life ------------------------------------------------------------
+    def command_line(self):
+        cmd = [SERVER, "--port", str(self.port), "--dir", self.dir,
+               "--threads", str(self.threads)]
+        if self.bind:
+            cmd += ["--bind", self.bind]
+        if self.password:
+            cmd += ["--requirepass", self.password]
+        if self.unixsocket:
+            cmd += ["--unixsocket", self.unixsocket]
+        return cmd + self.flags
+
+    def start(self, wait=True):
+        log = open(self.logfile, "ab")
+        self.proc = subprocess.Popen(self.command_line(), stdout=log,
+                                     stderr=subprocess.STDOUT)
+        log.close()
+        if self not in _live:
+            _live.append(self)
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self, timeout=20.0):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("bloomkit-server exited with %d:\n%s"
+                                   % (self.proc.returncode, self.log()))
+            try:
+                c = self.client(socket_timeout=1)
+                if c.ping():
+                    c.close()
+                    return
+            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
+                    ConnectionRefusedError, OSError):
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("bloomkit-server did not answer PING:\n" + self.log())
+
+    def client(self, **kw):
+        kw.setdefault("host", self.bind.split()[0] if self.bind else "127.0.0.1")
+        kw.setdefault("port", self.port)
+        kw.setdefault("socket_timeout", 30)
+        if self.password and "password" not in kw:
+            kw["password"] = self.password
+        return redis.Redis(**kw)
+
+    def raw(self, timeout=10.0):
+        """A plain connected socket (for protocol tests)."""
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return s
+
+    def _wait_exit(self, timeout):
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise RuntimeError("bloomkit-server did not stop within %.0f s" % timeout)
+
+    def stop(self, nosave=False, timeout=60.0):
+        """SHUTDOWN [NOSAVE]; returns the exit code (0 for a clean exit; a
+        sanitizer report makes it non-zero)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self._finish()
+        try:
+            c = self.client(socket_timeout=timeout)
+            c.execute_command("SHUTDOWN", "NOSAVE" if nosave else "SAVE")
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+            pass   # the server closes the connection: expected
+        except redis.exceptions.ResponseError:
+            self.proc.send_signal(signal.SIGTERM)
+        self._wait_exit(timeout)
+        return self._finish()
+
+    def terminate(self, timeout=60.0):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        self._wait_exit(timeout)
+        return self._finish()
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        return self._finish()
+
+    def restart(self, wait=True):
+        if self.proc is not None and self.proc.poll() is None:
+            self.stop()
+        self.start(wait)
+
+    def _finish(self):
+        rc = self.proc.returncode if self.proc else 0
+        return rc
+
+    def _remove_dir(self):
+        if self._own_dir and os.environ.get("BKS_KEEP") is None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def close(self):
+        self.kill()
+        if self in _live:
+            _live.remove(self)
+        self._remove_dir()
+        if not self._own_dir:
+            try:
+                os.unlink(self.logfile)
+            except OSError:
+                pass
+
+    def log(self):
+        try:
+            with open(self.logfile, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def redis_cli(port, *args, password=None, stdin=None, timeout=30):
+    """Run redis-cli -p PORT args...; returns (exit code, stdout text)."""
+    cmd = ["redis-cli", "-p", str(port)]
+    if password:
+        cmd += ["--no-auth-warning", "-a", password]
+    p = subprocess.run(cmd + list(args), input=stdin, capture_output=True,
+                       timeout=timeout)
+    return p.returncode, p.stdout.decode("utf-8", "replace")
+
+
+class Runner:
+    """Counts checks; prints a summary line; exits non-zero on failure."""
+
+    def __init__(self, name):
+        self.name = name
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, name, fn, *args):
+        t0 = time.time()
+        try:
+            fn(*args)
+            self.passed += 1
+            print("ok   %-50s %.2fs" % (name, time.time() - t0), flush=True)
+        except Exception:
+            self.failed += 1
+            print("FAIL %s" % name, flush=True)
+            traceback.print_exc()
+            sys.stdout.flush()
+
+    def finish(self):
+        print("%s: %d passed, %d failed" % (self.name, self.passed, self.failed))
+        sys.exit(1 if self.failed else 0)
+
+
+def recv_all(sock, timeout=5.0, until=None):
+    """Read until EOF, timeout, or until(data) is true. Returns (data, eof)."""
+    sock.settimeout(timeout)
+    data = b""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            return data, False
+        except (ConnectionResetError, BrokenPipeError):
+            return data, True
+        if not chunk:
+            return data, True
+        data += chunk
+        if until and until(data):
+            return data, False
+    return data, False
