@@ -1,10 +1,10 @@
 # Thin driver over CMake. The README's two commands:
-#   make run    install what is missing, build, run the main program
+#   make run    install what is missing, build, start bloomkit-server on ./data
 #   make test   install what is missing, build, run every test: an optimised
 #               build, an ASan+UBSan build, and a TSan build of the threaded tests
 #
-# Other targets: make (build), make install [PREFIX=/usr/local], make bench,
-# make fuzz [FUZZ_TIME=s], make clean.
+# Other targets: make (build), make demo (the library demo), make install
+# [PREFIX=/usr/local], make bench, make fuzz [FUZZ_TIME=s], make clean.
 
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX ?= /usr/local
@@ -17,7 +17,7 @@ CMAKE_TSAN    := cmake -S . -B $(BUILD)/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
                  -DBK_TSAN=ON -DBK_EXAMPLES=OFF
 CTEST         := ctest --output-on-failure -j$(JOBS) --timeout 600
 
-.PHONY: all deps build run test test-release test-asan test-tsan install \
+.PHONY: all deps build run demo test test-release test-asan test-tsan install \
         bench fuzz clean
 
 all: build
@@ -29,7 +29,12 @@ build: deps
 	@$(CMAKE_RELEASE) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
 	@cmake --build $(BUILD)/release -j$(JOBS)
 
+# The main job: bloomkit-server on 127.0.0.1:6380 with its data in ./data
+# (extra flags: make run ARGS="--port 7000 --appendfsync always").
 run: build
+	$(BUILD)/release/server/bloomkit-server --dir ./data $(ARGS)
+
+demo: build
 	$(BUILD)/release/examples/bloomkit-demo
 
 test: deps
