@@ -62,6 +62,7 @@
  *   for.
  */
 #include <math.h>   /* log1p, log, pow, sqrt, exp */
+#include <pthread.h> /* pthread_once: the sizing models are built once */
 #include <stdio.h>  /* snprintf */
 #include <string.h> /* memset, memcpy */
 
@@ -461,15 +462,27 @@ static double blocked_fpr_blocks(uint64_t n, uint64_t nblocks,
     return sum > 1.0 ? 1.0 : sum;
 }
 
-/* One model per k, built once per sizing call (about 37 KiB of stack). */
+/* One model per k. They depend on k alone, cost about 10 ms to build
+ * (half a million pow calls), and are built once per process, on first
+ * use: every sizing call after that (a server creating filters for new
+ * keys) only sums over block loads. */
 typedef struct all_models {
     block_model by_k[BK_BLOCKED_MAX_HASHES + 1]; /* [0] unused */
 } all_models;
 
-static void all_models_init(all_models *am)
+static all_models models;
+static pthread_once_t models_once = PTHREAD_ONCE_INIT;
+
+static void build_models(void)
 {
     for (uint32_t k = 1; k <= BK_BLOCKED_MAX_HASHES; k++)
-        block_model_init(&am->by_k[k], k);
+        block_model_init(&models.by_k[k], k);
+}
+
+static const all_models *get_models(void)
+{
+    pthread_once(&models_once, build_models);
+    return &models;
 }
 
 /* The best k for n keys in nblocks blocks, and its rate. */
@@ -588,9 +601,7 @@ double bk_blocked_fpr(uint64_t n, uint64_t m_bits, uint32_t k)
 {
     if (m_bits == 0 || k == 0 || k > BK_BLOCKED_MAX_HASHES) return NAN;
     if (n == 0) return 0.0;
-    block_model bm;
-    block_model_init(&bm, k);
-    return blocked_fpr_blocks(n, blocks_for_bits(m_bits), &bm);
+    return blocked_fpr_blocks(n, blocks_for_bits(m_bits), &get_models()->by_k[k]);
 }
 
 int bk_blocked_optimal(uint64_t n, double p, uint64_t *m_bits, uint32_t *k)
@@ -603,23 +614,22 @@ int bk_blocked_optimal(uint64_t n, double p, uint64_t *m_bits, uint32_t *k)
     double classic = ceil(-(double)n * log(p) / (LN2 * LN2));
     if (!(classic <= (double)BK_MAX_BITS)) return BK_ESIZE;
     classic_m = (uint64_t)classic;
-    all_models am;
-    all_models_init(&am);
+    const all_models *am = get_models();
 
     uint64_t hi = classic_m / BLOCK_BITS / 2;
     if (hi == 0) hi = 1;
     uint64_t lo = 0; /* invariant: lo == 0 or lo does not fit; hi fits */
-    while (best_k(&am, n, hi, NULL) > p) {
+    while (best_k(am, n, hi, NULL) > p) {
         if (hi >= MAX_BLOCKS) return BK_ESIZE;
         lo = hi;
         hi = hi > MAX_BLOCKS / 2 ? MAX_BLOCKS : 2 * hi;
     }
     while (hi - lo > 1) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (best_k(&am, n, mid, NULL) <= p) hi = mid; else lo = mid;
+        if (best_k(am, n, mid, NULL) <= p) hi = mid; else lo = mid;
     }
     uint32_t best;
-    best_k(&am, n, hi, &best);
+    best_k(am, n, hi, &best);
     if (m_bits != NULL) *m_bits = hi * BLOCK_BITS;
     if (k != NULL) *k = best;
     return BK_OK;
@@ -630,19 +640,18 @@ int bk_blocked_capacity(uint64_t m_bits, double p, uint64_t *n)
     if (bk__check_fpr(p) != BK_OK) return BK_EFPR;
     if (m_bits == 0 || m_bits > BK_MAX_BITS) return BK_ESIZE;
     uint64_t nblocks = blocks_for_bits(m_bits);
-    all_models am;
-    all_models_init(&am);
-    if (best_k(&am, 1, nblocks, NULL) > p) return BK_ECAPACITY;
+    const all_models *am = get_models();
+    if (best_k(am, 1, nblocks, NULL) > p) return BK_ECAPACITY;
 
     /* invariant: lo fits, hi does not; the rate at the best k grows with n */
     uint64_t lo = 1, hi = 2;
-    while (best_k(&am, hi, nblocks, NULL) <= p) {
+    while (best_k(am, hi, nblocks, NULL) <= p) {
         lo = hi;
         hi *= 2;
     }
     while (hi - lo > 1) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (best_k(&am, mid, nblocks, NULL) <= p) lo = mid; else hi = mid;
+        if (best_k(am, mid, nblocks, NULL) <= p) lo = mid; else hi = mid;
     }
     if (n != NULL) *n = lo;
     return BK_OK;
