@@ -17,16 +17,16 @@ set -eu
 # libcmocka-dev   unit-test framework run under CTest
 # clang           libFuzzer fuzz targets (fuzz/)
 # libclang-rt-14-dev  sanitizer and libFuzzer runtimes for clang
-# --bench adds: libbloom-dev (the C peer), time (GNU time -v: peak memory),
-#   redis-server (the protocol ceiling the server is compared with)
+# --bench adds: libbloom-dev (the C peer), time (GNU time -v: peak memory)
 # libuv1-dev     bloomkit-server's event loop
 # redis-tools    redis-cli: the server's integration tests drive it
 # python3-redis  a real client library (bf()/cf() helpers) for the tests
-packages="cmake make gcc g++ pkg-config libxxhash-dev libcmocka-dev clang libclang-rt-14-dev libuv1-dev redis-tools python3-redis"
+# redis-server   the Redis module's tests load bloomkit.so into it
+packages="cmake make gcc g++ pkg-config libxxhash-dev libcmocka-dev clang libclang-rt-14-dev libuv1-dev redis-tools python3-redis redis-server"
 
 for arg in "$@"; do
     case "$arg" in
-        --bench) packages="$packages libbloom-dev time redis-server" ;;
+        --bench) packages="$packages libbloom-dev time" ;;
         *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
     esac
 done
