@@ -877,16 +877,7 @@ int bk_blocked_get_stats(const bk_blocked *f, bk_blocked_stats *out)
  * scalable and window families, whose stages are blocked filters.
  *==========================================================================*/
 
-bk_filter *bk_blocked_as_filter(bk_blocked *f)
-{
-    return (bk_filter *)(void *)f;
-}
-
-bk_blocked *bk_filter_as_blocked(bk_filter *f)
-{
-    if (f == NULL || ((bk__object *)(void *)f)->ops != &blocked_ops) return NULL;
-    return (bk_blocked *)(void *)f;
-}
+BK__FAMILY_CASTS(blocked, blocked_ops)
 
 void bk__blocked_describe_part(const bk_blocked *f, bk__part *p)
 {

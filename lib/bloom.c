@@ -369,16 +369,7 @@ int bk_bloom_get_stats(const bk_bloom *f, bk_bloom_stats *out)
  * target rate and item count in both the header and the part.
  *==========================================================================*/
 
-bk_filter *bk_bloom_as_filter(bk_bloom *f)
-{
-    return (bk_filter *)(void *)f;
-}
-
-bk_bloom *bk_filter_as_bloom(bk_filter *f)
-{
-    if (f == NULL || ((bk__object *)(void *)f)->ops != &bloom_ops) return NULL;
-    return (bk_bloom *)(void *)f;
-}
+BK__FAMILY_CASTS(bloom, bloom_ops)
 
 static int ops_add(void *f, bk_hash h) { return add_hash(f, h); }
 static int ops_contains(const void *f, bk_hash h) { return contains_hash(f, h); }

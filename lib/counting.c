@@ -628,16 +628,7 @@ int bk_counting_get_stats(const bk_counting *f, bk_counting_stats *out)
  * The generic filter and the file format
  *==========================================================================*/
 
-bk_filter *bk_counting_as_filter(bk_counting *f)
-{
-    return (bk_filter *)(void *)f;
-}
-
-bk_counting *bk_filter_as_counting(bk_filter *f)
-{
-    if (f == NULL || ((bk__object *)(void *)f)->ops != &counting_ops) return NULL;
-    return (bk_counting *)(void *)f;
-}
+BK__FAMILY_CASTS(counting, counting_ops)
 
 static uint64_t ops_seed(const void *f) { return ((const bk_counting *)f)->seed; }
 static void ops_destroy(void *f) { bk_counting_free(f); }

@@ -639,16 +639,7 @@ int bk_cuckoo_get_stats(const bk_cuckoo *f, bk_cuckoo_stats *out)
  * The generic filter and the file format
  *==========================================================================*/
 
-bk_filter *bk_cuckoo_as_filter(bk_cuckoo *f)
-{
-    return (bk_filter *)(void *)f;
-}
-
-bk_cuckoo *bk_filter_as_cuckoo(bk_filter *f)
-{
-    if (f == NULL || ((bk__object *)(void *)f)->ops != &cuckoo_ops) return NULL;
-    return (bk_cuckoo *)(void *)f;
-}
+BK__FAMILY_CASTS(cuckoo, cuckoo_ops)
 
 static uint64_t ops_seed(const void *f) { return ((const bk_cuckoo *)f)->seed; }
 static void ops_destroy(void *f) { bk_cuckoo_free(f); }

@@ -420,16 +420,7 @@ int bk_deletable_get_stats(const bk_deletable *f, bk_deletable_stats *out)
  * The generic filter and the file format
  *==========================================================================*/
 
-bk_filter *bk_deletable_as_filter(bk_deletable *f)
-{
-    return (bk_filter *)(void *)f;
-}
-
-bk_deletable *bk_filter_as_deletable(bk_filter *f)
-{
-    if (f == NULL || ((bk__object *)(void *)f)->ops != &deletable_ops) return NULL;
-    return (bk_deletable *)(void *)f;
-}
+BK__FAMILY_CASTS(deletable, deletable_ops)
 
 static uint64_t ops_seed(const void *f) { return ((const bk_deletable *)f)->seed; }
 static void ops_destroy(void *f) { bk_deletable_free(f); }

@@ -122,6 +122,21 @@ BK_HIDDEN void bk__blocked_describe_part(const bk_blocked *f, bk__part *p);
 BK_HIDDEN int bk__blocked_restore_part(const bk__part *p, uint64_t seed,
                                        bk_blocked **out);
 
+/* The two public casts of a family, bk_<fam>_as_filter and
+ * bk_filter_as_<fam> (NULL when f is of another family): the family struct
+ * begins with its bk__object, so both are the same pointer. */
+#define BK__FAMILY_CASTS(fam, ops_table)                                     \
+    bk_filter *bk_##fam##_as_filter(bk_##fam *f)                             \
+    {                                                                        \
+        return (bk_filter *)(void *)f;                                       \
+    }                                                                        \
+    bk_##fam *bk_filter_as_##fam(bk_filter *f)                               \
+    {                                                                        \
+        if (f == NULL || ((bk__object *)(void *)f)->ops != &(ops_table))     \
+            return NULL;                                                     \
+        return (bk_##fam *)(void *)f;                                        \
+    }
+
 /* Set up the object part of a new family struct. */
 static inline void bk__object_init(bk__object *o, const bk__family_ops *ops)
 {

@@ -534,17 +534,7 @@ int bk_scalable_get_stats(const bk_scalable *f, bk_scalable_stats *out)
  * format (filter.c); merge is stage by stage and needs identical stages.
  *==========================================================================*/
 
-bk_filter *bk_scalable_as_filter(bk_scalable *f)
-{
-    return (bk_filter *)(void *)f;
-}
-
-bk_scalable *bk_filter_as_scalable(bk_filter *f)
-{
-    if (f == NULL || ((bk__object *)(void *)f)->ops != &scalable_ops)
-        return NULL;
-    return (bk_scalable *)(void *)f;
-}
+BK__FAMILY_CASTS(scalable, scalable_ops)
 
 static int ops_create(const bk_filter_config *cfg, void **out)
 {

@@ -454,16 +454,7 @@ int bk_window_get_stats(const bk_window *f, bk_window_stats *out)
  * clone or merge either.
  *==========================================================================*/
 
-bk_filter *bk_window_as_filter(bk_window *f)
-{
-    return (bk_filter *)(void *)f;
-}
-
-bk_window *bk_filter_as_window(bk_filter *f)
-{
-    if (f == NULL || ((bk__object *)(void *)f)->ops != &window_ops) return NULL;
-    return (bk_window *)(void *)f;
-}
+BK__FAMILY_CASTS(window, window_ops)
 
 /* From the generic config: capacity keys per window; window_by_count
  * selects count mode; a time window's clock starts at 0. */
