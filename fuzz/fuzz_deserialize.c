@@ -9,10 +9,25 @@
 #include <string.h>
 
 #include "bloomkit.h"
+#include "reseal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static int try_input(const uint8_t *data, size_t size);
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    try_input(data, size);
+    unsigned char *copy = malloc(size ? size : 1);
+    if (copy == NULL) abort();
+    memcpy(copy, data, size);
+    reseal(copy, size);
+    try_input(copy, size);
+    free(copy);
+    return 0;
+}
+
+static int try_input(const uint8_t *data, size_t size)
 {
     bk_filter *f = NULL;
     int rc = bk_filter_deserialize(&f, data, size);

@@ -6,12 +6,29 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bloomkit.h"
+#include "reseal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static int try_input(const uint8_t *data, size_t size);
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    try_input(data, size);
+    if (size < 2) return 0;
+    unsigned char *copy = malloc(size);
+    if (copy == NULL) abort();
+    memcpy(copy, data, size);
+    reseal(copy + 2, size - 2); /* after the two control bytes */
+    try_input(copy, size);
+    free(copy);
+    return 0;
+}
+
+static int try_input(const uint8_t *data, size_t size)
 {
     if (size < 2) return 0;
     size_t chunk = (size_t)data[0] * 7 + 1; /* 1 .. 1786 bytes */
