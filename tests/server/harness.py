@@ -8,7 +8,10 @@
         code = srv.stop()             # SHUTDOWN (SAVE), returns the exit code
 
 The server binary comes from $BLOOMKIT_SERVER (CTest sets it to the build's
-own), else build/release/server/bloomkit-server. Every server started here
+own), else build/release/server/bloomkit-server. With $BLOOMKIT_MODULE set
+to a bloomkit.so, Server() starts Debian's redis-server ($REDIS_SERVER, else
+/usr/bin/redis-server) with that module loaded instead (tests/module/ runs
+the same suites that way); the extra flags are then redis-server's. Every server started here
 is killed when the test process exits, whatever happens. Run the tests
 with Debian's /usr/bin/python3 (it has python3-redis).
 
@@ -38,6 +41,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SERVER = os.environ.get("BLOOMKIT_SERVER") or os.path.join(
     ROOT, "build", "release", "server", "bloomkit-server")
+
+MODULE = os.environ.get("BLOOMKIT_MODULE")
+REDIS_SERVER = os.environ.get("REDIS_SERVER") or "/usr/bin/redis-server"
 
 _live = []
 
@@ -79,10 +85,25 @@ class Server:
 
     # -- life ------------------------------------------------------------
     def command_line(self):
+        if MODULE:
+            return self.redis_command_line()
         cmd = [SERVER, "--port", str(self.port), "--dir", self.dir,
                "--threads", str(self.threads)]
         if self.bind:
             cmd += ["--bind", self.bind]
+        if self.password:
+            cmd += ["--requirepass", self.password]
+        if self.unixsocket:
+            cmd += ["--unixsocket", self.unixsocket]
+        return cmd + self.flags
+
+    def redis_command_line(self):
+        """redis-server with bloomkit.so: no snapshots unless asked for,
+        DEBUG allowed from loopback (the persistence tests use RELOAD)."""
+        cmd = [REDIS_SERVER, "--port", str(self.port), "--dir", self.dir,
+               "--loadmodule", MODULE, "--save", "", "--appendonly", "no",
+               "--enable-debug-command", "local",
+               "--bind", self.bind or "127.0.0.1"]
         if self.password:
             cmd += ["--requirepass", self.password]
         if self.unixsocket:

@@ -1,0 +1,118 @@
+#!/bin/sh
+# bench_module.sh - redis-benchmark against Debian's redis-server with
+# bloomkit.so loaded and, in the same run, against bloomkit-server: the
+# same commands from the same command layer, under two hosts.
+#
+# Usage: bench/bench_module.sh [path/to/bloomkit.so] [path/to/bloomkit-server]
+#   env: N (requests at -P 1, default 200000), NP (requests at -P 64,
+#        default 2000000), NM (MADD/MEXISTS commands, default 20000),
+#        CLIENTS (default 50), BENCH_THREADS (redis-benchmark --threads, 2),
+#        SERVER_THREADS (bloomkit-server --threads, default: one per core)
+#
+# Both servers listen on free loopback ports with temporary directories
+# and are stopped at the end (also on failure or Ctrl-C). Persistence is
+# off in redis-server (--save "" --appendonly no); bloomkit-server runs
+# with its defaults (append-only log, fsync every second). Each holds one
+# Bloom filter "bf" of 20 million items at 1%, and redis-server's plain
+# SET/GET are measured beside them as the protocol ceiling of real Redis.
+#
+# Output: one table row per test: requests/s, items/s, p50 and p99 latency
+# (ms, as redis-benchmark reports them).
+set -eu
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+MOD=${1:-${BLOOMKIT_MODULE:-$ROOT/build/release/module/bloomkit.so}}
+BKS=${2:-${BLOOMKIT_SERVER:-$ROOT/build/release/server/bloomkit-server}}
+N=${N:-200000}
+NP=${NP:-2000000}
+NM=${NM:-20000}
+CLIENTS=${CLIENTS:-50}
+BT=${BENCH_THREADS:-2}
+ST=${SERVER_THREADS:-0}
+
+for tool in redis-benchmark redis-server redis-cli; do
+    command -v $tool >/dev/null || { echo "bench_module.sh: $tool is missing (scripts/install-deps.sh)" >&2; exit 1; }
+done
+[ -f "$MOD" ] || { echo "bench_module.sh: no module at $MOD (make build)" >&2; exit 1; }
+[ -x "$BKS" ] || { echo "bench_module.sh: no server at $BKS (make build)" >&2; exit 1; }
+# redis-server enters --dir before it loads modules: an absolute path
+MOD=$(cd "$(dirname "$MOD")" && pwd)/$(basename "$MOD")
+
+free_port() {
+    /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+TMP=$(mktemp -d /tmp/bkm-bench.XXXXXX)
+BK_PID=""
+RS_PID=""
+cleanup() {
+    [ -n "$BK_PID" ] && kill "$BK_PID" 2>/dev/null && wait "$BK_PID" 2>/dev/null || true
+    [ -n "$RS_PID" ] && kill "$RS_PID" 2>/dev/null && wait "$RS_PID" 2>/dev/null || true
+    rm -rf "$TMP"
+}
+trap cleanup EXIT INT TERM
+
+BK_PORT=$(free_port)
+RS_PORT=$(free_port)
+mkdir -p "$TMP/bk" "$TMP/rs"
+"$BKS" --port "$BK_PORT" --dir "$TMP/bk" --threads "$ST" --loglevel warning \
+    >"$TMP/bk.log" 2>&1 &
+BK_PID=$!
+redis-server --port "$RS_PORT" --bind 127.0.0.1 --dir "$TMP/rs" --save "" \
+    --appendonly no --daemonize no --logfile "$TMP/rs.log" --loadmodule "$MOD" &
+RS_PID=$!
+
+wait_ping() {
+    i=0
+    until [ "$(redis-cli -p "$1" PING 2>/dev/null)" = PONG ]; do
+        i=$((i + 1))
+        [ $i -gt 200 ] && { echo "bench_module.sh: server on port $1 did not start" >&2; exit 1; }
+        sleep 0.05
+    done
+}
+wait_ping "$BK_PORT"
+wait_ping "$RS_PORT"
+
+for p in "$BK_PORT" "$RS_PORT"; do
+    [ "$(redis-cli -p "$p" BF.RESERVE bf 0.01 20000000)" = OK ] ||
+        { echo "bench_module.sh: BF.RESERVE failed on port $p" >&2; exit 1; }
+done
+
+# bench LABEL PORT PIPELINE REQUESTS ITEMS_PER_COMMAND cmd...
+bench() {
+    label=$1 port=$2 pipe=$3 n=$4 items=$5
+    shift 5
+    line=$(timeout 300 redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" -P "$pipe" \
+           --threads "$BT" -r 100000000 --csv "$@" 2>/dev/null | tail -n 1)
+    # "name","rps","avg","min","p50","p95","p99","max"
+    echo "$line" | tr -d '"' | awk -F, -v l="$label" -v p="$pipe" -v it="$items" \
+        '{ printf "| %-34s | %3s | %12.0f | %12.0f | %7s | %7s |\n", l, p, $2, $2 * it, $5, $7 }'
+}
+
+MADD_ARGS=""
+i=0
+while [ $i -lt 100 ]; do MADD_ARGS="$MADD_ARGS __rand_int__"; i=$((i + 1)); done
+
+echo "module: $MOD in redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'); bloomkit-server: $BKS (threads: $ST, 0 = one per core)"
+echo "machine: $(nproc) cores; redis-benchmark -c $CLIENTS --threads $BT -r 100000000"
+echo
+echo "| test                               |  -P |       req/s  |     items/s  | p50 ms  | p99 ms  |"
+echo "|------------------------------------|-----|--------------|--------------|---------|---------|"
+for P in 1 64; do
+    if [ $P = 1 ]; then n=$N; else n=$NP; fi
+    bench "redis-server SET"                 "$RS_PORT" $P $n 1 -t set
+    bench "redis-server+module BF.ADD"       "$RS_PORT" $P $n 1 BF.ADD bf __rand_int__
+    bench "bloomkit-server BF.ADD"           "$BK_PORT" $P $n 1 BF.ADD bf __rand_int__
+    bench "redis-server+module BF.EXISTS"    "$RS_PORT" $P $n 1 BF.EXISTS bf __rand_int__
+    bench "bloomkit-server BF.EXISTS"        "$BK_PORT" $P $n 1 BF.EXISTS bf __rand_int__
+done
+# shellcheck disable=SC2086
+bench "redis-server+module BF.MADD x100"     "$RS_PORT" 1 "$NM" 100 BF.MADD bf $MADD_ARGS
+# shellcheck disable=SC2086
+bench "bloomkit-server BF.MADD x100"         "$BK_PORT" 1 "$NM" 100 BF.MADD bf $MADD_ARGS
+# shellcheck disable=SC2086
+bench "redis-server+module BF.MEXISTS x100"  "$RS_PORT" 1 "$NM" 100 BF.MEXISTS bf $MADD_ARGS
+# shellcheck disable=SC2086
+bench "bloomkit-server BF.MEXISTS x100"      "$BK_PORT" 1 "$NM" 100 BF.MEXISTS bf $MADD_ARGS
+echo
+echo "command: $0 $*  (N=$N NP=$NP NM=$NM CLIENTS=$CLIENTS BENCH_THREADS=$BT SERVER_THREADS=$ST)"

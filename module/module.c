@@ -1,0 +1,494 @@
+/*
+ * module.c - bloomkit.so: the command layer (commands/) inside Redis.
+ *
+ * bloomkit-server and this module answer the same BF.*, CF.*, CBF.*, WF.*
+ * commands from the same code: commands/ is transport-free and reaches
+ * its host through three small interfaces (commands/command.h). This file
+ * is the Redis side of those interfaces, and nothing else:
+ *
+ *   bkc_reply      RedisModule_ReplyWith* (Redis itself encodes RESP2 or
+ *                  RESP3: a map becomes an array of 2n in RESP2, a double
+ *                  a bulk string);
+ *   bkc_host_vt    Redis keys holding one of our module data types:
+ *                  OpenKey / KeyType / ModuleTypeGetType / GetValue /
+ *                  SetValue / DeleteKey; a successful write is replicated
+ *                  (and logged to the AOF) verbatim;
+ *   bkc_ctx        the calling client's protocol and Redis's clock.
+ *
+ * Every command of bkc_command_table that the layer implements (all but
+ * the BKC_CMD_HOST entries, which Redis has natively) is registered with
+ * its flags and key positions, so Redis Cluster routes it, and runs
+ * through one callback, bkm_command, that hands argv to bkc_dispatch.
+ *
+ * Data types: one per bkc_kind, named by bkc_kind_type_name ("bkbloom--",
+ * "bkcuckoo-", "bkcount--", "bkwindow-", and "bkloading" for a
+ * *.LOADCHUNK in progress). Their RDB payload is one string: the value's
+ * container (bkc_value_encode, docs/COMMANDS.md "Value encoding"), the
+ * very bytes bloomkit-server snapshots and SCANDUMP returns; the type's
+ * encoding version (BKM_ENCVER) is checked on load, and the container and
+ * every filter image inside it carry their own version and checksums, so
+ * a damaged payload is refused (rdb_load returns NULL; Redis reports the
+ * load error) and never reaches a filter.
+ *
+ * Memory: the library's allocations (the filters, which are nearly all of
+ * it) go through RedisModule_TryAlloc/Alloc by bk_set_allocator, so Redis
+ * counts them in used_memory and maxmemory applies.
+ */
+#include <stdint.h> /* SIZE_MAX */
+#include <stdlib.h> /* free: bkc_value_encode's buffers come from malloc */
+#include <string.h>
+
+#include "bloomkit.h"
+#include "command.h"
+#include "redismodule_api.h"
+
+#define BKM_NAME "bloomkit"
+#define BKM_VERSION 1    /* MODULE LIST's "ver" */
+#define BKM_ENCVER 1     /* RDB encoding version of every data type */
+#define BKM_AOF_CHUNK (4u << 20) /* bytes of dump per *.LOADCHUNK in a rewrite */
+#define BKM_ARGV_STACK 32
+
+#define BKM_EXPORT __attribute__((visibility("default")))
+
+/*==========================================================================
+ * Data types
+ *==========================================================================*/
+
+static RedisModuleType *bkm_types[BKC_KIND_LOADING + 1];
+
+/* The kind a Redis data type stands for (BKC_KIND_OTHER: not ours). */
+static bkc_kind kind_of_type(const RedisModuleType *t)
+{
+    for (int k = BKC_KIND_BLOOM; k <= BKC_KIND_LOADING; k++)
+        if (t != NULL && bkm_types[k] == t) return (bkc_kind)k;
+    return BKC_KIND_OTHER;
+}
+
+/*==========================================================================
+ * Memory: the library's allocator hook
+ *==========================================================================*/
+
+static void *bkm_malloc(void *opaque, size_t size)
+{
+    (void)opaque;
+    /* TryAlloc returns NULL on failure (the library then reports
+     * BK_ENOMEM); plain Alloc would stop Redis */
+    return RedisModule_TryAlloc ? RedisModule_TryAlloc(size) : RedisModule_Alloc(size);
+}
+
+static void *bkm_calloc(void *opaque, size_t count, size_t size)
+{
+    (void)opaque;
+    if (RedisModule_TryAlloc == NULL) return RedisModule_Calloc(count, size);
+    if (size != 0 && count > SIZE_MAX / size) return NULL;
+    void *p = RedisModule_TryAlloc(count * size);
+    if (p != NULL) memset(p, 0, count * size);
+    return p;
+}
+
+static void bkm_free(void *opaque, void *ptr)
+{
+    (void)opaque;
+    if (ptr != NULL) RedisModule_Free(ptr);
+}
+
+static const bk_allocator bkm_allocator = {bkm_malloc, bkm_calloc, bkm_free, NULL};
+
+/*==========================================================================
+ * Replies
+ *==========================================================================*/
+
+#define RCTX(r) ((RedisModuleCtx *)(r)->impl)
+
+static void rep_simple(bkc_reply *r, const char *s) { RedisModule_ReplyWithSimpleString(RCTX(r), s); }
+/* Redis sends ReplyWithError's text as is: "ERR not found", "WRONGTYPE ..." */
+static void rep_error(bkc_reply *r, const char *s) { RedisModule_ReplyWithError(RCTX(r), s); }
+static void rep_integer(bkc_reply *r, long long v) { RedisModule_ReplyWithLongLong(RCTX(r), v); }
+static void rep_bulk(bkc_reply *r, const void *p, size_t n)
+{
+    RedisModule_ReplyWithStringBuffer(RCTX(r), n ? (const char *)p : "", n);
+}
+static void rep_null(bkc_reply *r) { RedisModule_ReplyWithNull(RCTX(r)); }
+static void rep_array(bkc_reply *r, size_t n) { RedisModule_ReplyWithArray(RCTX(r), (long)n); }
+static void rep_map(bkc_reply *r, size_t pairs) { RedisModule_ReplyWithMap(RCTX(r), (long)pairs); }
+static void rep_dbl(bkc_reply *r, double d) { RedisModule_ReplyWithDouble(RCTX(r), d); }
+
+static const bkc_reply_vt bkm_reply_vt = {rep_simple, rep_error,
+                                          rep_integer, rep_bulk, rep_null, rep_array,
+                                          rep_map, rep_dbl};
+
+/*==========================================================================
+ * The host: Redis keys
+ *==========================================================================*/
+
+typedef struct bkm_host {
+    RedisModuleCtx *ctx;
+    RedisModuleString **rargv; /* the command's arguments, as Redis gave them */
+    const bkc_str *argv;       /* the same, as byte ranges */
+    int argc;
+} bkm_host;
+
+struct bkc_key {
+    RedisModuleCtx *ctx;
+    RedisModuleKey *key;     /* NULL: opened for reading and missing */
+    RedisModuleString *made; /* a name we created (freed at close), or NULL */
+};
+
+/* The RedisModuleString of a name: the argument itself when the name is
+ * one (always, for our commands), else a new string. */
+static RedisModuleString *name_string(bkm_host *h, bkc_str name, RedisModuleString **made)
+{
+    *made = NULL;
+    for (int i = 1; i < h->argc; i++)
+        if (h->argv[i].ptr == name.ptr && h->argv[i].len == name.len) return h->rargv[i];
+    *made = RedisModule_CreateString(h->ctx, name.ptr ? name.ptr : "", name.len);
+    return *made;
+}
+
+static bkc_key *host_open(void *host, bkc_str name, bkc_open_mode mode)
+{
+    bkm_host *h = host;
+    bkc_key *k = RedisModule_Alloc(sizeof(*k));
+    RedisModuleString *s = name_string(h, name, &k->made);
+    int rmode = mode == BKC_OPEN_READ ? REDISMODULE_READ : REDISMODULE_READ | REDISMODULE_WRITE;
+    k->ctx = h->ctx;
+    k->key = RedisModule_OpenKey(h->ctx, s, rmode);
+    return k;
+}
+
+static bkc_kind host_kind(bkc_key *k)
+{
+    if (k->key == NULL) return BKC_KIND_NONE;
+    int t = RedisModule_KeyType(k->key);
+    if (t == REDISMODULE_KEYTYPE_EMPTY) return BKC_KIND_NONE;
+    if (t != REDISMODULE_KEYTYPE_MODULE) return BKC_KIND_OTHER;
+    return kind_of_type(RedisModule_ModuleTypeGetType(k->key));
+}
+
+static bkc_value *host_value(bkc_key *k)
+{
+    bkc_kind kind = host_kind(k);
+    if (kind == BKC_KIND_NONE || kind == BKC_KIND_OTHER) return NULL;
+    return RedisModule_ModuleTypeGetValue(k->key);
+}
+
+static int host_set(bkc_key *k, bkc_value *v)
+{
+    if (k->key == NULL) { /* opened for reading: the command layer never sets then */
+        bkc_value_free(v);
+        return BK_EINVAL;
+    }
+    if (v == NULL) {
+        if (RedisModule_KeyType(k->key) != REDISMODULE_KEYTYPE_EMPTY)
+            RedisModule_DeleteKey(k->key);
+        return BK_OK;
+    }
+    if (v->kind < BKC_KIND_BLOOM || v->kind > BKC_KIND_LOADING ||
+        RedisModule_ModuleTypeSetValue(k->key, bkm_types[v->kind], v) != REDISMODULE_OK) {
+        bkc_value_free(v);
+        return BK_EINVAL;
+    }
+    return BK_OK; /* Redis frees the previous value with its type's free */
+}
+
+static void host_resized(bkc_key *k)
+{
+    (void)k; /* Redis asks mem_usage when it needs the size */
+}
+
+static void host_close(bkc_key *k)
+{
+    if (k->key != NULL) RedisModule_CloseKey(k->key);
+    if (k->made != NULL) RedisModule_FreeString(k->ctx, k->made);
+    RedisModule_Free(k);
+}
+
+static void host_wrote(void *host, int argc, const bkc_str *argv)
+{
+    (void)argc;
+    (void)argv;
+    RedisModule_ReplicateVerbatim(((bkm_host *)host)->ctx);
+}
+
+static size_t host_memory_left(void *host)
+{
+    bkm_host *h = host;
+    /* used / maxmemory: 0 without a maxmemory (then there is no limit) */
+    float ratio = RedisModule_GetUsedMemoryRatio();
+    if (!(ratio > 0)) return SIZE_MAX;
+    /* only creation commands ask, so INFO's cost does not matter */
+    RedisModuleServerInfoData *info = RedisModule_GetServerInfo(h->ctx, "memory");
+    if (info == NULL) return SIZE_MAX;
+    int e1 = 0, e2 = 0;
+    unsigned long long max = RedisModule_ServerInfoGetFieldUnsigned(info, "maxmemory", &e1);
+    unsigned long long used = RedisModule_ServerInfoGetFieldUnsigned(info, "used_memory", &e2);
+    RedisModule_FreeServerInfo(h->ctx, info);
+    if (e1 || e2 || max == 0) return SIZE_MAX;
+    if (used >= max) return 0;
+    return max - used > SIZE_MAX - 1 ? SIZE_MAX - 1 : (size_t)(max - used);
+}
+
+static const bkc_host_vt bkm_host_vt = {host_open, host_kind, host_value, host_set,
+                                        host_resized, host_close, host_wrote,
+                                        host_memory_left};
+
+/*==========================================================================
+ * Commands
+ *==========================================================================*/
+
+/* Every registered command: argv as byte ranges, then bkc_dispatch. */
+static int bkm_command(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    bkc_str stack[BKM_ARGV_STACK];
+    bkc_str *args = stack;
+    if (argc > BKM_ARGV_STACK) args = RedisModule_Alloc((size_t)argc * sizeof(*args));
+    for (int i = 0; i < argc; i++) args[i].ptr = RedisModule_StringPtrLen(argv[i], &args[i].len);
+
+    bkm_host host = {ctx, argv, args, argc};
+    bkc_reply reply = {&bkm_reply_vt, ctx};
+    int resp = (RedisModule_GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_RESP3) ? 3 : 2;
+    bkc_ctx c = {&reply, &bkm_host_vt, &host, resp, (uint64_t)RedisModule_Milliseconds()};
+    bkc_dispatch(&c, argc, args);
+
+    if (args != stack) RedisModule_Free(args);
+    return REDISMODULE_OK;
+}
+
+/* Redis's flag words for a table entry's flags. */
+static void command_flags(unsigned flags, char *buf, size_t cap)
+{
+    static const struct {
+        unsigned bit;
+        const char *word;
+    } words[] = {{BKC_CMD_WRITE, "write"},
+                 {BKC_CMD_READONLY, "readonly"},
+                 {BKC_CMD_DENYOOM, "deny-oom"},
+                 {BKC_CMD_FAST, "fast"}};
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        if (!(flags & words[i].bit)) continue;
+        size_t at = strlen(buf), n = strlen(words[i].word);
+        if (at + n + 2 > cap) break;
+        if (at > 0) buf[at++] = ' ';
+        memcpy(buf + at, words[i].word, n + 1);
+    }
+}
+
+static int register_commands(RedisModuleCtx *ctx)
+{
+    for (size_t i = 0; i < bkc_command_count; i++) {
+        const bkc_command *cmd = &bkc_command_table[i];
+        char flags[64];
+        if ((cmd->flags & BKC_CMD_HOST) || cmd->handler == NULL) continue;
+        command_flags(cmd->flags, flags, sizeof(flags));
+        if (RedisModule_CreateCommand(ctx, cmd->name, bkm_command, flags, cmd->first_key,
+                                      cmd->last_key, cmd->key_step) != REDISMODULE_OK) {
+            RedisModule_Log(ctx, "warning",
+                            "bloomkit: cannot register command '%s': the name is taken "
+                            "(is RedisBloom or another module with BF.*/CF.* commands "
+                            "loaded?). bloomkit cannot be loaded next to it; load only "
+                            "one of them.",
+                            cmd->name);
+            return REDISMODULE_ERR;
+        }
+    }
+    return REDISMODULE_OK;
+}
+
+/*==========================================================================
+ * Type methods
+ *==========================================================================*/
+
+static void *rdb_load_kind(RedisModuleIO *io, int encver, bkc_kind kind)
+{
+    if (encver != BKM_ENCVER) {
+        RedisModule_LogIOError(io, "warning",
+                               "bloomkit: %s value of encoding version %d, this module "
+                               "reads version %d: refused",
+                               bkc_kind_type_name(kind), encver, BKM_ENCVER);
+        return NULL;
+    }
+    size_t len = 0;
+    char *buf = RedisModule_LoadStringBuffer(io, &len);
+    if (RedisModule_IsIOError(io) || buf == NULL) {
+        if (buf != NULL) RedisModule_Free(buf);
+        RedisModule_LogIOError(io, "warning", "bloomkit: %s value truncated: refused",
+                               bkc_kind_type_name(kind));
+        return NULL;
+    }
+    bkc_value *v = NULL;
+    int rc = bkc_value_decode((const unsigned char *)buf, len, &v);
+    RedisModule_Free(buf);
+    if (rc != BK_OK) {
+        RedisModule_LogIOError(io, "warning", "bloomkit: corrupt %s value (%s): refused",
+                               bkc_kind_type_name(kind), bk_strerror(rc));
+        return NULL;
+    }
+    if (v->kind != kind) {
+        RedisModule_LogIOError(io, "warning",
+                               "bloomkit: %s payload holds a %s value: refused",
+                               bkc_kind_type_name(kind), bkc_kind_type_name(v->kind));
+        bkc_value_free(v);
+        return NULL;
+    }
+    return v;
+}
+
+#define BKM_RDB_LOAD(suffix, kind)                                 \
+    static void *rdb_load_##suffix(RedisModuleIO *io, int encver) \
+    {                                                              \
+        return rdb_load_kind(io, encver, kind);                    \
+    }
+BKM_RDB_LOAD(bloom, BKC_KIND_BLOOM)
+BKM_RDB_LOAD(cuckoo, BKC_KIND_CUCKOO)
+BKM_RDB_LOAD(counting, BKC_KIND_COUNTING)
+BKM_RDB_LOAD(window, BKC_KIND_WINDOW)
+BKM_RDB_LOAD(loading, BKC_KIND_LOADING)
+#undef BKM_RDB_LOAD
+
+static void rdb_save(RedisModuleIO *io, void *value)
+{
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    int rc = bkc_value_encode(value, &buf, &len);
+    if (rc != BK_OK) {
+        /* An RDB without the value would be silently incomplete: write an
+         * empty payload, which rdb_load refuses, so the loss is loud. */
+        RedisModule_LogIOError(io, "warning", "bloomkit: cannot encode a %s value: %s",
+                               bkc_kind_type_name(((bkc_value *)value)->kind),
+                               bk_strerror(rc));
+        RedisModule_SaveStringBuffer(io, "", 0);
+        return;
+    }
+    RedisModule_SaveStringBuffer(io, (const char *)buf, len);
+    free(buf);
+}
+
+/* The *.LOADCHUNK command that restores a kind. */
+static const char *loadchunk_name(bkc_kind kind)
+{
+    switch (kind) {
+    case BKC_KIND_CUCKOO: return "CF.LOADCHUNK";
+    case BKC_KIND_COUNTING: return "CBF.LOADCHUNK";
+    case BKC_KIND_WINDOW: return "WF.LOADCHUNK";
+    default: return "BF.LOADCHUNK";
+    }
+}
+
+/* The AOF gets the value as the *.LOADCHUNK commands that rebuild it,
+ * each with at most BKM_AOF_CHUNK bytes of the dump, the iterator being
+ * the end offset of the chunk (SCANDUMP's convention). A load in progress
+ * is written as the chunks received so far, under the command of the kind
+ * its header names (any kind before the header is complete: the kind is
+ * only checked once it is). */
+static void aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *value)
+{
+    bkc_value *v = value;
+    const unsigned char *data;
+    unsigned char *owned = NULL;
+    size_t len;
+    bkc_kind kind = v->kind;
+
+    if (v->kind == BKC_KIND_LOADING) {
+        data = v->load_buf;
+        len = v->load_len;
+        kind = BKC_KIND_BLOOM;
+        if (len >= 8) {
+            unsigned k = (unsigned)data[6] | (unsigned)data[7] << 8;
+            if (k >= BKC_KIND_BLOOM && k <= BKC_KIND_WINDOW) kind = (bkc_kind)k;
+        }
+    } else {
+        int rc = bkc_value_encode(v, &owned, &len);
+        if (rc != BK_OK) {
+            RedisModule_LogIOError(aof, "warning",
+                                   "bloomkit: cannot rewrite a %s value: %s",
+                                   bkc_kind_type_name(v->kind), bk_strerror(rc));
+            return;
+        }
+        data = owned;
+    }
+    const char *cmd = loadchunk_name(kind);
+    for (size_t off = 0; off < len;) {
+        size_t n = len - off < BKM_AOF_CHUNK ? len - off : BKM_AOF_CHUNK;
+        RedisModule_EmitAOF(aof, cmd, "slb", key, (long long)(off + n),
+                            (const char *)data + off, n);
+        off += n;
+    }
+    free(owned);
+}
+
+static size_t mem_usage(const void *value)
+{
+    return bkc_value_bytes(value);
+}
+
+static void digest(RedisModuleDigest *md, void *value)
+{
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    if (bkc_value_encode(value, &buf, &len) == BK_OK)
+        RedisModule_DigestAddStringBuffer(md, (const char *)buf, len);
+    else
+        RedisModule_DigestAddLongLong(md, -1);
+    free(buf);
+    RedisModule_DigestEndSequence(md);
+}
+
+static void value_free(void *value)
+{
+    bkc_value_free(value);
+}
+
+static int create_types(RedisModuleCtx *ctx)
+{
+    void *(*loads[])(RedisModuleIO *, int) = {NULL, rdb_load_bloom, rdb_load_cuckoo,
+                                              rdb_load_counting, rdb_load_window,
+                                              rdb_load_loading};
+    for (int k = BKC_KIND_BLOOM; k <= BKC_KIND_LOADING; k++) {
+        RedisModuleTypeMethods tm = {
+            .version = BKM_TYPE_METHOD_VERSION,
+            .rdb_load = loads[k],
+            .rdb_save = rdb_save,
+            .aof_rewrite = aof_rewrite,
+            .mem_usage = mem_usage,
+            .digest = digest,
+            .free = value_free,
+        };
+        const char *name = bkc_kind_type_name((bkc_kind)k);
+        bkm_types[k] = RedisModule_CreateDataType(ctx, name, BKM_ENCVER, &tm);
+        if (bkm_types[k] == NULL) {
+            RedisModule_Log(ctx, "warning",
+                            "bloomkit: cannot create the data type '%s' (the name is "
+                            "taken, or the module is loaded after startup)",
+                            name);
+            return REDISMODULE_ERR;
+        }
+    }
+    return REDISMODULE_OK;
+}
+
+/*==========================================================================
+ * Loading
+ *==========================================================================*/
+
+BKM_EXPORT int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+
+int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    (void)argv;
+    if (bkm_init(ctx, BKM_NAME, BKM_VERSION, REDISMODULE_APIVER_1) != REDISMODULE_OK)
+        return REDISMODULE_ERR;
+    if (argc != 0) {
+        RedisModule_Log(ctx, "warning", "bloomkit: the module takes no arguments");
+        return REDISMODULE_ERR;
+    }
+    /* commands first: a clash with RedisBloom stops the load before any
+     * data type exists */
+    if (register_commands(ctx) != REDISMODULE_OK) return REDISMODULE_ERR;
+    if (create_types(ctx) != REDISMODULE_OK) return REDISMODULE_ERR;
+    RedisModule_SetModuleOptions(ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS);
+    bk_set_allocator(&bkm_allocator);
+    RedisModule_Log(ctx, "notice", "bloomkit %s: %s", bk_version_string(),
+                    "BF.* CF.* CBF.* WF.* ready");
+    return REDISMODULE_OK;
+}

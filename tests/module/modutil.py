@@ -1,0 +1,37 @@
+"""modutil.py - what the module tests share.
+
+The module under test is $BLOOMKIT_MODULE (CTest sets it to the build's
+bloomkit.so), else build/release/module/bloomkit.so. redis-server,
+redis-cli and python3-redis are dependencies (scripts/install-deps.sh):
+a missing one is a failure, never a skip. Servers are started through
+tests/server/harness.py, whose Server() runs redis-server with the module
+when $BLOOMKIT_MODULE is set.
+"""
+import os
+import shutil
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SERVER_TESTS = os.path.join(ROOT, "tests", "server")
+sys.path.insert(0, SERVER_TESTS)
+
+MODULE = os.environ.get("BLOOMKIT_MODULE") or os.path.join(
+    ROOT, "build", "release", "module", "bloomkit.so")
+os.environ["BLOOMKIT_MODULE"] = MODULE  # before harness is imported
+
+REDIS_SERVER = os.environ.get("REDIS_SERVER") or "/usr/bin/redis-server"
+
+
+def require():
+    """Exit 1 (a failure) when something the module tests need is missing."""
+    missing = []
+    if not os.path.isfile(MODULE):
+        missing.append("the module %s (build it: make)" % MODULE)
+    if not os.access(REDIS_SERVER, os.X_OK):
+        missing.append("redis-server (scripts/install-deps.sh)")
+    if shutil.which("redis-cli") is None:
+        missing.append("redis-cli (scripts/install-deps.sh)")
+    if missing:
+        print("module tests cannot run, missing: " + "; ".join(missing))
+        sys.exit(1)
