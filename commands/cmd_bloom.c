@@ -32,7 +32,6 @@
 #define ERR_NONSCALING_EXPANSION "ERR nonscaling filters cannot expand"
 #define ERR_FULL "ERR non scaling filter is full"
 #define ERR_MAX_STAGES "ERR filter has reached its maximum number of sub-filters"
-#define ERR_INFO_FIELD "Invalid information value"
 #define MAX_EXPANSION 32768
 
 /*==========================================================================
@@ -416,9 +415,7 @@ void bkc_cmd_bf_card(bkc_ctx *c, int argc, const bkc_str *argv)
 
 /* BF.INFO fields, in the order of the whole reply. */
 enum { F_CAPACITY, F_SIZE, F_FILTERS, F_ITEMS, F_EXPANSION, F_COUNT };
-static const struct {
-    const char *keyword, *label;
-} info_fields[F_COUNT] = {
+static const bkc__info_field info_fields[F_COUNT] = {
     {"CAPACITY", "Capacity"},
     {"SIZE", "Size"},
     {"FILTERS", "Number of filters"},
@@ -426,8 +423,9 @@ static const struct {
     {"EXPANSION", "Expansion rate"},
 };
 
-static void info_value(bkc_ctx *c, bk_scalable *s, int field)
+static void info_value(bkc_ctx *c, const void *src, int field)
 {
+    bk_scalable *s = (bk_scalable *)src;
     switch (field) {
     case F_CAPACITY: bkc__int(c, (long long)bk_scalable_capacity(s)); break;
     case F_SIZE: bkc__int(c, (long long)bk_scalable_bytes(s)); break;
@@ -444,7 +442,6 @@ void bkc_cmd_bf_info(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     bkc_key *k;
     bkc_value *v;
-    int field = -1;
     if (argc > 3) {
         bkc__arity_error(c, argv);
         return;
@@ -455,21 +452,8 @@ void bkc_cmd_bf_info(bkc_ctx *c, int argc, const bkc_str *argv)
         bkc__err(c, BKC_ERR_NOT_FOUND);
     } else if (st == BKC__WRONG) {
         bkc__err(c, BKC_ERR_WRONGTYPE);
-    } else if (argc == 3) {
-        for (int f = 0; f < F_COUNT; f++)
-            if (bkc_streq(argv[2], info_fields[f].keyword)) field = f;
-        if (field < 0) {
-            bkc__err(c, ERR_INFO_FIELD);
-        } else {
-            bkc__array(c, 1);
-            info_value(c, bf_of(v), field);
-        }
     } else {
-        c->reply->vt->map(c->reply, F_COUNT);
-        for (int f = 0; f < F_COUNT; f++) {
-            bkc__simple(c, info_fields[f].label);
-            info_value(c, bf_of(v), f);
-        }
+        bkc__reply_info(c, argc, argv, info_fields, F_COUNT, info_value, bf_of(v));
     }
     bkc__close(c, k);
 }

@@ -19,7 +19,6 @@
 #define CBF_DEFAULT_CAPACITY 100
 #define CBF_DEFAULT_ERROR 0.01
 #define ERR_COUNTER_BITS "ERR counter bits must be 4 or 8"
-#define ERR_INFO_FIELD "Invalid information value"
 
 static int store(bkc_ctx *c, bkc_key *k, bkc_value *v)
 {
@@ -230,17 +229,16 @@ void bkc_cmd_cbf_count(bkc_ctx *c, int argc, const bkc_str *argv)
 }
 
 enum { F_CAPACITY, F_SIZE, F_ITEMS, F_ERROR, F_COUNT };
-static const struct {
-    const char *keyword, *label;
-} info_fields[F_COUNT] = {
+static const bkc__info_field info_fields[F_COUNT] = {
     {"CAPACITY", "Capacity"},
     {"SIZE", "Size"},
     {"ITEMS", "Number of items inserted"},
     {"ERROR", "Error rate"},
 };
 
-static void info_value(bkc_ctx *c, const bk_filter_info *in, int field)
+static void info_value(bkc_ctx *c, const void *src, int field)
 {
+    const bk_filter_info *in = src;
     switch (field) {
     case F_CAPACITY: bkc__int(c, (long long)in->capacity); break;
     case F_SIZE: bkc__int(c, (long long)in->bytes); break;
@@ -254,7 +252,6 @@ void bkc_cmd_cbf_info(bkc_ctx *c, int argc, const bkc_str *argv)
     bkc_key *k;
     bkc_value *v;
     bk_filter_info info;
-    int field = -1;
     if (argc > 3) {
         bkc__arity_error(c, argv);
         return;
@@ -267,21 +264,8 @@ void bkc_cmd_cbf_info(bkc_ctx *c, int argc, const bkc_str *argv)
         bkc__err(c, BKC_ERR_WRONGTYPE);
     } else if (bk_filter_get_info(v->filters[0], &info) != BK_OK) {
         bkc__lib_error(c, BK_EINVAL);
-    } else if (argc == 3) {
-        for (int f = 0; f < F_COUNT; f++)
-            if (bkc_streq(argv[2], info_fields[f].keyword)) field = f;
-        if (field < 0) {
-            bkc__err(c, ERR_INFO_FIELD);
-        } else {
-            bkc__array(c, 1);
-            info_value(c, &info, field);
-        }
     } else {
-        c->reply->vt->map(c->reply, F_COUNT);
-        for (int f = 0; f < F_COUNT; f++) {
-            bkc__simple(c, info_fields[f].label);
-            info_value(c, &info, f);
-        }
+        bkc__reply_info(c, argc, argv, info_fields, F_COUNT, info_value, &info);
     }
     bkc__close(c, k);
 }

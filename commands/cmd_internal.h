@@ -37,6 +37,21 @@ static inline void bkc__int(bkc_ctx *c, long long v) { c->reply->vt->integer(c->
 static inline void bkc__array(bkc_ctx *c, size_t n) { c->reply->vt->array(c->reply, n); }
 static inline void bkc__simple(bkc_ctx *c, const char *s) { c->reply->vt->simple(c->reply, s); }
 
+/* One field of a *.INFO reply: the keyword that asks for it alone and the
+ * label of the whole reply. */
+typedef struct bkc__info_field {
+    const char *keyword, *label;
+} bkc__info_field;
+
+/* The reply of *.INFO key [FIELD] for an open value: with argv[2], that
+ * field alone as a one-element array (or "Invalid information value");
+ * without, every field as label/value pairs (a map in RESP3). value()
+ * writes field i of src. */
+void bkc__reply_info(bkc_ctx *c, int argc, const bkc_str *argv,
+                     const bkc__info_field *fields, int nfields,
+                     void (*value)(bkc_ctx *c, const void *src, int field),
+                     const void *src);
+
 /* "ERR <bk_strerror(rc)>" for a library error without a better text. */
 void bkc__lib_error(bkc_ctx *c, int rc);
 

@@ -26,7 +26,6 @@
 
 #define ERR_BAD_WINDOW "ERR bad window"
 #define ERR_BAD_GENERATIONS "ERR generations must be between 2 and 64"
-#define ERR_INFO_FIELD "Invalid information value"
 
 /* Bytes the filter will take: g generations of a blocked filter sized like
  * bk_window_create sizes them. UINT64_MAX when too large. */
@@ -176,9 +175,7 @@ void bkc_cmd_wf_mexists(bkc_ctx *c, int argc, const bkc_str *argv)
 }
 
 enum { F_CAPACITY, F_SIZE, F_ITEMS, F_ERROR, F_WINDOW, F_GENERATIONS, F_COUNT };
-static const struct {
-    const char *keyword, *label;
-} info_fields[F_COUNT] = {
+static const bkc__info_field info_fields[F_COUNT] = {
     {"CAPACITY", "Capacity"},
     {"SIZE", "Size"},
     {"ITEMS", "Number of items inserted"},
@@ -187,8 +184,9 @@ static const struct {
     {"GENERATIONS", "Generations"},
 };
 
-static void info_value(bkc_ctx *c, const bk_window_stats *st, int field)
+static void info_value(bkc_ctx *c, const void *src, int field)
 {
+    const bk_window_stats *st = src;
     switch (field) {
     case F_CAPACITY: bkc__int(c, (long long)st->items_per_window); break;
     case F_SIZE: bkc__int(c, (long long)st->bytes); break;
@@ -204,7 +202,6 @@ void bkc_cmd_wf_info(bkc_ctx *c, int argc, const bkc_str *argv)
     bkc_key *k;
     bkc_value *v;
     bk_window_stats stats;
-    int field = -1;
     if (argc > 3) {
         bkc__arity_error(c, argv);
         return;
@@ -217,21 +214,8 @@ void bkc_cmd_wf_info(bkc_ctx *c, int argc, const bkc_str *argv)
         bkc__err(c, BKC_ERR_WRONGTYPE);
     } else if (bk_window_get_stats(bk_filter_as_window(v->filters[0]), &stats) != BK_OK) {
         bkc__lib_error(c, BK_EINVAL);
-    } else if (argc == 3) {
-        for (int f = 0; f < F_COUNT; f++)
-            if (bkc_streq(argv[2], info_fields[f].keyword)) field = f;
-        if (field < 0) {
-            bkc__err(c, ERR_INFO_FIELD);
-        } else {
-            bkc__array(c, 1);
-            info_value(c, &stats, field);
-        }
     } else {
-        c->reply->vt->map(c->reply, F_COUNT);
-        for (int f = 0; f < F_COUNT; f++) {
-            bkc__simple(c, info_fields[f].label);
-            info_value(c, &stats, f);
-        }
+        bkc__reply_info(c, argc, argv, info_fields, F_COUNT, info_value, &stats);
     }
     bkc__close(c, k);
 }

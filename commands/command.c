@@ -486,3 +486,30 @@ int bkc__arg_capacity(bkc_ctx *c, bkc_str s, uint64_t *out)
     *out = (uint64_t)v;
     return 1;
 }
+
+/*==========================================================================
+ * *.INFO replies, shared by the families
+ *==========================================================================*/
+
+void bkc__reply_info(bkc_ctx *c, int argc, const bkc_str *argv,
+                     const bkc__info_field *fields, int nfields,
+                     void (*value)(bkc_ctx *c, const void *src, int field),
+                     const void *src)
+{
+    if (argc == 3) {
+        for (int f = 0; f < nfields; f++) {
+            if (bkc_streq(argv[2], fields[f].keyword)) {
+                bkc__array(c, 1);
+                value(c, src, f);
+                return;
+            }
+        }
+        bkc__err(c, "Invalid information value");
+        return;
+    }
+    c->reply->vt->map(c->reply, (size_t)nfields);
+    for (int f = 0; f < nfields; f++) {
+        bkc__simple(c, fields[f].label);
+        value(c, src, f);
+    }
+}
