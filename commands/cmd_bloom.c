@@ -129,8 +129,8 @@ static bkc_value *bf_create(bkc_ctx *c, const bf_opts *o)
         else bkc__lib_error(c, rc);
         return NULL;
     }
-    bkc_value *v = bkc__value_new(BKC_KIND_BLOOM);
-    if (v == NULL || bkc__value_push(v, bk_scalable_as_filter(s)) != BK_OK) {
+    bkc_value *v = bkc_value_new(BKC_KIND_BLOOM);
+    if (v == NULL || bkc_value_push(v, bk_scalable_as_filter(s)) != BK_OK) {
         bk_scalable_free(s);
         bkc_value_free(v);
         bkc__err(c, BKC_ERR_OOM);
@@ -575,8 +575,8 @@ void bkc_cmd_bf_merge(bkc_ctx *c, int argc, const bkc_str *argv)
             rc = bk_filter_merge(copy, vals[i]->filters[0]);
         bkc_value *nv = NULL;
         if (rc == BK_OK) {
-            nv = bkc__value_new(BKC_KIND_BLOOM);
-            if (nv == NULL || bkc__value_push(nv, copy) != BK_OK) rc = BK_ENOMEM;
+            nv = bkc_value_new(BKC_KIND_BLOOM);
+            if (nv == NULL || bkc_value_push(nv, copy) != BK_OK) rc = BK_ENOMEM;
             else copy = NULL;
         }
         bk_filter_free(copy);

@@ -55,8 +55,8 @@ static bkc_value *cbf_create(bkc_ctx *c, uint64_t capacity, double error, uint32
         bkc__lib_error(c, rc);
         return NULL;
     }
-    bkc_value *v = bkc__value_new(BKC_KIND_COUNTING);
-    if (v == NULL || bkc__value_push(v, f) != BK_OK) {
+    bkc_value *v = bkc_value_new(BKC_KIND_COUNTING);
+    if (v == NULL || bkc_value_push(v, f) != BK_OK) {
         bk_filter_free(f);
         bkc_value_free(v);
         bkc__err(c, BKC_ERR_OOM);

@@ -111,7 +111,7 @@ static const char *grow(bkc_ctx *c, bkc_key *k, bkc_value *v)
     if (rc == BK_ESIZE) return BKC_ERR_TOO_LARGE;
     if (rc == BK_ENOMEM) return BKC_ERR_OOM;
     if (rc != BK_OK) return "ERR cannot create a cuckoo filter stage";
-    if (bkc__value_push(v, f) != BK_OK) {
+    if (bkc_value_push(v, f) != BK_OK) {
         bk_filter_free(f);
         return BKC_ERR_OOM;
     }
@@ -185,7 +185,7 @@ static bkc_value *cf_create(bkc_ctx *c, const cf_opts *o)
         return NULL;
     }
     if (!bkc__fits(c, bkc__cf_stage_bytes(o->capacity, o->bucket_size))) return NULL;
-    bkc_value *v = bkc__value_new(BKC_KIND_CUCKOO);
+    bkc_value *v = bkc_value_new(BKC_KIND_CUCKOO);
     if (v == NULL) {
         bkc__err(c, BKC_ERR_OOM);
         return NULL;
@@ -196,7 +196,7 @@ static bkc_value *cf_create(bkc_ctx *c, const cf_opts *o)
     v->cf_expansion = o->expansion;
     bk_filter *f = NULL;
     int rc = bkc__cf_stage_create(v, 0, &f);
-    if (rc == BK_OK && bkc__value_push(v, f) != BK_OK) {
+    if (rc == BK_OK && bkc_value_push(v, f) != BK_OK) {
         bk_filter_free(f);
         rc = BK_ENOMEM;
     }

@@ -101,12 +101,6 @@ int bkc__fits(bkc_ctx *c, uint64_t bytes);
  * Values
  *==========================================================================*/
 
-/* A new empty value of kind (no filters), or NULL. */
-bkc_value *bkc__value_new(bkc_kind kind);
-
-/* Append a filter (taking ownership). BK_OK or BK_ENOMEM (f not taken). */
-int bkc__value_push(bkc_value *v, bk_filter *f);
-
 /* The largest number of stages of a CF chain. */
 #define BKC_CF_MAX_STAGES 32
 

@@ -92,8 +92,8 @@ void bkc_cmd_wf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
         else bkc__lib_error(c, rc);
         goto out;
     }
-    bkc_value *nv = bkc__value_new(BKC_KIND_WINDOW);
-    if (nv == NULL || bkc__value_push(nv, bk_window_as_filter(wf)) != BK_OK) {
+    bkc_value *nv = bkc_value_new(BKC_KIND_WINDOW);
+    if (nv == NULL || bkc_value_push(nv, bk_window_as_filter(wf)) != BK_OK) {
         bk_window_free(wf);
         bkc_value_free(nv);
         bkc__err(c, BKC_ERR_OOM);

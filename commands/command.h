@@ -112,6 +112,13 @@ typedef struct bkc_value {
     size_t fixed_bytes;
 } bkc_value;
 
+/* An empty value of a kind (NULL when out of memory), and one more filter
+ * appended to it (taking ownership; BK_OK or BK_ENOMEM, the filter then
+ * still the caller's). Hosts that rebuild values (the server's snapshot
+ * loader) use these, so the value's accounting stays the command layer's. */
+bkc_value *bkc_value_new(bkc_kind kind);
+int bkc_value_push(bkc_value *v, bk_filter *f);
+
 void bkc_value_free(bkc_value *v);
 
 /* Bytes of memory the value holds (MEMORY USAGE, maxmemory accounting). */

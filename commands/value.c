@@ -54,14 +54,14 @@ const char *bkc_kind_type_name(bkc_kind kind)
     }
 }
 
-bkc_value *bkc__value_new(bkc_kind kind)
+bkc_value *bkc_value_new(bkc_kind kind)
 {
     bkc_value *v = calloc(1, sizeof(*v));
     if (v != NULL) v->kind = kind;
     return v;
 }
 
-int bkc__value_push(bkc_value *v, bk_filter *f)
+int bkc_value_push(bkc_value *v, bk_filter *f)
 {
     if (v->nfilters == v->cap_filters) {
         uint32_t cap = v->cap_filters ? v->cap_filters * 2 : 1;
@@ -280,7 +280,7 @@ int bkc_value_decode(const unsigned char *buf, size_t len, bkc_value **out)
     if (total < len) return BK_ECORRUPT;
 
     uint32_t nfilters = get32(buf + 16);
-    bkc_value *v = bkc__value_new(kind);
+    bkc_value *v = bkc_value_new(kind);
     if (v == NULL) return BK_ENOMEM;
     size_t pos = HDR_SIZE;
 
@@ -328,7 +328,7 @@ int bkc_value_decode(const unsigned char *buf, size_t len, bkc_value **out)
             rc = BK_EFAMILY;
             goto fail;
         }
-        if (bkc__value_push(v, f) != BK_OK) {
+        if (bkc_value_push(v, f) != BK_OK) {
             bk_filter_free(f);
             goto nomem;
         }
@@ -458,7 +458,7 @@ void bkc__loadchunk(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind)
         goto out;
     }
     if (start == 0) {
-        bkc_value *nv = bkc__value_new(BKC_KIND_LOADING);
+        bkc_value *nv = bkc_value_new(BKC_KIND_LOADING);
         if (nv == NULL) {
             bkc__err(c, BKC_ERR_OOM);
             goto out;

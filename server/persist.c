@@ -1197,34 +1197,6 @@ static uint64_t fd_u64(fields *f)
     return get64(f->p + f->pos - 8);
 }
 
-/* A value rebuilt from its filters (the split layout). Laid out as
- * commands/value.c's bkc__value_new/bkc__value_push do, including its
- * fixed_bytes rule, so that bkc_value_bytes and bkc_value_free hold.
- * TODO(lead): a public bkc_value_new/bkc_value_push in command.h. */
-static bkc_value *value_alloc(bkc_kind kind, uint32_t nfilters)
-{
-    bkc_value *v = calloc(1, sizeof *v);
-    if (v == NULL) return NULL;
-    v->kind = kind;
-    v->filters = calloc(nfilters ? nfilters : 1, sizeof *v->filters);
-    if (v->filters == NULL) {
-        free(v);
-        return NULL;
-    }
-    v->cap_filters = nfilters ? nfilters : 1;
-    return v;
-}
-
-static void value_push(bkc_value *v, bk_filter *f)
-{
-    v->filters[v->nfilters++] = f;
-    bk_family fam = bk_filter_family(f);
-    bk_filter_info info;
-    if (fam != BK_FAMILY_SCALABLE && fam != BK_FAMILY_WINDOW &&
-        bk_filter_get_info(f, &info) == BK_OK)
-        v->fixed_bytes += info.bytes;
-}
-
 /* Load the filters of a split key frame (fields after the layout word);
  * inline images start at *off in the manifest. */
 static int load_split(bks_persist *p, const char *sname, const char *mpath,
@@ -1240,7 +1212,7 @@ static int load_split(bks_persist *p, const char *sname, const char *mpath,
         errf(err, errlen, "bad key frame");
         return -1;
     }
-    bkc_value *v = value_alloc((bkc_kind)kind, nfilters);
+    bkc_value *v = bkc_value_new((bkc_kind)kind);
     if (v == NULL) {
         errf(err, errlen, "out of memory");
         return -1;
@@ -1293,7 +1265,11 @@ static int load_split(bks_persist *p, const char *sname, const char *mpath,
                 goto fail;
             }
         }
-        value_push(v, f);
+        if (bkc_value_push(v, f) != BK_OK) {
+            bk_filter_free(f);
+            errf(err, errlen, "out of memory");
+            goto fail;
+        }
     }
     *out = v;
     return 0;
