@@ -879,7 +879,7 @@ static void test_loading_codec(void **state)
 {
     (void)state;
     /* a load in progress survives encode/decode (snapshots) */
-    bkc_value *v = bkc__value_new(BKC_KIND_LOADING);
+    bkc_value *v = bkc_value_new(BKC_KIND_LOADING);
     v->load_buf = malloc(5);
     memcpy(v->load_buf, "hello", 5);
     v->load_len = v->load_cap = 5;
