@@ -233,30 +233,77 @@ fail:
     return NULL;
 }
 
-/* Run the adds and write the array reply (MADD, INSERT): the results up to
- * the first error, then the error in place of the rest. */
-static void add_array(bkc_ctx *c, int argc, const bkc_str *argv, bkc_str name,
-                      const bf_opts *o, int nocreate, const bkc_str *items, size_t n)
+/* The shared path of an add: an existing BF key is opened BKC_OPEN_ADD, so
+ * the adds and lookups of many clients run at once on the scalable filter's
+ * lock-free paths; it stops at the first item that would need a new stage
+ * (growth is checked against the memory budget, under the exclusive lock).
+ * Fills results[0 .. done) and returns done: n when the whole command ran
+ * here (the key was then logged while still open), 0 when the key is
+ * missing or of another kind (the exclusive path answers those), or -1 when
+ * the host could not open it (replied). */
+static long add_shared(bkc_ctx *c, int argc, const bkc_str *argv, bkc_str name,
+                       const bkc_str *items, size_t n, int *results, int *changed)
 {
     bkc_key *k;
-    int created, changed = 0;
+    bkc_value *v;
+    int st = bkc__open(c, name, BKC_OPEN_ADD, BKC_KIND_BLOOM, &k, &v);
+    if (st == BKC__FAILED) return -1;
+    size_t i = 0;
+    if (st == BKC__FOUND) {
+        bk_scalable *s = bf_of(v);
+        for (; i < n; i++) {
+            int rc = bk_scalable_add_nogrow(s, items[i].ptr, items[i].len);
+            if (rc < 0) break; /* needs a stage (or is full): exclusive path */
+            results[i] = rc;
+            if (rc == 1) *changed = 1;
+        }
+        if (i == n && *changed) bkc__wrote(c, argc, argv);
+    }
+    bkc__close(c, k);
+    return (long)i;
+}
+
+/* Add items to the key and write the reply: an integer (BF.ADD, single) or
+ * an array (MADD, INSERT) of the results up to the first error, then the
+ * error in place of the rest. Items the shared path could not take go
+ * through the exclusive one (create, grow); if the key vanished or changed
+ * between the two, the command answers that error alone and logs nothing,
+ * which matches what happened: its first adds went to the value that is
+ * gone. */
+static void add_items(bkc_ctx *c, int argc, const bkc_str *argv, bkc_str name,
+                      const bf_opts *o, int nocreate, const bkc_str *items, size_t n,
+                      int single)
+{
+    bkc_key *k = NULL;
+    int created = 0, changed = 0;
+    const char *err = NULL;
     int *results = malloc((n ? n : 1) * sizeof(int));
     if (results == NULL) {
         bkc__err(c, BKC_ERR_OOM);
         return;
     }
-    bkc_value *v = open_for_add(c, name, o, nocreate, &k, &created);
-    if (v == NULL) {
-        free(results);
-        return;
+    long fast = add_shared(c, argc, argv, name, items, n, results, &changed);
+    if (fast < 0) goto done;
+    size_t count = (size_t)fast;
+    if (count < n) {
+        bkc_value *v = open_for_add(c, name, o, nocreate, &k, &created);
+        if (v == NULL) goto done; /* replied */
+        count += bf_add_items(c, k, v, items + count, n - count, results + count, &err,
+                              &changed);
     }
-    const char *err = NULL;
-    size_t done = bf_add_items(c, k, v, items, n, results, &err, &changed);
-    bkc__array(c, done + (err ? 1 : 0));
-    for (size_t i = 0; i < done; i++) bkc__int(c, results[i]);
-    if (err) bkc__err(c, err);
-    if (created || changed) bkc__wrote(c, argc, argv);
-    bkc__close(c, k);
+    if (single) {
+        if (err) bkc__err(c, err);
+        else bkc__int(c, results[0]);
+    } else {
+        bkc__array(c, count + (err ? 1 : 0));
+        for (size_t i = 0; i < count; i++) bkc__int(c, results[i]);
+        if (err) bkc__err(c, err);
+    }
+    if (k != NULL) {
+        if (created || changed) bkc__wrote(c, argc, argv);
+        bkc__close(c, k);
+    }
+done:
     free(results);
 }
 
@@ -307,24 +354,15 @@ void bkc_cmd_bf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
 void bkc_cmd_bf_add(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     bf_opts o;
-    bkc_key *k;
-    int created, changed = 0, result = 0;
-    const char *err;
     opts_default(&o);
-    bkc_value *v = open_for_add(c, argv[1], &o, 0, &k, &created);
-    if (v == NULL) return;
-    bf_add_items(c, k, v, &argv[2], 1, &result, &err, &changed);
-    if (err) bkc__err(c, err);
-    else bkc__int(c, result);
-    if (created || changed) bkc__wrote(c, argc, argv);
-    bkc__close(c, k);
+    add_items(c, argc, argv, argv[1], &o, 0, &argv[2], 1, 1);
 }
 
 void bkc_cmd_bf_madd(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     bf_opts o;
     opts_default(&o);
-    add_array(c, argc, argv, argv[1], &o, 0, &argv[2], (size_t)(argc - 2));
+    add_items(c, argc, argv, argv[1], &o, 0, &argv[2], (size_t)(argc - 2), 0);
 }
 
 void bkc_cmd_bf_insert(bkc_ctx *c, int argc, const bkc_str *argv)
@@ -365,7 +403,7 @@ void bkc_cmd_bf_insert(bkc_ctx *c, int argc, const bkc_str *argv)
         bkc__err(c, ERR_NONSCALING_EXPANSION);
         return;
     }
-    add_array(c, argc, argv, argv[1], &o, nocreate, &argv[i], (size_t)(argc - i));
+    add_items(c, argc, argv, argv[1], &o, nocreate, &argv[i], (size_t)(argc - i), 0);
 }
 
 /* Open for a lookup: the value, or NULL when missing or of another kind

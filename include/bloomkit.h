@@ -1013,6 +1013,13 @@ BK_API void bk_scalable_free(bk_scalable *f);
  * allocates and sizes the new stage. Thread-safe (see above). */
 BK_API int bk_scalable_add(bk_scalable *f, const void *key, size_t len);
 
+/* As bk_scalable_add, but never adds a stage: a new key that would need
+ * one gets BK_EFULL and nothing changes. A caller that must check growth
+ * against a budget of its own (bloomkit-server, under a shared per-key
+ * lock) adds with this, and takes its exclusive path only on BK_EFULL.
+ * Thread-safe (see above). */
+BK_API int bk_scalable_add_nogrow(bk_scalable *f, const void *key, size_t len);
+
 /* 1 if some stage probably holds the key, 0 if certainly absent. One cache
  * line per stage. Thread-safe. */
 BK_API int bk_scalable_contains(const bk_scalable *f, const void *key,

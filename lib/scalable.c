@@ -252,7 +252,8 @@ static int contains_hash(const bk_scalable *f, bk_hash h)
     return contains_in(f, load_nstages(f), h);
 }
 
-static int add_hash(bk_scalable *f, bk_hash h)
+/* may_grow 0: a new key that needs a new stage gets BK_EFULL instead. */
+static int add_hash(bk_scalable *f, bk_hash h, int may_grow)
 {
     uint32_t n = load_nstages(f);
     if (contains_in(f, n, h)) return 0;
@@ -265,7 +266,7 @@ static int add_hash(bk_scalable *f, bk_hash h)
         cur = load_stage(f, n - 1);
         if (__atomic_load_n(&cur->items, __ATOMIC_RELAXED) < cur->capacity)
             break;
-        if (f->flags & BK_SCALABLE_NONSCALING) return BK_EFULL;
+        if ((f->flags & BK_SCALABLE_NONSCALING) || !may_grow) return BK_EFULL;
         int rc = grow(f, n);
         if (rc != BK_OK) return rc;
         n = load_nstages(f);
@@ -377,7 +378,7 @@ uint32_t bk_scalable_max_stages(const bk_scalable *f)
 int bk_scalable_add_hash(bk_scalable *f, bk_hash h)
 {
     if (f == NULL) return BK_EINVAL;
-    return add_hash(f, h);
+    return add_hash(f, h, 1);
 }
 
 int bk_scalable_contains_hash(const bk_scalable *f, bk_hash h)
@@ -389,7 +390,13 @@ int bk_scalable_contains_hash(const bk_scalable *f, bk_hash h)
 int bk_scalable_add(bk_scalable *f, const void *key, size_t len)
 {
     if (f == NULL) return BK_EINVAL;
-    return add_hash(f, bk__hash(key, len, f->seed));
+    return add_hash(f, bk__hash(key, len, f->seed), 1);
+}
+
+int bk_scalable_add_nogrow(bk_scalable *f, const void *key, size_t len)
+{
+    if (f == NULL) return BK_EINVAL;
+    return add_hash(f, bk__hash(key, len, f->seed), 0);
 }
 
 int bk_scalable_contains(const bk_scalable *f, const void *key, size_t len)
@@ -404,7 +411,7 @@ int64_t bk_scalable_add_batch(bk_scalable *f, const void *const *keys,
     int64_t added = 0;
     if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
     for (size_t i = 0; i < n; i++) {
-        int r = add_hash(f, bk__hash(keys[i], lens[i], f->seed));
+        int r = add_hash(f, bk__hash(keys[i], lens[i], f->seed), 1);
         if (r == 1) added++;
         if (results != NULL) results[i] = r;
     }
@@ -558,7 +565,7 @@ static int64_t ops_contains_batch(const void *f, const void *const *keys,
 }
 
 static void ops_clear(void *f) { bk_scalable_clear(f); }
-static int ops_add(void *f, bk_hash h) { return add_hash(f, h); }
+static int ops_add(void *f, bk_hash h) { return add_hash(f, h, 1); }
 static int ops_contains(const void *f, bk_hash h) { return contains_hash(f, h); }
 static uint64_t ops_seed(const void *f) { return ((const bk_scalable *)f)->seed; }
 static void ops_destroy(void *f) { bk_scalable_free(f); }

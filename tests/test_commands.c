@@ -100,6 +100,7 @@ typedef struct fake_host {
     bkc_open_mode last_mode[MAX_KEYS];
     bkc_open_mode first_mode; /* of the first open of the command */
     int opens;                /* since the last run */
+    int write_opens;          /* of them, BKC_OPEN_WRITE */
     int open_now;
 } fake_host;
 
@@ -137,6 +138,7 @@ static bkc_key *fh_open(void *host, bkc_str name, bkc_open_mode mode)
     h->keys[i].open = 1;
     h->last_mode[i] = mode;
     if (h->opens++ == 0) h->first_mode = mode;
+    if (mode == BKC_OPEN_WRITE) h->write_opens++;
     h->open_now++;
     bkc_key *k = malloc(sizeof(*k));
     assert_non_null(k);
@@ -211,6 +213,7 @@ static const char *run_argv(int argc, const bkc_str *argv)
     REC.len = 0;
     if (REC.buf) REC.buf[0] = '\0';
     H.opens = 0;
+    H.write_opens = 0;
     bkc_dispatch(&ctx, argc, argv);
     assert_int_equal(H.open_now, 0); /* everything closed */
     return REC.buf ? REC.buf : "";
@@ -407,8 +410,10 @@ static void test_bf_add_exists(void **state)
     EXPECT("BF.CARD bf", ":0\r\n");
     assert_int_equal(H.wrote, 0);
     assert_int_equal(kind_of("bf"), BKC_KIND_NONE); /* lookups create nothing */
+    /* adds try the shared lock first; creating the key takes the exclusive */
     EXPECT("BF.ADD bf a", ":1\r\n");
-    assert_int_equal(H.first_mode, BKC_OPEN_WRITE);
+    assert_int_equal(H.first_mode, BKC_OPEN_ADD);
+    assert_int_equal(H.write_opens, 1);
     assert_int_equal(H.wrote, 1);
     assert_string_equal(H.wrote_cmd, "BF.ADD");
     EXPECT("BF.ADD bf a", ":0\r\n");
@@ -427,6 +432,17 @@ static void test_bf_add_exists(void **state)
     assert_string_equal(run_argv(3, add), ":1\r\n");
     bkc_str ex[3] = {{"BF.EXISTS", 9}, {"bf", 2}, {"a\0c", 3}};
     assert_string_equal(run_argv(3, ex), ":0\r\n");
+    /* adds to an existing key with room never take the exclusive lock */
+    int w = H.wrote;
+    EXPECT("BF.ADD bf e", ":1\r\n");
+    assert_int_equal(H.first_mode, BKC_OPEN_ADD);
+    assert_int_equal(H.write_opens, 0);
+    EXPECT("BF.MADD bf f g a", "*3\r\n:1\r\n:1\r\n:0\r\n");
+    assert_int_equal(H.first_mode, BKC_OPEN_ADD);
+    assert_int_equal(H.write_opens, 0);
+    EXPECT("BF.INSERT bf ITEMS h a", "*2\r\n:1\r\n:0\r\n");
+    assert_int_equal(H.write_opens, 0);
+    assert_int_equal(H.wrote, w + 3);
 }
 
 static void test_bf_info(void **state)

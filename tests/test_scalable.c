@@ -438,9 +438,49 @@ static void test_oom(void **state)
     assert_true(n >= 8);
 }
 
+/* add_nogrow never adds a stage: a new key past the newest stage's capacity
+ * gets BK_EFULL with nothing changed; present keys still answer 0. */
+static void test_add_nogrow(void **state)
+{
+    (void)state;
+    bk_scalable *f;
+    char key[TU_KEY_LEN];
+    assert_int_equal(bk_scalable_create(&f, 100, 0.01, 2, BK_SCALABLE_BOUNDED, 3), BK_OK);
+    uint64_t added = 0, i = 0;
+    for (; added < 100; i++) { /* fill the first stage exactly */
+        tu_key(key, i, 1);
+        int rc = bk_scalable_add_nogrow(f, key, sizeof(key));
+        assert_true(rc == 0 || rc == 1);
+        added += (uint64_t)rc;
+    }
+    assert_true(bk_scalable_items(f) == 100);
+    size_t bytes = bk_scalable_bytes(f);
+    /* a new key now needs a second stage */
+    int refused = 0;
+    for (uint64_t j = 0; j < 50; j++) {
+        tu_key(key, j, 2);
+        int rc = bk_scalable_add_nogrow(f, key, sizeof(key));
+        assert_true(rc == BK_EFULL || rc == 0); /* 0: a false positive, nothing written */
+        refused += rc == BK_EFULL;
+    }
+    assert_true(refused >= 45);
+    assert_int_equal(bk_scalable_stages(f), 1);
+    assert_true(bk_scalable_items(f) == 100);
+    assert_true(bk_scalable_bytes(f) == bytes);
+    tu_key(key, 0, 1);
+    assert_int_equal(bk_scalable_add_nogrow(f, key, sizeof(key)), 0); /* present */
+    /* the ordinary add grows as before */
+    tu_key(key, 0, 2);
+    assert_int_equal(bk_scalable_add(f, key, sizeof(key)), 1);
+    assert_int_equal(bk_scalable_stages(f), 2);
+    assert_int_equal(bk_scalable_add_nogrow(NULL, key, 1), BK_EINVAL);
+    bk_scalable_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_add_nogrow),
         cmocka_unit_test(test_create_errors),
         cmocka_unit_test(test_growth_redisbloom),
         cmocka_unit_test(test_growth_bounded),
