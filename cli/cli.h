@@ -48,7 +48,7 @@ enum cli_opt {
     OPT_MAX_KICKS, OPT_EXPANSION, OPT_NONSCALING, OPT_WINDOW,
     OPT_GENERATIONS, OPT_WINDOW_BY_COUNT, OPT_NUL, OPT_FIELD, OPT_DELIMITER,
     OPT_SKIP_EMPTY, OPT_JOBS, OPT_INVERT, OPT_COUNT, OPT_TOTAL, OPT_JSON,
-    OPT_FORCE, OPT_SAVE,
+    OPT_FORCE, OPT_SAVE, OPT_NODES, OPT_SHARDS, OPT_CLUSTER_TYPE,
     OPT__COUNT
 };
 
@@ -77,6 +77,9 @@ typedef struct cli_options {
     unsigned jobs;             /* -j N; 0: all cores */
     int invert, count, total, json, force;
     const char *save;          /* dedup --save FILE */
+    const char *nodes;         /* cluster --nodes HOST:PORT,... */
+    uint32_t shards;           /* cluster --shards S, 0: not given */
+    int cluster_cuckoo;        /* cluster --type cuckoo (else bloom) */
     const char **args;         /* positional arguments (argv order) */
     size_t nargs;
 } cli_options;
@@ -173,6 +176,7 @@ int cmd_dedup(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_intersect(int argc, char **argv);
+int cmd_cluster(int argc, char **argv);
 
 /* Help texts (help.c): print the man-page-like text of a subcommand ("" for
  * the top level) to f. Returns 0, or -1 for an unknown name. */

@@ -7,7 +7,9 @@
  * positional (standard input). Values follow as "--name VALUE",
  * "--name=VALUE", "-j VALUE" or "-jVALUE"; flags without values cluster
  * ("-0q"). Every problem is reported in one line naming the subcommand and
- * the option, and parsing stops there.
+ * the option, and parsing stops there. Two entries may share a name when no
+ * subcommand accepts both (--type of a file, --type of a cluster filter):
+ * the lookup picks the one the subcommand accepts.
  */
 #include <errno.h>  /* errno, ERANGE */
 #include <math.h>   /* isfinite */
@@ -51,6 +53,9 @@ static const optdef optdefs[] = {
     {OPT_JSON, "json", 0, 0},
     {OPT_FORCE, "force", 0, 0},
     {OPT_SAVE, "save", 0, 1},
+    {OPT_NODES, "nodes", 0, 1},
+    {OPT_SHARDS, "shards", 0, 1},
+    {OPT_CLUSTER_TYPE, "type", 't', 1},
 };
 #define NOPTDEFS (sizeof(optdefs) / sizeof(optdefs[0]))
 
@@ -146,19 +151,22 @@ static int parse_double(const char *s, double *out)
  * Parsing
  *==========================================================================*/
 
-static const optdef *find_long(const char *name, size_t len)
+/* The entry named so that `allowed` accepts, else NULL. */
+static const optdef *find_long(const char *name, size_t len, uint64_t allowed)
 {
     for (size_t i = 0; i < NOPTDEFS; i++)
         if (strlen(optdefs[i].name) == len &&
-            strncmp(optdefs[i].name, name, len) == 0)
+            strncmp(optdefs[i].name, name, len) == 0 &&
+            (allowed & OPTBIT(optdefs[i].id)))
             return &optdefs[i];
     return NULL;
 }
 
-static const optdef *find_short(char c)
+static const optdef *find_short(char c, uint64_t allowed)
 {
     for (size_t i = 0; i < NOPTDEFS; i++)
-        if (optdefs[i].letter == c) return &optdefs[i];
+        if (optdefs[i].letter == c && (allowed & OPTBIT(optdefs[i].id)))
+            return &optdefs[i];
     return NULL;
 }
 
@@ -182,6 +190,15 @@ static int set_option(const char *cmd, const optdef *d, const char *shown,
     case OPT_JSON: o->json = 1; return 0;
     case OPT_FORCE: o->force = 1; return 0;
     case OPT_SAVE: o->save = value; return 0;
+    case OPT_NODES: o->nodes = value; return 0;
+    case OPT_CLUSTER_TYPE:
+        if (strcmp(value, "bloom") == 0 || strcmp(value, "cuckoo") == 0) {
+            o->cluster_cuckoo = value[0] == 'c';
+            return 0;
+        }
+        cli_error("%s: %s: unknown filter type '%s' (bloom, cuckoo)", cmd,
+                  shown, value);
+        return -1;
     case OPT_ERROR:
         if (parse_double(value, &c->fpr) != 0) {
             cli_error("%s: %s: '%s' is not a number", cmd, shown, value);
@@ -237,6 +254,7 @@ static int set_option(const char *cmd, const optdef *d, const char *shown,
     case OPT_GENERATIONS: c->generations = (uint32_t)u; break;
     case OPT_FIELD: o->field = (uint32_t)u; break;
     case OPT_JOBS: o->jobs = (unsigned)u; max = 1024; positive = 0; break;
+    case OPT_SHARDS: o->shards = (uint32_t)u; max = 16384; break;
     default: break;
     }
     if ((positive && u == 0) || u > max) {
@@ -281,8 +299,8 @@ int cli_parse_options(const char *cmd, int argc, char **argv, uint64_t allowed,
             const char *name = arg + 2;
             const char *eq = strchr(name, '=');
             size_t len = eq ? (size_t)(eq - name) : strlen(name);
-            const optdef *d = find_long(name, len);
-            if (d == NULL || !(allowed & OPTBIT(d->id)))
+            const optdef *d = find_long(name, len, allowed);
+            if (d == NULL)
                 return unknown_option(cmd, arg);
             char shown[64];
             snprintf(shown, sizeof(shown), "--%s", d->name);
@@ -302,9 +320,9 @@ int cli_parse_options(const char *cmd, int argc, char **argv, uint64_t allowed,
             continue;
         }
         for (const char *p = arg + 1; *p != '\0'; p++) { /* -abc, -jN */
-            const optdef *d = find_short(*p);
+            const optdef *d = find_short(*p, allowed);
             char shown[3] = {'-', *p, '\0'};
-            if (d == NULL || !(allowed & OPTBIT(d->id)))
+            if (d == NULL)
                 return unknown_option(cmd, shown);
             if (!d->takes_value) {
                 if (set_option(cmd, d, shown, NULL, o) != 0) return -1;

@@ -22,7 +22,9 @@ set -eu
 # redis-tools    redis-cli: the server's integration tests drive it
 # python3-redis  a real client library (bf()/cf() helpers) for the tests
 # redis-server   the Redis module's tests load bloomkit.so into it
-packages="cmake make gcc g++ pkg-config libxxhash-dev libcmocka-dev clang libclang-rt-14-dev libuv1-dev redis-tools python3-redis redis-server"
+# libhiredis-dev the C Redis client: `bloomkit cluster` routes sharded filters
+#                over a Redis Cluster's masters (pipelining, CLUSTER SLOTS)
+packages="cmake make gcc g++ pkg-config libxxhash-dev libcmocka-dev clang libclang-rt-14-dev libuv1-dev redis-tools python3-redis redis-server libhiredis-dev"
 
 for arg in "$@"; do
     case "$arg" in
