@@ -46,9 +46,13 @@ static void test_counting_concurrent(void **state)
     pthread_t threads[THREADS];
     counting_job jobs[THREADS];
     char key[TU_KEY_LEN];
-    /* small on purpose: threads meet on the same words */
-    assert_int_equal(bk_counting_create(&f, 5000, 0.01, 4, 3), BK_OK);
-    assert_int_equal(bk_counting_create(&serial, 5000, 0.01, 4, 3), BK_OK);
+    /* Small on purpose: threads meet on the same words. 8-bit counters,
+     * because a counter that saturates sticks, and whether it does depends
+     * on the order of the operations: with no saturation, increments and
+     * decrements commute and every counter must end as in a serial run
+     * (checked below: nothing saturated in either). */
+    assert_int_equal(bk_counting_create(&f, 5000, 0.01, 8, 3), BK_OK);
+    assert_int_equal(bk_counting_create(&serial, 5000, 0.01, 8, 3), BK_OK);
     for (int t = 0; t < THREADS; t++) {
         jobs[t].f = f;
         jobs[t].tag = (uint64_t)t + 1;
@@ -69,8 +73,7 @@ static void test_counting_concurrent(void **state)
             bk_counting_remove(serial, key, sizeof(key));
         }
     }
-    /* increments and decrements commute, saturation aside: compare every
-     * key's minimum and the block statistics */
+    /* compare every key's minimum and the block statistics */
     for (uint64_t t = 1; t <= THREADS; t++) {
         for (uint64_t i = 0; i < PER_THREAD; i++) {
             tu_key(key, i, t);
@@ -82,8 +85,9 @@ static void test_counting_concurrent(void **state)
     bk_counting_stats a, b;
     assert_int_equal(bk_counting_get_stats(f, &a), BK_OK);
     assert_int_equal(bk_counting_get_stats(serial, &b), BK_OK);
+    assert_int_equal(a.counters_saturated, 0);
+    assert_int_equal(b.counters_saturated, 0);
     assert_int_equal(a.counters_nonzero, b.counters_nonzero);
-    assert_int_equal(a.counters_saturated, b.counters_saturated);
     bk_counting_free(f);
     bk_counting_free(serial);
 }
