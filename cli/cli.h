@@ -39,6 +39,23 @@ int cli_load_filter(const char *path, bk_filter **out);
 int cli_save_filter(const bk_filter *f, const char *path);
 
 /*==========================================================================
+ * Locks and targets (lock.c)
+ *==========================================================================*/
+
+/* 0 when path is missing, a regular file or a directory; -1 after printing
+ * "PATH: is a character device, not a regular file: refusing to replace
+ * it" for anything else a save would replace. */
+int cli_check_target(const char *path);
+
+/* Take an exclusive lock for a read-modify-write of path (the file, or its
+ * directory while the file does not exist), held until cli_unlock_file.
+ * Returns 0 with *fd the lock (-1: none could be taken, the command goes on
+ * unlocked; a warning was printed when locks are unsupported), or -1 after
+ * printing the problem. */
+int cli_lock_file(const char *path, int *fd);
+void cli_unlock_file(int fd);
+
+/*==========================================================================
  * Options (options.c)
  *==========================================================================*/
 

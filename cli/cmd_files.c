@@ -172,6 +172,7 @@ static int combine(const char *cmd, int argc, char **argv, int intersect)
         goto done;
     }
     const char *out = o.args[0], *first = o.args[1];
+    if (cli_check_target(out) != 0) goto done;
     if (cli_load_filter(first, &acc) != BK_OK) goto done;
     for (size_t i = 2; i < o.nargs; i++) {
         const char *path = o.args[i];

@@ -89,6 +89,7 @@ int cmd_create(int argc, char **argv)
     }
     const char *path = o.args[0];
     if (cli_check_sizing("create", &o) != 0) goto done;
+    if (cli_check_target(path) != 0) goto done;
     struct stat st;
     if (!o.force && stat(path, &st) == 0) {
         cli_error("%s: already exists (use --force to replace it)", path);
@@ -188,6 +189,7 @@ int cmd_add(int argc, char **argv)
     pthread_mutex_init(&j.lock, NULL);
     pthread_t *threads = NULL;
     int status = CLI_EXIT_ERROR;
+    int lock = -1;
     if (cli_parse_options("add", argc, argv,
                           (OPTS_SIZING & ~OPTBIT(OPT_FORCE)) | OPTS_INPUT |
                               OPTBIT(OPT_JOBS),
@@ -202,6 +204,9 @@ int cmd_add(int argc, char **argv)
         goto done;
     }
     j.path = o.args[0];
+    /* One writer at a time (lock.c): concurrent adds must not lose keys. */
+    if (cli_check_target(j.path) != 0) goto done;
+    if (cli_lock_file(j.path, &lock) != 0) goto done;
     if (open_or_create("add", j.path, &o, &j.f) != 0) goto done;
     if (key_reader_open(&j.reader, o.args + 1, o.nargs - 1, &o) != 0) goto done;
 
@@ -234,6 +239,7 @@ done:
     free(threads);
     key_reader_free(j.reader);
     bk_filter_free(j.f);
+    cli_unlock_file(lock);
     pthread_mutex_destroy(&j.lock);
     cli_options_free(&o);
     return status;
@@ -329,6 +335,7 @@ int cmd_remove(int argc, char **argv)
     key_reader *r = NULL;
     key_batch b = {0};
     int status = CLI_EXIT_ERROR;
+    int lock = -1;
     if (cli_parse_options("remove", argc, argv, OPTS_INPUT, &o) != 0) goto done;
     if (wants_help(&o, "remove")) {
         status = CLI_EXIT_OK;
@@ -339,6 +346,8 @@ int cmd_remove(int argc, char **argv)
         goto done;
     }
     const char *path = o.args[0];
+    if (cli_check_target(path) != 0) goto done;
+    if (cli_lock_file(path, &lock) != 0) goto done;
     if (cli_load_filter(path, &f) != BK_OK) goto done;
     bk_filter_info info;
     if (bk_filter_get_info(f, &info) != BK_OK || !info.can_remove) {
@@ -386,6 +395,7 @@ done:
     key_batch_free(&b);
     key_reader_free(r);
     bk_filter_free(f);
+    cli_unlock_file(lock);
     cli_options_free(&o);
     return status;
 }
@@ -409,6 +419,7 @@ int cmd_dedup(int argc, char **argv)
         goto done;
     }
     if (cli_check_sizing("dedup", &o) != 0) goto done;
+    if (o.save != NULL && cli_check_target(o.save) != 0) goto done;
     if (create_filter(o.save ? o.save : "dedup", &o, &f) != BK_OK) goto done;
     if (key_reader_open(&r, o.args, o.nargs, &o) != 0) goto done;
     if (key_batch_init(&b) != 0) goto done;

@@ -57,6 +57,7 @@ int cli_load_filter(const char *path, bk_filter **out)
 
 int cli_save_filter(const bk_filter *f, const char *path)
 {
+    if (cli_check_target(path) != 0) return BK_EINVAL;
     errno = 0;
     int rc = bk_filter_save(f, path);
     if (rc != BK_OK) {
