@@ -1,0 +1,199 @@
+/*
+ * persist_commit.c - appending to the live log: group commit, the everysec
+ * fdatasync thread, and the switch of appends to a new generation's log.
+ *
+ * A writer encodes its record, appends it to a shared buffer under p->mu,
+ * and then either waits or, when nobody is writing, becomes the leader: it
+ * takes the whole buffer, write()s it (and with appendfsync always
+ * fdatasyncs) outside the mutex and wakes the others. Every writer returns
+ * only once its record has reached the file (always: the disk), so a kill
+ * -9 loses nothing that was acknowledged in any mode; the everysec thread
+ * fdatasyncs once a second, bounding what a power loss can take.
+ */
+#include <pthread.h>
+#include <time.h>
+#include <dirent.h>       /* fdopendir */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>     /* PRIu64 */
+#include <limits.h>       /* PATH_MAX */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>     /* logs and manifests are read through mmap */
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "persist_int.h"
+
+/*==========================================================================
+ * Appending
+ *==========================================================================*/
+
+/* Lead one write: take the buffer, write (and sync) it outside the mutex.
+ * Called and returns with mu held. */
+void pst_lead_write(bks_persist *p)
+{
+    unsigned char *data = p->buf;
+    size_t n = p->len, cap = p->cap;
+    p->buf = p->spare;
+    p->cap = p->spare_cap;
+    p->len = 0;
+    p->spare = NULL;
+    p->spare_cap = 0;
+    p->writing = 1;
+    int fd = p->fd;
+    int sync_now = p->fsync_mode == BKS_FSYNC_ALWAYS;
+    pthread_mutex_unlock(&p->mu);
+
+    int rc = pst_write_all(fd, data, n);
+    int saved = errno;
+    if (rc == 0 && sync_now) {
+        rc = fdatasync(fd);
+        saved = errno;
+    }
+
+    pthread_mutex_lock(&p->mu);
+    p->writing = 0;
+    if (rc == 0) {
+        p->written += n;
+        p->file_size += n;
+        if (sync_now) p->synced = p->written;
+    } else {
+        /* Drop whatever part of the batch reached the file, so that the
+         * log ends on a whole record whatever happens next. */
+        if (!p->broken)
+            bks_log(BKS_LOG_ERROR, "persist: writing %s/appendonly-%" PRIu64
+                    ".log failed: %s; refusing writes until a snapshot succeeds",
+                    p->dir, p->live_gen, strerror(saved));
+        if (ftruncate(fd, (off_t)p->file_size) != 0) { /* best effort */ }
+        p->broken = 1;
+        p->broken_gen = p->live_gen;
+    }
+    /* Keep the larger of the two buffers as the spare. */
+    if (p->spare == NULL) {
+        p->spare = data;
+        p->spare_cap = cap;
+    } else {
+        free(data);
+    }
+    pthread_cond_broadcast(&p->cv);
+}
+
+int bks_persist_log(bks_persist *p, int argc, const bkc_str *argv)
+{
+    if (p == NULL || !p->appendonly) return 0;
+    if (argc <= 0 || argv == NULL) return -1;
+    size_t size = pst_record_size(argc, argv);
+    if (size == 0) {
+        bks_log(BKS_LOG_ERROR, "persist: a command of more than 4 GiB cannot be logged");
+        return -1;
+    }
+    unsigned char stack[4096];
+    unsigned char *rec = size <= sizeof stack ? stack : malloc(size);
+    if (rec == NULL) return -1;
+    pst_record_encode(rec, size, pst_wall_ms(), argc, argv);
+
+    int rc = 0;
+    pthread_mutex_lock(&p->mu);
+    if (p->broken) {
+        rc = -1;
+        goto out;
+    }
+    if (p->len + size > p->cap) {
+        size_t cap = p->cap ? p->cap : 65536;
+        while (cap < p->len + size) cap *= 2;
+        unsigned char *nb = realloc(p->buf, cap);
+        if (nb == NULL) {
+            rc = -1;
+            goto out;
+        }
+        p->buf = nb;
+        p->cap = cap;
+    }
+    memcpy(p->buf + p->len, rec, size);
+    p->len += size;
+    p->appended += size;
+    uint64_t mine = p->appended;
+    for (;;) {
+        uint64_t done = p->fsync_mode == BKS_FSYNC_ALWAYS ? p->synced : p->written;
+        if (done >= mine) break;
+        if (p->broken) {
+            rc = -1;
+            break;
+        }
+        if (!p->writing)
+            pst_lead_write(p);
+        else
+            pthread_cond_wait(&p->cv, &p->mu);
+    }
+out:
+    pthread_mutex_unlock(&p->mu);
+    if (rec != stack) free(rec);
+    return rc;
+}
+
+/* appendfsync everysec: fdatasync once a second what has been written. */
+void *pst_syncer_main(void *arg)
+{
+    bks_persist *p = arg;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stopping) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&p->stop_cv, &p->mu, &ts);
+        if (p->stopping) break;
+        if (p->written <= p->synced || p->broken || p->fd < 0) continue;
+        uint64_t target = p->written;
+        int fd = p->fd;
+        p->bg_syncing = 1;
+        pthread_mutex_unlock(&p->mu);
+        int rc = fdatasync(fd);
+        int saved = errno;
+        pthread_mutex_lock(&p->mu);
+        p->bg_syncing = 0;
+        if (rc == 0) {
+            if (target > p->synced) p->synced = target;
+        } else if (!p->broken) {
+            bks_log(BKS_LOG_ERROR, "persist: fdatasync of %s/appendonly-%" PRIu64
+                    ".log failed: %s; refusing writes until a snapshot succeeds",
+                    p->dir, p->live_gen, strerror(saved));
+            p->broken = 1;
+            p->broken_gen = p->live_gen;
+        }
+        pthread_cond_broadcast(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* Move appends to new_fd (the log of generation gen). The server is
+ * paused, so no command runs and every record of the old log has been
+ * written; the old log is made durable before the new one gets any record,
+ * so that no later log can hold a write the earlier one lost. Returns the
+ * old descriptor, or -1 (nothing changed) when the old log cannot be synced. */
+int pst_switch_log(bks_persist *p, int new_fd, uint64_t gen, char *err,
+                      size_t errlen)
+{
+    pthread_mutex_lock(&p->mu);
+    while (p->writing || p->bg_syncing) pthread_cond_wait(&p->cv, &p->mu);
+    if (p->len > 0 && !p->broken) pst_lead_write(p); /* cannot happen while paused */
+    while (p->writing || p->bg_syncing) pthread_cond_wait(&p->cv, &p->mu);
+    int old = p->fd;
+    if (!p->broken && p->written > p->synced && fdatasync(old) != 0) {
+        pst_errf(err, errlen, "fdatasync of the live log failed: %s", strerror(errno));
+        pthread_mutex_unlock(&p->mu);
+        return -1;
+    }
+    /* Nobody waits now (paused): start the counters level. Records left in
+     * the buffer of a broken log were refused to their writers. */
+    p->len = 0;
+    p->synced = p->appended = p->written;
+    p->fd = new_fd;
+    p->live_gen = gen;
+    p->older_log_bytes += p->file_size;
+    p->file_size = LOG_HEADER_SIZE;
+    pthread_mutex_unlock(&p->mu);
+    return old;
+}

@@ -1,0 +1,215 @@
+/*
+ * persist_int.h - private to server/persist*.c: the formats' constants, the
+ * persistence state, and the functions the persistence files share. The
+ * rest of the server sees only server.h's bks_persist_* interface.
+ *
+ *   persist.c           the interface: open, close, SAVE, BGSAVE, the tick
+ *   persist_codec.c     byte fields, checksum, clocks, names, frame reading
+ *   persist_log.c       the log file format: header, records, scanning
+ *   persist_manifest.c  CURRENT and generations: what is live, what may go
+ *   persist_commit.c    appending: group commit, everysec, switching logs
+ *   persist_snapwrite.c writing a snapshot (fork child or SAVE)
+ *   persist_load.c      start-up: snapshot loading and log replay
+ */
+#ifndef BKS_PERSIST_INT_H
+#define BKS_PERSIST_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>    /* pid_t */
+
+#include "server.h"
+
+/*==========================================================================
+ * Formats (docs/PERSISTENCE.md)
+ *==========================================================================*/
+
+#define PERSIST_SEED UINT64_C(0x626B2D7065727369) /* "bk-persi" */
+
+#define LOG_MAGIC "\x89" "BKLOG\r\n"     /* 8 bytes */
+#define LOG_VERSION 1u
+#define LOG_HEADER_SIZE 32u              /* magic, version, 0, gen, checksum */
+
+#define REC_MAGIC 0x31524B42u            /* "BKR1" little-endian */
+#define REC_HEADER_SIZE 24u
+#define REC_OVERHEAD 32u                 /* header + payload checksum */
+
+#define MAN_MAGIC_HEAD 0x484D4B42u       /* "BKMH" */
+#define MAN_MAGIC_KEY 0x4B4D4B42u        /* "BKMK" */
+#define MAN_MAGIC_END 0x454D4B42u        /* "BKME" */
+#define MAN_VERSION 1u
+#define FRAME_OVERHEAD 16u               /* magic, length, checksum */
+#define KEY_INLINE 1u                    /* value as one bkc_value_encode container */
+#define KEY_SPLIT 2u                     /* settings + per-filter images or files */
+
+#define CURRENT_MAGIC "bloomkit-data 1"
+
+/* Backoff before an automatic snapshot is retried after a failure. */
+#define RETRY_MS 5000u
+
+/*==========================================================================
+ * Types
+ *==========================================================================*/
+
+typedef struct gen_list {
+    uint64_t *gens;
+    size_t n, cap;
+} gen_list;
+
+/* What the snapshot child reports through its pipe (one atomic write). */
+typedef struct child_report {
+    int ok;
+    uint64_t bytes;
+    char msg[256];
+} child_report;
+
+struct bks_persist {
+    bks_keyspace *ks;
+    char dir[1024];
+    int dirfd;
+    int lockfd;
+    bks_fsync fsync_mode;
+    int appendonly;
+    uint64_t auto_rewrite_min;
+    uint32_t auto_rewrite_pct;
+    uint64_t map_threshold;
+    int repair;                 /* --repair-aof */
+
+    /* The log writer, guarded by mu. Offsets count bytes appended since
+     * start-up across all files: appended >= written >= synced. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;          /* progress of written/synced, leader idle */
+    pthread_cond_t stop_cv;     /* wakes the everysec thread */
+    int fd;                     /* the live log */
+    uint64_t live_gen;
+    unsigned char *buf, *spare; /* records not yet handed to write() */
+    size_t len, cap, spare_cap;
+    uint64_t appended, written, synced;
+    uint64_t file_size;         /* bytes in the live log file */
+    int writing;                /* a leader is in write()/fdatasync */
+    int bg_syncing;             /* the everysec thread is in fdatasync */
+    int broken;                 /* a write or fsync failed: refuse */
+    uint64_t broken_gen;        /* the log it failed in */
+    int stopping;
+    int have_syncer;
+    pthread_t syncer;
+
+    /* Generations, guarded by ctl_mu (SAVE, BGSAVE, tick, close). */
+    pthread_mutex_t ctl_mu;
+    uint64_t snap_gen;          /* 0: no snapshot */
+    gen_list logs;              /* replayed in order; the last is live */
+    uint64_t next_gen;
+    uint64_t older_log_bytes;   /* bytes of the listed logs before the live one */
+    uint64_t snap_bytes;
+    pid_t child;                /* 0: none */
+    uint64_t child_gen;
+    int child_pipe;
+    uint64_t retry_at_ms;       /* monotonic: no automatic snapshot before */
+
+    _Atomic uint64_t lastsave;  /* unix seconds */
+};
+
+typedef enum rec_status {
+    REC_OK,    /* a whole, intact record */
+    REC_END,   /* clean end of file */
+    REC_TORN,  /* damage that runs to the end of the file: a torn append */
+    REC_BAD    /* damage followed by other data */
+} rec_status;
+
+typedef struct record {
+    uint64_t time_ms;
+    const unsigned char *payload;
+    size_t payload_len;
+    size_t size;               /* bytes of the whole record */
+} record;
+
+/* A checksummed manifest frame, and a field reader over its body. */
+typedef struct frame {
+    uint32_t magic;
+    const unsigned char *body;
+    size_t len;
+} frame;
+
+typedef struct fields {
+    const unsigned char *p;
+    size_t n, pos;
+    int bad;
+} fields;
+
+/* Replayed commands' error replies: counted, the first one kept. */
+typedef struct replay_sink {
+    uint64_t errors;
+    char first[160];
+} replay_sink;
+
+/*==========================================================================
+ * Shared functions
+ *==========================================================================*/
+
+/* persist_codec.c */
+void pst_put32(unsigned char *p, uint32_t v);
+void pst_put64(unsigned char *p, uint64_t v);
+uint32_t pst_get32(const unsigned char *p);
+uint64_t pst_get64(const unsigned char *p);
+uint64_t pst_checksum(const void *p, size_t n);
+uint64_t pst_wall_ms(void);
+uint64_t pst_mono_ms(void);
+/* snprintf for messages: truncation is fine, and the compiler is told so. */
+void pst_errf(char *buf, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int pst_all_zero(const unsigned char *p, size_t n);
+int pst_write_all(int fd, const void *buf, size_t n);
+void pst_log_name(char *buf, size_t cap, uint64_t gen);
+void pst_snap_name(char *buf, size_t cap, uint64_t gen);
+void pst_remove_tree_at(int at, const char *name);
+uint64_t pst_parse_gen_name(const char *name, const char *prefix, const char *suffix);
+int pst_frame_read(const unsigned char *base, size_t size, size_t *off, frame *f);
+uint32_t pst_fd_u32(fields *f);
+uint64_t pst_fd_u64(fields *f);
+
+/* persist_log.c */
+int pst_resp_decode(const unsigned char *p, size_t n, int *argc_out, bkc_str **argv_out);
+size_t pst_record_size(int argc, const bkc_str *argv);
+void pst_record_encode(unsigned char *out, size_t size, uint64_t time_ms, int argc,
+                       const bkc_str *argv);
+rec_status pst_record_scan(const unsigned char *base, size_t size, size_t off, record *r,
+                           const char **why);
+void pst_log_header_encode(unsigned char *h, uint64_t gen);
+int pst_log_header_check(const unsigned char *h, uint64_t gen);
+int pst_log_create(bks_persist *p, uint64_t gen, int *fd_out, char *err, size_t errlen);
+int pst_log_truncate(bks_persist *p, uint64_t gen, uint64_t off, char *err, size_t errlen);
+
+/* persist_manifest.c */
+int pst_gens_push(gen_list *l, uint64_t g);
+int pst_gens_has(const gen_list *l, uint64_t g);
+int pst_current_write(bks_persist *p, uint64_t snap, const gen_list *logs, char *err,
+                      size_t errlen);
+int pst_current_read(bks_persist *p, uint64_t *snap, gen_list *logs, char *err,
+                     size_t errlen);
+void pst_remove_unreferenced(bks_persist *p, uint64_t snap, const gen_list *logs);
+uint64_t pst_max_gen_on_disk(bks_persist *p);
+void pst_finish_generation(bks_persist *p, uint64_t gen, uint64_t bytes);
+int pst_start_snapshot(bks_persist *p, int foreground);
+void pst_reap_child(bks_persist *p, int block);
+
+/* persist_commit.c */
+void pst_lead_write(bks_persist *p);
+void *pst_syncer_main(void *arg);
+int pst_switch_log(bks_persist *p, int new_fd, uint64_t gen, char *err, size_t errlen);
+
+/* persist_snapwrite.c */
+int pst_snapshot_write(bks_keyspace *ks, int dirfd, uint64_t gen, uint64_t map_threshold,
+                       uint64_t *bytes, char *err, size_t errlen);
+void pst_child_main(bks_persist *p, uint64_t gen, int wfd, pid_t parent);
+
+/* persist_load.c */
+int pst_snapshot_load(bks_persist *p, uint64_t gen, char *err, size_t errlen);
+void pst_replay_one(bks_persist *p, replay_sink *sink, uint64_t time_ms, int argc,
+                    const bkc_str *argv);
+int pst_replay_log(bks_persist *p, uint64_t gen, int last, replay_sink *sink, int *stop,
+                   uint64_t *size_out, char *err, size_t errlen);
+int pst_recover(bks_persist *p, char *err, size_t errlen);
+
+#endif /* BKS_PERSIST_INT_H */

@@ -1,0 +1,380 @@
+/*
+ * persist_manifest.c - generations and CURRENT, the data directory's
+ * manifest: the one place that decides which files are live and which may
+ * be deleted.
+ *
+ * Invariants (a crash at any instant must leave them true):
+ *
+ *   M1. CURRENT is only ever replaced whole: CURRENT.tmp written and
+ *       fsynced, renamed over CURRENT, the directory fsynced.
+ *   M2. Every file CURRENT names is complete and durable before CURRENT
+ *       names it (a new log: its header fdatasynced; a snapshot: every
+ *       file and both directories fsynced by the child that wrote it).
+ *   M3. The state is CURRENT's snapshot plus its logs replayed in order; it
+ *       holds every acknowledged write. A log is durable up to its last
+ *       acknowledged record before any record is appended to a later one.
+ *   M4. Live files are exactly those CURRENT names: snap-<S>/ for its
+ *       snapshot S, appendonly-<G>.log for each listed G, and LOCK.
+ *       Anything else named snap-<n> or appendonly-<n>.log, and
+ *       CURRENT.tmp, is debris of an interrupted step or of a finished
+ *       generation, and only remove_unreferenced deletes it.
+ *   M5. remove_unreferenced runs only with a CURRENT that was just read
+ *       (and verified) or just written. With no readable CURRENT nothing
+ *       is deleted.
+ *   M6. Generation numbers only grow: a new generation is numbered above
+ *       every generation present on disk.
+ */
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+#include <dirent.h>       /* fdopendir */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>     /* PRIu64 */
+#include <limits.h>       /* PATH_MAX */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>     /* logs and manifests are read through mmap */
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "persist_int.h"
+
+int pst_gens_push(gen_list *l, uint64_t g)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 4;
+        uint64_t *n = realloc(l->gens, cap * sizeof *n);
+        if (n == NULL) return -1;
+        l->gens = n;
+        l->cap = cap;
+    }
+    l->gens[l->n++] = g;
+    return 0;
+}
+
+int pst_gens_has(const gen_list *l, uint64_t g)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->gens[i] == g) return 1;
+    return 0;
+}
+
+/*==========================================================================
+ * CURRENT
+ *==========================================================================*/
+
+int pst_current_write(bks_persist *p, uint64_t snap, const gen_list *logs,
+                         char *err, size_t errlen)
+{
+    size_t cap = 128 + logs->n * 32, n;
+    char *text = malloc(cap);
+    int fd = -1, rc = -1;
+    if (text == NULL) {
+        pst_errf(err, errlen, "out of memory");
+        return -1;
+    }
+    n = (size_t)snprintf(text, cap, "%s\nsnapshot %" PRIu64 "\n", CURRENT_MAGIC, snap);
+    for (size_t i = 0; i < logs->n; i++)
+        n += (size_t)snprintf(text + n, cap - n, "log %" PRIu64 "\n", logs->gens[i]);
+    n += (size_t)snprintf(text + n, cap - n, "check %016" PRIx64 "\n", pst_checksum(text, n));
+
+    fd = openat(p->dirfd, "CURRENT.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0 || pst_write_all(fd, text, n) != 0 || fsync(fd) != 0) goto io;
+    if (close(fd) != 0) {
+        fd = -1;
+        goto io;
+    }
+    fd = -1;
+    if (renameat(p->dirfd, "CURRENT.tmp", p->dirfd, "CURRENT") != 0) goto io;
+    if (fsync(p->dirfd) != 0) goto io;
+    rc = 0;
+    goto done;
+io:
+    pst_errf(err, errlen, "%s/CURRENT: %s", p->dir, strerror(errno));
+    if (fd >= 0) close(fd);
+done:
+    free(text);
+    return rc;
+}
+
+/* Parse CURRENT. Returns 1 when read, 0 when there is none, -1 on error. */
+int pst_current_read(bks_persist *p, uint64_t *snap, gen_list *logs,
+                        char *err, size_t errlen)
+{
+    int fd = openat(p->dirfd, "CURRENT", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) return 0;
+        pst_errf(err, errlen, "%s/CURRENT: %s", p->dir, strerror(errno));
+        return -1;
+    }
+    char text[65536];
+    size_t n = 0;
+    for (;;) {
+        ssize_t r = read(fd, text + n, sizeof text - 1 - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            pst_errf(err, errlen, "%s/CURRENT: %s", p->dir, strerror(errno));
+            close(fd);
+            return -1;
+        }
+        if (r == 0 || n + (size_t)r == sizeof text - 1) {
+            n += (size_t)r;
+            break;
+        }
+        n += (size_t)r;
+    }
+    close(fd);
+    text[n] = '\0';
+
+    /* The checksum line covers every byte before it. */
+    char *check = strstr(text, "check ");
+    uint64_t want = 0;
+    if (strncmp(text, CURRENT_MAGIC "\n", sizeof CURRENT_MAGIC) != 0 || check == NULL ||
+        (check != text && check[-1] != '\n') ||
+        sscanf(check, "check %16" SCNx64, &want) != 1 ||
+        want != pst_checksum(text, (size_t)(check - text))) {
+        pst_errf(err, errlen, "%s/CURRENT: damaged (bad header or checksum)", p->dir);
+        return -1;
+    }
+    *check = '\0';
+    char *save = NULL, *line = strtok_r(text + sizeof CURRENT_MAGIC, "\n", &save);
+    int have_snap = 0;
+    for (; line != NULL; line = strtok_r(NULL, "\n", &save)) {
+        uint64_t g;
+        char tail;
+        if (sscanf(line, "snapshot %" SCNu64 "%c", &g, &tail) == 1 && !have_snap) {
+            *snap = g;
+            have_snap = 1;
+        } else if (sscanf(line, "log %" SCNu64 "%c", &g, &tail) == 1 && g > 0) {
+            if (pst_gens_push(logs, g) != 0) {
+                pst_errf(err, errlen, "out of memory");
+                return -1;
+            }
+        } else {
+            pst_errf(err, errlen, "%s/CURRENT: unexpected line '%.64s'", p->dir, line);
+            return -1;
+        }
+    }
+    if (!have_snap || logs->n == 0) {
+        pst_errf(err, errlen, "%s/CURRENT: no snapshot line or no log", p->dir);
+        return -1;
+    }
+    return 1;
+}
+
+/* Remove every file of ours that CURRENT (snap, logs) does not name: the
+ * debris of an interrupted step or a finished generation. */
+void pst_remove_unreferenced(bks_persist *p, uint64_t snap, const gen_list *logs)
+{
+    int fd = openat(p->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;
+    DIR *d = fdopendir(fd);
+    if (d == NULL) {
+        close(fd);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        uint64_t g;
+        if ((g = pst_parse_gen_name(e->d_name, "appendonly-", ".log")) != 0) {
+            if (!pst_gens_has(logs, g)) unlinkat(p->dirfd, e->d_name, 0);
+        } else if ((g = pst_parse_gen_name(e->d_name, "snap-", "")) != 0) {
+            if (g != snap) pst_remove_tree_at(p->dirfd, e->d_name);
+        } else if (strcmp(e->d_name, "CURRENT.tmp") == 0) {
+            unlinkat(p->dirfd, e->d_name, 0);
+        }
+    }
+    closedir(d);
+    fsync(p->dirfd);
+}
+
+/* The largest generation number present in the directory. */
+uint64_t pst_max_gen_on_disk(bks_persist *p)
+{
+    uint64_t max = 0;
+    int fd = openat(p->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    DIR *d = fdopendir(fd);
+    if (d == NULL) {
+        close(fd);
+        return 0;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        uint64_t g = pst_parse_gen_name(e->d_name, "appendonly-", ".log");
+        if (g == 0) g = pst_parse_gen_name(e->d_name, "snap-", "");
+        if (g > max) max = g;
+    }
+    closedir(d);
+    return max;
+}
+
+
+/*==========================================================================
+ * Generations: starting and finishing a snapshot
+ *==========================================================================*/
+
+/* The child made snap-<gen>: name it in CURRENT with the logs from gen on,
+ * then delete the older generation. Called with ctl_mu held. */
+void pst_finish_generation(bks_persist *p, uint64_t gen, uint64_t bytes)
+{
+    char err[512];
+    gen_list nl = {NULL, 0, 0};
+    for (size_t i = 0; i < p->logs.n; i++)
+        if (p->logs.gens[i] >= gen && pst_gens_push(&nl, p->logs.gens[i]) != 0) {
+            free(nl.gens);
+            bks_log(BKS_LOG_ERROR, "persist: out of memory finishing snapshot %" PRIu64, gen);
+            return;
+        }
+    if (pst_current_write(p, gen, &nl, err, sizeof err) != 0) {
+        /* CURRENT still names the previous snapshot and every log since:
+         * nothing is lost; the unreferenced snap-<gen> goes at next start. */
+        bks_log(BKS_LOG_ERROR, "persist: snapshot %" PRIu64 " written but not installed: %s",
+                gen, err);
+        free(nl.gens);
+        p->retry_at_ms = pst_mono_ms() + RETRY_MS;
+        return;
+    }
+    free(p->logs.gens);
+    p->logs = nl;
+    p->snap_gen = gen;
+    p->snap_bytes = bytes;
+    atomic_store(&p->lastsave, pst_wall_ms() / 1000);
+    pst_remove_unreferenced(p, gen, &p->logs);
+
+    pthread_mutex_lock(&p->mu);
+    p->older_log_bytes = 0;
+    if (p->broken && p->broken_gen < gen) {
+        /* Everything the failed log lost is in the snapshot. */
+        p->broken = 0;
+        bks_log(BKS_LOG_WARNING, "persist: snapshot %" PRIu64 " holds what the failed log "
+                "lost: accepting writes again", gen);
+    }
+    pthread_mutex_unlock(&p->mu);
+    bks_log(BKS_LOG_INFO, "persist: snapshot %" PRIu64 " installed (%" PRIu64 " bytes)", gen, bytes);
+}
+
+
+/* Start generation p->next_gen: its log becomes live at a paused instant,
+ * and its snapshot of that instant is written by a fork child (background)
+ * or right here (SAVE). Called with ctl_mu held and no child running. */
+int pst_start_snapshot(bks_persist *p, int foreground)
+{
+    char err[512];
+    uint64_t gen = p->next_gen++;
+    int nfd = -1, pipefd[2] = {-1, -1};
+    char lname[64];
+    pst_log_name(lname, sizeof lname, gen);
+
+    if (pst_log_create(p, gen, &nfd, err, sizeof err) != 0) goto fail;
+    if (pst_gens_push(&p->logs, gen) != 0) {
+        pst_errf(err, sizeof err, "out of memory");
+        goto fail_log;
+    }
+    /* The new (empty) log is listed before any write goes to it. */
+    if (pst_current_write(p, p->snap_gen, &p->logs, err, sizeof err) != 0) {
+        p->logs.n--;
+        goto fail_log;
+    }
+    if (!foreground && pipe2(pipefd, O_CLOEXEC) != 0) {
+        pst_errf(err, sizeof err, "pipe: %s", strerror(errno));
+        goto fail;   /* the empty log stays listed: harmless */
+    }
+    /* Most of the old log's dirty pages, before the pause rather than in it. */
+    if (p->fsync_mode != BKS_FSYNC_ALWAYS) fdatasync(p->fd);
+
+    bks_pause_all();
+    int old = pst_switch_log(p, nfd, gen, err, sizeof err);
+    if (old < 0) {
+        bks_resume_all();
+        pthread_mutex_lock(&p->mu);
+        p->broken = 1;
+        p->broken_gen = p->live_gen;
+        pthread_mutex_unlock(&p->mu);
+        close(nfd);
+        goto fail_pipe;
+    }
+    if (foreground) {
+        uint64_t bytes = 0;
+        int rc = pst_snapshot_write(p->ks, p->dirfd, gen, p->map_threshold, &bytes, err, sizeof err);
+        bks_resume_all();
+        close(old);
+        if (rc != 0) {
+            char sname[64];
+            pst_snap_name(sname, sizeof sname, gen);
+            pst_remove_tree_at(p->dirfd, sname);
+            goto fail;
+        }
+        pst_finish_generation(p, gen, bytes);
+        return p->snap_gen == gen ? 0 : -1;
+    }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(pipefd[0]);
+        pst_child_main(p, gen, pipefd[1], parent);
+    }
+    bks_resume_all();
+    close(old);
+    close(pipefd[1]);
+    if (pid < 0) {
+        pst_errf(err, sizeof err, "fork: %s", strerror(errno));
+        close(pipefd[0]);
+        goto fail;
+    }
+    p->child = pid;
+    p->child_gen = gen;
+    p->child_pipe = pipefd[0];
+    bks_log(BKS_LOG_INFO, "persist: background snapshot %" PRIu64 " started by pid %d",
+            gen, (int)pid);
+    return 0;
+
+fail_log:
+    close(nfd);
+    unlinkat(p->dirfd, lname, 0);
+    goto fail;
+fail_pipe:
+    if (pipefd[0] >= 0) close(pipefd[0]);
+    if (pipefd[1] >= 0) close(pipefd[1]);
+fail:
+    bks_log(BKS_LOG_ERROR, "persist: snapshot %" PRIu64 " failed: %s", gen, err);
+    p->retry_at_ms = pst_mono_ms() + RETRY_MS;
+    errno = EIO;
+    return -1;
+}
+
+/* Reap a finished child. Called with ctl_mu held. */
+void pst_reap_child(bks_persist *p, int block)
+{
+    int status;
+    pid_t r;
+    do {
+        r = waitpid(p->child, &status, block ? 0 : WNOHANG);
+    } while (r < 0 && errno == EINTR);
+    if (r == 0) return;
+    child_report rep;
+    memset(&rep, 0, sizeof rep);
+    ssize_t n = read(p->child_pipe, &rep, sizeof rep);
+    close(p->child_pipe);
+    p->child_pipe = -1;
+    uint64_t gen = p->child_gen;
+    p->child = 0;
+    rep.msg[sizeof rep.msg - 1] = '\0';
+    if (r > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && n == (ssize_t)sizeof rep &&
+        rep.ok) {
+        pst_finish_generation(p, gen, rep.bytes);
+        return;
+    }
+    char sname[64];
+    pst_snap_name(sname, sizeof sname, gen);
+    pst_remove_tree_at(p->dirfd, sname);
+    if (r > 0 && WIFSIGNALED(status))
+        bks_log(BKS_LOG_WARNING, "persist: background snapshot %" PRIu64 " killed by signal %d",
+                gen, WTERMSIG(status));
+    else
+        bks_log(BKS_LOG_WARNING, "persist: background snapshot %" PRIu64 " failed: %s", gen,
+                n == (ssize_t)sizeof rep ? rep.msg : "no report from the child");
+    p->retry_at_ms = pst_mono_ms() + RETRY_MS;
+}
