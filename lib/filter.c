@@ -23,6 +23,7 @@ const bk__family_ops *bk__family_lookup(uint32_t family)
         bk__cuckoo_family,
         bk__scalable_family,
         bk__window_family,
+        bk__dleft_family,
     };
     for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
         if ((uint32_t)families[i]->family == family) return families[i];
@@ -31,7 +32,7 @@ const bk__family_ops *bk__family_lookup(uint32_t family)
 
 static const char *const family_names[] = {
     NULL, "bloom", "blocked", "counting", "deletable", "cuckoo", "scalable",
-    "window",
+    "window", "dleft",
 };
 
 const char *bk_family_name(bk_family family)
