@@ -1353,9 +1353,11 @@ typedef struct bk_delete_stats {
  * distinct keys sharing a fingerprint (probability ~ n / (B 2^r) each).
  * (b) A key whose d buckets are all full cannot be stored: the add returns
  * BK_EFULL and changes nothing. With d-left placement at 75% load this is
- * rare (measured 0 events for 1e6 keys and after 1e6 churn operations,
- * see tests/test_dleft.c); it becomes likely past about 90% load.
- * Both are counted in bk_delete_stats.overflows.
+ * rare: measured 0 events for 1e6 keys at capacity, and 0 in 4 rounds of
+ * 1e6 remove-one-add-one churn. Saturated cells are never freed, so a
+ * workload that adds keys more than 3 times and removes them leaks cells
+ * until adds fail: use counter_bits 4 there (tests/test_dleft.c, model).
+ * Both events are counted in bk_delete_stats.overflows.
  *
  * Threads: lookups may run concurrently with each other; adds and removes
  * need exclusive access (the server and the module take the key's lock).

@@ -157,7 +157,7 @@ int bk_filter_get_info(const bk_filter *f, bk_filter_info *out)
     int rc = o->ops->info(f, out);
     out->family = o->ops->family;
     out->can_remove = o->ops->remove != NULL;
-    out->lockfree_add = o->ops->lockfree_add;
+    out->lockfree_add = o->ops->lockfree_add && !out->single_writer;
     out->mapped = o->block_kind == BK__BLOCK_MAP;
     out->read_only = o->read_only;
     return rc;
@@ -185,8 +185,20 @@ int bk_filter_create(bk_filter **out, const bk_filter_config *cfg)
     if (ops->create == NULL) return BK_ENOTSUP;
     void *f = NULL;
     int rc = ops->create(cfg, &f);
-    if (rc == BK_OK) *out = f;
-    return rc;
+    if (rc != BK_OK) return rc;
+    if (cfg->single_writer && ops->set_single_writer != NULL)
+        ops->set_single_writer(f, 1);
+    *out = f;
+    return BK_OK;
+}
+
+int bk_filter_set_single_writer(bk_filter *f, int single_writer)
+{
+    if (f == NULL) return BK_EINVAL;
+    const bk__object *o = OBJ(f);
+    if (o->ops->set_single_writer == NULL) return BK_ENOTSUP;
+    o->ops->set_single_writer(f, single_writer != 0);
+    return BK_OK;
 }
 
 int bk_filter_clone(bk_filter **out, const bk_filter *f)

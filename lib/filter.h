@@ -89,6 +89,8 @@ struct bk__family_ops {
     int64_t (*contains_batch)(const void *f, const void *const *keys,
                               const size_t *lens, size_t n, uint8_t *results);
     int lockfree_add;                           /* threads may add at once */
+    /* choose the write mode (bk_filter_set_single_writer); NULL: one mode */
+    void (*set_single_writer)(void *f, int single_writer);
     uint64_t (*seed)(const void *f);
     void (*destroy)(void *f);                   /* the family's free */
     int (*info)(const void *f, bk_filter_info *out);

@@ -373,6 +373,158 @@ static void test_levels_identical(void **state)
     free(got);
 }
 
+/* The serialized bytes of f (header, descriptor, blocks): what must not
+ * depend on the code path or the write mode. */
+static unsigned char *serialized(const bk_blocked *f, uint64_t *size)
+{
+    const bk_filter *g = bk_blocked_as_filter((bk_blocked *)f);
+    *size = bk_filter_serialized_size(g);
+    unsigned char *buf = malloc((size_t)*size);
+    assert_non_null(buf);
+    assert_int_equal(bk_filter_serialize(g, buf, (size_t)*size), BK_OK);
+    return buf;
+}
+
+/* Every SIMD level in both write modes, through single adds, batch adds and
+ * add_if_absent, stores byte for byte what the scalar concurrent reference
+ * stores (bits and item count), answers each add as it does, and answers
+ * lookups (single and batch) as it does. 20000 keys in 64 blocks: blocks
+ * fill up, so adds of keys whose bits are all set (nothing written) are
+ * common for every k. */
+static void test_paths_and_modes_identical(void **state)
+{
+    (void)state;
+    const uint64_t n = 20000, probes = 60000;
+    char (*keys)[TU_KEY_LEN] = malloc(probes * TU_KEY_LEN);
+    const void **ptrs = malloc(probes * sizeof(*ptrs));
+    size_t *lens = malloc(probes * sizeof(*lens));
+    uint8_t *want_add = malloc(n), *want = malloc(probes), *got = malloc(probes);
+    assert_true(keys && ptrs && lens && want_add && want && got);
+    for (uint64_t i = 0; i < probes; i++) {
+        /* every fifth key repeats an earlier one: adds that find all bits */
+        uint64_t id = i < n && i % 5 == 4 ? i / 2 : i;
+        tu_key(keys[i], id, i < n ? TAG_IN : TAG_OUT);
+        ptrs[i] = keys[i];
+        lens[i] = TU_KEY_LEN;
+    }
+    for (uint32_t k = 1; k <= BK_BLOCKED_MAX_HASHES; k++) {
+        bk_blocked *ref;
+        uint64_t ref_size, size;
+        assert_true(bk_blocked_set_simd_level(BK_SIMD_SCALAR) >= 0);
+        assert_int_equal(bk_blocked_create_mk(&ref, 64 * 512, k, 9), BK_OK);
+        uint64_t fresh = 0;
+        for (uint64_t i = 0; i < n; i++) {
+            want_add[i] = (uint8_t)bk_blocked_add(ref, keys[i], TU_KEY_LEN);
+            fresh += want_add[i];
+        }
+        assert_true(fresh < n); /* some adds found every bit set */
+        for (uint64_t i = 0; i < probes; i++)
+            want[i] = (uint8_t)bk_blocked_contains(ref, keys[i], TU_KEY_LEN);
+        unsigned char *ref_bytes = serialized(ref, &ref_size);
+        FOR_EACH_LEVEL(level) {
+            for (int mode = 0; mode <= 1; mode++) {
+                for (int how = 0; how < 3; how++) { /* single, batch, if_absent */
+                    bk_blocked *f;
+                    assert_int_equal(bk_blocked_create_mk(&f, 64 * 512, k, 9), BK_OK);
+                    assert_int_equal(bk_blocked_set_single_writer(f, mode), BK_OK);
+                    assert_int_equal(bk_blocked_single_writer(f), mode);
+                    memset(got, 0xFF, n);
+                    if (how == 1) {
+                        assert_true(bk_blocked_add_batch(f, (const void *const *)ptrs,
+                                                         lens, n, got) == (int64_t)fresh);
+                    } else {
+                        for (uint64_t i = 0; i < n; i++)
+                            got[i] = (uint8_t)(how == 0
+                                ? bk_blocked_add(f, keys[i], TU_KEY_LEN)
+                                : bk_blocked_add_if_absent(f, keys[i], TU_KEY_LEN));
+                    }
+                    if (memcmp(got, want_add, n) != 0)
+                        fail_msg("k=%u level %s mode %d how %d: add answers differ",
+                                 k, bk_blocked_simd_name(level), mode, how);
+                    unsigned char *bytes = serialized(f, &size);
+                    assert_true(size == ref_size);
+                    if (memcmp(bytes, ref_bytes, (size_t)size) != 0)
+                        fail_msg("k=%u level %s mode %d how %d: stored bytes differ",
+                                 k, bk_blocked_simd_name(level), mode, how);
+                    free(bytes);
+                    memset(got, 0xFF, probes);
+                    int64_t hits = bk_blocked_contains_batch(
+                        f, (const void *const *)ptrs, lens, probes, got);
+                    assert_memory_equal(got, want, probes);
+                    int64_t want_hits = 0;
+                    for (uint64_t i = 0; i < probes; i++) {
+                        want_hits += want[i];
+                        if (i % 3 == 0)
+                            assert_int_equal(bk_blocked_contains(f, keys[i], TU_KEY_LEN),
+                                             want[i]);
+                    }
+                    assert_true(hits == want_hits);
+                    bk_blocked_free(f);
+                }
+            }
+        }
+        free(ref_bytes);
+        bk_blocked_free(ref);
+    }
+    restore_level();
+    free(keys);
+    free(ptrs);
+    free(lens);
+    free(want_add);
+    free(want);
+    free(got);
+}
+
+/* The write mode through the generic handle: chosen by the config or the
+ * setter, reported by bk_filter_info, refused by one-mode families. */
+static void test_write_mode_api(void **state)
+{
+    (void)state;
+    bk_filter_config cfg;
+    bk_filter *f, *g;
+    bk_filter_info info;
+    bk_filter_config_init(&cfg);
+    cfg.capacity = 1000;
+    cfg.fpr = 0.01;
+    assert_int_equal(bk_filter_create(&f, &cfg), BK_OK);
+    assert_int_equal(bk_filter_get_info(f, &info), BK_OK);
+    assert_int_equal(info.single_writer, 0);
+    assert_int_equal(info.lockfree_add, 1);
+    assert_int_equal(bk_filter_set_single_writer(f, 1), BK_OK);
+    assert_int_equal(bk_blocked_single_writer(bk_filter_as_blocked(f)), 1);
+    assert_int_equal(bk_filter_get_info(f, &info), BK_OK);
+    assert_int_equal(info.single_writer, 1);
+    assert_int_equal(info.lockfree_add, 0);
+    assert_int_equal(bk_filter_add(f, "a", 1), 1);
+    assert_int_equal(bk_filter_add(f, "a", 1), 0);
+    assert_int_equal(bk_filter_contains(f, "a", 1), 1);
+    /* a clone starts concurrent, as a loaded filter does */
+    assert_int_equal(bk_filter_clone(&g, f), BK_OK);
+    assert_int_equal(bk_filter_get_info(g, &info), BK_OK);
+    assert_int_equal(info.single_writer, 0);
+    assert_int_equal(bk_filter_contains(g, "a", 1), 1);
+    bk_filter_free(g);
+    assert_int_equal(bk_filter_set_single_writer(f, 0), BK_OK);
+    assert_int_equal(bk_filter_get_info(f, &info), BK_OK);
+    assert_int_equal(info.single_writer, 0);
+    bk_filter_free(f);
+
+    cfg.single_writer = 1;
+    assert_int_equal(bk_filter_create(&f, &cfg), BK_OK);
+    assert_int_equal(bk_filter_get_info(f, &info), BK_OK);
+    assert_int_equal(info.single_writer, 1);
+    bk_filter_free(f);
+    /* a family with one mode ignores the config and refuses the setter */
+    cfg.family = BK_FAMILY_BLOOM;
+    assert_int_equal(bk_filter_create(&f, &cfg), BK_OK);
+    assert_int_equal(bk_filter_get_info(f, &info), BK_OK);
+    assert_int_equal(info.single_writer, 0);
+    assert_int_equal(bk_filter_set_single_writer(f, 1), BK_ENOTSUP);
+    bk_filter_free(f);
+    assert_int_equal(bk_filter_set_single_writer(NULL, 1), BK_EINVAL);
+    assert_int_equal(bk_blocked_set_single_writer(NULL, 1), BK_EINVAL);
+}
+
 static void test_batch_equals_single(void **state)
 {
     (void)state;
@@ -708,6 +860,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_simd_level_api),
+        cmocka_unit_test(test_paths_and_modes_identical),
+        cmocka_unit_test(test_write_mode_api),
         cmocka_unit_test(test_no_false_negatives),
         cmocka_unit_test(test_fpr_1_percent),
         cmocka_unit_test(test_fpr_01_percent),

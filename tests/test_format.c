@@ -105,6 +105,7 @@ static bk_filter *make_counting8(void) { return make_generic(BK_FAMILY_COUNTING,
 static bk_filter *make_deletable(void) { return make_generic(BK_FAMILY_DELETABLE, NULL); }
 static bk_filter *make_cuckoo(void) { return make_generic(BK_FAMILY_CUCKOO, NULL); }
 static bk_filter *make_cuckoo12(void) { return make_generic(BK_FAMILY_CUCKOO, tune_cuckoo12); }
+static bk_filter *make_dleft(void) { return make_generic(BK_FAMILY_DLEFT, NULL); }
 
 /* A scalable filter made for 100 keys that grew to five stages. */
 static bk_filter *make_scalable(void)
@@ -144,6 +145,7 @@ static const sample samples[] = {
     {"cuckoo12-v1.bkf", make_cuckoo12},
     {"scalable-v1.bkf", make_scalable},
     {"window-v1.bkf", make_window},
+    {"dleft-v1.bkf", make_dleft},
 };
 #define NSAMPLES (sizeof(samples) / sizeof(samples[0]))
 
