@@ -361,7 +361,8 @@ BK_API void bk_blocked_free(bk_blocked *f);
 
 /* Add a key. Returns 1 when at least one of its bits was clear (the key was
  * certainly new), 0 when all were set. O(k) register work, one cache line
- * read and written. Thread-safe. */
+ * read, and written only when a bit changes. Thread-safe in the concurrent
+ * write mode (the default; see "Write modes" below). */
 BK_API int bk_blocked_add(bk_blocked *f, const void *key, size_t len);
 
 /* 1 if the key is probably present, 0 if certainly absent. One cache line
@@ -477,6 +478,34 @@ BK_API const char *bk_blocked_simd_name(int level);
  * BK_EINVAL (not a BK_SIMD_* value) or BK_ENOTSUP (the CPU lacks it).
  * Thread-safe: calls in flight finish on either path. */
 BK_API int bk_blocked_set_simd_level(int level);
+
+/* Write modes (blocked and counting filters; bk_filter_set_single_writer,
+ * bk_filter_config.single_writer, bk_filter_info.single_writer):
+ *   concurrent (the default): adds change memory with atomic operations
+ *     (an atomic OR per 64-bit word that misses bits; nothing when the
+ *     line already holds the key), so any number of threads may add and
+ *     look up at once without locks. Each atomic is a full barrier on x86:
+ *     consecutive adds cannot overlap their cache misses.
+ *   single-writer: adds use plain loads and stores and write only the
+ *     words that change, so consecutive adds overlap like lookups (several
+ *     times faster). The caller guarantees that while an add runs no other
+ *     thread adds to, or reads, the filter: one thread owns it, or adds
+ *     hold an exclusive lock that lookups also respect.
+ * Answers and stored bits are the same in both modes. Who uses which:
+ *   - the CLI (bloomkit add without -j, dedup) owns its file while it runs
+ *     (add holds the file lock) and adds from one thread: single-writer;
+ *   - bloomkit-server runs BF adds under the key's shared lock, so adds
+ *     and lookups of one filter may run at once: concurrent; the Redis
+ *     module keeps the default (concurrent) too;
+ *   - a library caller that serialises all use of a filter with its own
+ *     lock (or uses it from one thread): single-writer. */
+
+/* Set the write mode: 1 single-writer, 0 concurrent (the default). Returns
+ * BK_OK or BK_EINVAL. Not thread-safe: call before sharing f. */
+BK_API int bk_blocked_set_single_writer(bk_blocked *f, int single_writer);
+
+/* 1 in the single-writer mode, 0 in the concurrent one. Thread-safe. */
+BK_API int bk_blocked_single_writer(const bk_blocked *f);
 
 /*==========================================================================
  * Counting Bloom filter
@@ -1455,6 +1484,9 @@ typedef struct bk_filter_config {
                                   window_by_count, a number of insertions */
     uint32_t generations;      /* window: sub-filters in the ring */
     int window_by_count;       /* window: expire by insertions, not time */
+    int single_writer;         /* blocked, counting: 1 for the single-writer
+                                  mode (see "Write modes" under the blocked
+                                  filter); other families ignore it */
 } bk_filter_config;
 
 /* Fill *cfg with the defaults: blocked family, BK_DEFAULT_SEED, every option
@@ -1539,11 +1571,21 @@ typedef struct bk_filter_info {
     int lockfree_add;         /* 1 when threads may add concurrently */
     int mapped;               /* 1 when the payload lives in a mapped file */
     int read_only;            /* 1 when adds are refused (read-only mapping) */
+    int single_writer;        /* 1 in the single-writer mode (plain stores:
+                                 one writer, no concurrent use); then
+                                 lockfree_add is 0 */
 } bk_filter_info;
 
 /* Fill *out. Cost is the family's statistics cost (O(size) for most).
  * Returns BK_OK or BK_EINVAL. */
 BK_API int bk_filter_get_info(const bk_filter *f, bk_filter_info *out);
+
+/* Choose the write mode of f (see "Write modes" under the blocked filter):
+ * 1 single-writer, 0 concurrent (the default of every created, loaded,
+ * mapped or cloned filter; not stored in files). Returns BK_OK, BK_EINVAL
+ * or BK_ENOTSUP (a family with one mode only: its adds stay as they are).
+ * Not thread-safe: call before other threads use f. */
+BK_API int bk_filter_set_single_writer(bk_filter *f, int single_writer);
 
 /*==========================================================================
  * Files (docs/FORMAT.md)
