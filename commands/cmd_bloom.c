@@ -112,20 +112,20 @@ static bkc_value *bf_create(bkc_ctx *c, const bf_opts *o)
     int rc = bk_blocked_optimal(o->capacity, o->error * (1.0 - BK_SCALABLE_TIGHTENING),
                                 &bits, NULL);
     if (rc == BK_ESIZE) {
-        bkc__err(c, BKC_ERR_TOO_LARGE);
+        bkc__err(c, BKC_ERR_CREATE_MEM);
         return NULL;
     }
     if (rc != BK_OK) {
         bkc__lib_error(c, rc);
         return NULL;
     }
-    if (!bkc__fits(c, bits / 8 + 1024)) return NULL;
+    if (!bkc__fits_create(c, bits / 8 + 1024)) return NULL;
     bk_scalable *s = NULL;
     unsigned flags = BK_SCALABLE_BOUNDED | (o->nonscaling ? BK_SCALABLE_NONSCALING : 0);
     rc = bk_scalable_create(&s, o->capacity, o->error, o->expansion, flags,
                             BK_DEFAULT_SEED);
     if (rc != BK_OK) {
-        if (rc == BK_ESIZE) bkc__err(c, BKC_ERR_TOO_LARGE);
+        if (rc == BK_ESIZE || rc == BK_ENOMEM) bkc__err(c, BKC_ERR_CREATE_MEM);
         else bkc__lib_error(c, rc);
         return NULL;
     }
@@ -293,10 +293,10 @@ static void add_items(bkc_ctx *c, int argc, const bkc_str *argv, bkc_str name,
     }
     if (single) {
         if (err) bkc__err(c, err);
-        else bkc__int(c, results[0]);
+        else bkc__bool(c, results[0]);
     } else {
         bkc__array(c, count + (err ? 1 : 0));
-        for (size_t i = 0; i < count; i++) bkc__int(c, results[i]);
+        for (size_t i = 0; i < count; i++) bkc__bool(c, results[i]);
         if (err) bkc__err(c, err);
     }
     if (k != NULL) {
@@ -339,7 +339,9 @@ void bkc_cmd_bf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
     bkc_value *v;
     int st = bkc__open(c, argv[1], BKC_OPEN_WRITE, BKC_KIND_BLOOM, &k, &v);
     if (st == BKC__FAILED) return;
-    if (st != BKC__MISSING) {
+    if (st == BKC__WRONG) {
+        bkc__err(c, BKC_ERR_WRONGTYPE);
+    } else if (st != BKC__MISSING) {
         bkc__err(c, BKC_ERR_ITEM_EXISTS);
     } else {
         bkc_value *nv = bf_create(c, &o);
@@ -423,7 +425,7 @@ void bkc_cmd_bf_exists(bkc_ctx *c, int argc, const bkc_str *argv)
     (void)argc;
     bkc_value *v = open_lookup(c, argv[1], &k, &failed);
     if (failed) return;
-    bkc__int(c, v ? bk_scalable_contains(bf_of(v), argv[2].ptr, argv[2].len) : 0);
+    bkc__bool(c, v ? bk_scalable_contains(bf_of(v), argv[2].ptr, argv[2].len) : 0);
     bkc__close(c, k);
 }
 
@@ -435,7 +437,7 @@ void bkc_cmd_bf_mexists(bkc_ctx *c, int argc, const bkc_str *argv)
     if (failed) return;
     bkc__array(c, (size_t)(argc - 2));
     for (int i = 2; i < argc; i++)
-        bkc__int(c, v ? bk_scalable_contains(bf_of(v), argv[i].ptr, argv[i].len) : 0);
+        bkc__bool(c, v ? bk_scalable_contains(bf_of(v), argv[i].ptr, argv[i].len) : 0);
     bkc__close(c, k);
 }
 

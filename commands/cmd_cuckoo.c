@@ -40,6 +40,7 @@
 #define ERR_BAD_ITERATIONS "ERR bad max iterations"
 #define ERR_BAD_EXPANSION "ERR bad expansion"
 #define ERR_FULL "Filter is full"
+#define ERR_MAX_EXPANSIONS "ERR Maximum expansions reached"
 #define ERR_DEL_MISSING "Not found"
 
 /*==========================================================================
@@ -98,10 +99,11 @@ static const char *fit_error(bkc_ctx *c, uint64_t bytes)
 }
 
 /* Add stage v->nfilters. Returns NULL, or the error text (ERR_FULL when the
- * chain may not grow). */
+ * chain never grows, ERR_MAX_EXPANSIONS when it has all its stages). */
 static const char *grow(bkc_ctx *c, bkc_key *k, bkc_value *v)
 {
-    if (v->cf_expansion == 0 || v->nfilters >= BKC_CF_MAX_STAGES) return ERR_FULL;
+    if (v->cf_expansion == 0) return ERR_FULL;
+    if (v->nfilters >= BKC_CF_MAX_STAGES) return ERR_MAX_EXPANSIONS;
     uint64_t cap = stage_capacity(v, v->nfilters);
     if (cap == 0) return ERR_FULL;
     const char *err = fit_error(c, bkc__cf_stage_bytes(cap, v->cf_bucket_size));
@@ -184,7 +186,7 @@ static bkc_value *cf_create(bkc_ctx *c, const cf_opts *o)
         bkc__err(c, ERR_SMALL_CAPACITY);
         return NULL;
     }
-    if (!bkc__fits(c, bkc__cf_stage_bytes(o->capacity, o->bucket_size))) return NULL;
+    if (!bkc__fits_create(c, bkc__cf_stage_bytes(o->capacity, o->bucket_size))) return NULL;
     bkc_value *v = bkc_value_new(BKC_KIND_CUCKOO);
     if (v == NULL) {
         bkc__err(c, BKC_ERR_OOM);
@@ -202,7 +204,7 @@ static bkc_value *cf_create(bkc_ctx *c, const cf_opts *o)
     }
     if (rc != BK_OK) {
         bkc_value_free(v);
-        if (rc == BK_ESIZE) bkc__err(c, BKC_ERR_TOO_LARGE);
+        if (rc == BK_ESIZE || rc == BK_ENOMEM) bkc__err(c, BKC_ERR_CREATE_MEM);
         else bkc__lib_error(c, rc);
         return NULL;
     }
@@ -296,7 +298,9 @@ void bkc_cmd_cf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
     bkc_value *v;
     int st = bkc__open(c, argv[1], BKC_OPEN_WRITE, BKC_KIND_CUCKOO, &k, &v);
     if (st == BKC__FAILED) return;
-    if (st != BKC__MISSING) {
+    if (st == BKC__WRONG) {
+        bkc__err(c, BKC_ERR_WRONGTYPE);
+    } else if (st != BKC__MISSING) {
         bkc__err(c, BKC_ERR_ITEM_EXISTS);
     } else {
         bkc_value *nv = cf_create(c, &o);
@@ -319,7 +323,7 @@ static void add_single(bkc_ctx *c, int argc, const bkc_str *argv, int nx)
     if (v == NULL) return;
     int r = cf_add_one(c, k, v, argv[2], nx, &err, &attempted);
     if (r == CF_NOROOM) bkc__err(c, err);
-    else bkc__int(c, r);
+    else bkc__bool(c, r);
     if (created || attempted) bkc__wrote(c, argc, argv);
     bkc__close(c, k);
 }
@@ -352,6 +356,12 @@ static void insert(bkc_ctx *c, int argc, const bkc_str *argv, int nx)
                 return;
             }
             if (!parse_capacity(c, argv[++i], &o.capacity)) return;
+            /* RedisBloom checks this before looking at the key, so an
+             * existing key answers it too */
+            if (o.capacity < 2ull * o.bucket_size) {
+                bkc__err(c, ERR_SMALL_CAPACITY);
+                return;
+            }
         } else {
             bkc__err(c, BKC_ERR_UNKNOWN_ARG);
             return;
@@ -377,7 +387,12 @@ static void insert(bkc_ctx *c, int argc, const bkc_str *argv, int nx)
     const char *err;
     for (size_t j = 0; j < n; j++) res[j] = cf_add_one(c, k, v, argv[i + (int)j], nx, &err, &attempted);
     bkc__array(c, n);
-    for (size_t j = 0; j < n; j++) bkc__int(c, res[j]);
+    /* RESP3: CF.INSERT's elements are booleans (-1, no room, stays an
+     * integer); CF.INSERTNX's stay integers, as in RedisBloom */
+    for (size_t j = 0; j < n; j++) {
+        if (nx || res[j] == CF_NOROOM) bkc__int(c, res[j]);
+        else bkc__bool(c, res[j]);
+    }
     if (created || attempted) bkc__wrote(c, argc, argv);
     bkc__close(c, k);
     free(res);
@@ -409,7 +424,7 @@ void bkc_cmd_cf_exists(bkc_ctx *c, int argc, const bkc_str *argv)
     (void)argc;
     bkc_value *v = open_lookup(c, argv[1], &k, &failed);
     if (failed) return;
-    bkc__int(c, v ? cf_contains(v, argv[2]) : 0);
+    bkc__bool(c, v ? cf_contains(v, argv[2]) : 0);
     bkc__close(c, k);
 }
 
@@ -420,7 +435,7 @@ void bkc_cmd_cf_mexists(bkc_ctx *c, int argc, const bkc_str *argv)
     bkc_value *v = open_lookup(c, argv[1], &k, &failed);
     if (failed) return;
     bkc__array(c, (size_t)(argc - 2));
-    for (int i = 2; i < argc; i++) bkc__int(c, v ? cf_contains(v, argv[i]) : 0);
+    for (int i = 2; i < argc; i++) bkc__bool(c, v ? cf_contains(v, argv[i]) : 0);
     bkc__close(c, k);
 }
 
@@ -460,7 +475,7 @@ void bkc_cmd_cf_del(bkc_ctx *c, int argc, const bkc_str *argv)
             v->cf_deleted++;
             bkc__wrote(c, argc, argv);
         }
-        bkc__int(c, removed);
+        bkc__bool(c, removed);
     }
     bkc__close(c, k);
 }

@@ -23,6 +23,9 @@
 #define BKC_ERR_ITEM_EXISTS "ERR item exists"
 #define BKC_ERR_MAXMEMORY "ERR filter would exceed maxmemory"
 #define BKC_ERR_TOO_LARGE "ERR filter would exceed the memory of this machine"
+/* RedisBloom's text for a *.RESERVE (or an add that creates) whose filter
+ * cannot be allocated on this machine */
+#define BKC_ERR_CREATE_MEM "ERR Insufficient memory to create filter"
 #define BKC_ERR_UNKNOWN_ARG "Unknown argument received"
 #define BKC_ERR_OPEN "ERR cannot open key"
 #define BKC_ERR_OOM "ERR out of memory"
@@ -36,6 +39,13 @@ static inline void bkc__err(bkc_ctx *c, const char *s) { c->reply->vt->error(c->
 static inline void bkc__int(bkc_ctx *c, long long v) { c->reply->vt->integer(c->reply, v); }
 static inline void bkc__array(bkc_ctx *c, size_t n) { c->reply->vt->array(c->reply, n); }
 static inline void bkc__simple(bkc_ctx *c, const char *s) { c->reply->vt->simple(c->reply, s); }
+/* A yes/no answer: #t/#f in RESP3 where RedisBloom sends a boolean, :1/:0
+ * in RESP2 (the host renders it). */
+static inline void bkc__bool(bkc_ctx *c, int v)
+{
+    if (c->reply->vt->boolean) c->reply->vt->boolean(c->reply, v != 0);
+    else c->reply->vt->integer(c->reply, v != 0);
+}
 
 /* One field of a *.INFO reply: the keyword that asks for it alone and the
  * label of the whole reply. */
@@ -96,6 +106,9 @@ uint64_t bkc__memory_budget(bkc_ctx *c);
 /* 1 when a new value (or growth) of `bytes` fits; otherwise replies
  * BKC_ERR_MAXMEMORY / BKC_ERR_TOO_LARGE and returns 0. */
 int bkc__fits(bkc_ctx *c, uint64_t bytes);
+/* The same for a filter being created: BKC_ERR_CREATE_MEM in place of
+ * BKC_ERR_TOO_LARGE. */
+int bkc__fits_create(bkc_ctx *c, uint64_t bytes);
 
 /*==========================================================================
  * Values

@@ -445,7 +445,7 @@ uint64_t bkc__memory_budget(bkc_ctx *c)
     return (uint64_t)left < phys ? (uint64_t)left : phys;
 }
 
-int bkc__fits(bkc_ctx *c, uint64_t bytes)
+static int fits(bkc_ctx *c, uint64_t bytes, const char *too_large)
 {
     size_t left = c->host_vt->memory_left(c->host);
     if (left != SIZE_MAX && bytes > (uint64_t)left) {
@@ -453,11 +453,14 @@ int bkc__fits(bkc_ctx *c, uint64_t bytes)
         return 0;
     }
     if (bytes > physical_memory()) {
-        bkc__err(c, BKC_ERR_TOO_LARGE);
+        bkc__err(c, too_large);
         return 0;
     }
     return 1;
 }
+
+int bkc__fits(bkc_ctx *c, uint64_t bytes) { return fits(c, bytes, BKC_ERR_TOO_LARGE); }
+int bkc__fits_create(bkc_ctx *c, uint64_t bytes) { return fits(c, bytes, BKC_ERR_CREATE_MEM); }
 
 int bkc__arg_error_rate(bkc_ctx *c, bkc_str s, double *out)
 {
@@ -499,7 +502,13 @@ void bkc__reply_info(bkc_ctx *c, int argc, const bkc_str *argv,
     if (argc == 3) {
         for (int f = 0; f < nfields; f++) {
             if (bkc_streq(argv[2], fields[f].keyword)) {
-                bkc__array(c, 1);
+                /* RedisBloom: a one-pair map in RESP3, [value] in RESP2 */
+                if (c->resp >= 3) {
+                    c->reply->vt->map(c->reply, 1);
+                    bkc__simple(c, fields[f].label);
+                } else {
+                    bkc__array(c, 1);
+                }
                 value(c, src, f);
                 return;
             }

@@ -52,6 +52,9 @@ typedef struct bkc_str {
 
 typedef struct bkc_reply bkc_reply;
 
+/* Commands say what kind of reply they give (RedisBloom's RESP3 types: a
+ * boolean for yes/no answers, a map for *.INFO); the host renders each kind
+ * in the client's protocol, so a RESP2 client sees :1/:0 and flat arrays. */
 typedef struct bkc_reply_vt {
     void (*simple)(bkc_reply *r, const char *s);          /* +s */
     void (*error)(bkc_reply *r, const char *s);           /* -s, s is the whole
@@ -62,6 +65,8 @@ typedef struct bkc_reply_vt {
     void (*array)(bkc_reply *r, size_t n);                /* *n, n replies follow */
     void (*map)(bkc_reply *r, size_t pairs);              /* RESP3 %n, RESP2 *2n */
     void (*dbl)(bkc_reply *r, double d);                  /* RESP3 ,d; RESP2 bulk */
+    void (*boolean)(bkc_reply *r, int v);                 /* RESP3 #t/#f; RESP2 :1/:0
+                                                             (NULL: integer is used) */
 } bkc_reply_vt;
 
 struct bkc_reply {

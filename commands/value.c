@@ -384,6 +384,9 @@ void bkc__scandump(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind)
         } else {
             uint64_t n = total - (uint64_t)iter;
             if (n > bkc__scandump_chunk) n = bkc__scandump_chunk;
+            /* the first chunk always holds the whole header: LOADCHUNK
+             * checks it before it replaces anything */
+            if (iter == 0 && n < HDR_SIZE) n = total < HDR_SIZE ? total : HDR_SIZE;
             unsigned char *buf = malloc((size_t)n);
             int rc = buf ? dump_range(v, total, (uint64_t)iter, buf, (size_t)n) : BK_ENOMEM;
             if (rc != BK_OK) {
@@ -429,6 +432,32 @@ static int load_append(bkc_value *v, const bkc_str data, uint64_t total)
     return BK_OK;
 }
 
+/* Is hdr (HDR_SIZE bytes) the header of a dump of kind whose rest (beyond
+ * the `have` bytes already held) fits in memory? 1, or 0 with the error
+ * text in msg. */
+static int chunk_header_ok(bkc_ctx *c, const unsigned char *hdr, bkc_kind kind, size_t have,
+                           uint64_t *total, char *msg, size_t cap)
+{
+    bkc_kind dk;
+    int rc = header_check(hdr, &dk, total);
+    if (rc != BK_OK) {
+        snprintf(msg, cap, "ERR invalid chunk: %s", bk_strerror(rc));
+        return 0;
+    }
+    if (dk != kind) {
+        snprintf(msg, cap, "ERR invalid chunk: not a %s dump", kind_noun(kind));
+        return 0;
+    }
+    if (*total - have > bkc__memory_budget(c)) {
+        size_t left = c->host_vt->memory_left(c->host);
+        snprintf(msg, cap, "%s",
+                 left != SIZE_MAX && *total - have > left ? BKC_ERR_MAXMEMORY
+                                                          : BKC_ERR_TOO_LARGE);
+        return 0;
+    }
+    return 1;
+}
+
 void bkc__loadchunk(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind)
 {
     long long iter;
@@ -457,6 +486,45 @@ void bkc__loadchunk(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind)
         bkc__err(c, BKC_ERR_WRONGTYPE);
         goto out;
     }
+    /* A chunk that cannot start a dump of this kind is refused before
+     * anything is replaced: the key stays exactly as it was. */
+    uint64_t total = 0;
+    if (start == 0) {
+        if (data.len < HDR_SIZE) {
+            bkc__err(c, "ERR invalid chunk: shorter than the dump header");
+            goto out;
+        }
+        if (!chunk_header_ok(c, (const unsigned char *)data.ptr, kind, 0, &total, msg,
+                             sizeof(msg))) {
+            bkc__err(c, msg);
+            goto out;
+        }
+        if (data.len > total) {
+            snprintf(msg, sizeof(msg), "ERR invalid chunk: %s", bk_strerror(BK_ECORRUPT));
+            bkc__err(c, msg);
+            goto out;
+        }
+        if (data.len == total) {
+            /* the whole dump in one chunk: decoded (every checksum) before
+             * the key is touched */
+            bkc_value *done = NULL;
+            int rc = bkc_value_decode((const unsigned char *)data.ptr, data.len, &done);
+            if (rc != BK_OK) {
+                if (rc == BK_ENOMEM) snprintf(msg, sizeof(msg), "%s", BKC_ERR_OOM);
+                else snprintf(msg, sizeof(msg), "ERR invalid chunk: %s", bk_strerror(rc));
+                bkc__err(c, msg);
+                goto out;
+            }
+            rc = c->host_vt->set(k, done);
+            if (rc != BK_OK) {
+                bkc__err(c, rc == BK_ELIMIT ? BKC_ERR_MAXMEMORY : BKC_ERR_OOM);
+                goto out;
+            }
+            changed = 1;
+            bkc__ok(c);
+            goto out;
+        }
+    }
     if (start == 0) {
         bkc_value *nv = bkc_value_new(BKC_KIND_LOADING);
         if (nv == NULL) {
@@ -478,33 +546,18 @@ void bkc__loadchunk(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind)
         goto discard;
     }
 
-    /* the header, once complete, says what the dump is and how long */
-    uint64_t total = 0;
+    /* the header, once complete, says what the dump is and how long (a
+     * load in progress saved by an older version may have only part of it) */
     size_t have = v->load_len + data.len;
     if (have >= HDR_SIZE) {
         unsigned char hdr[HDR_SIZE];
         size_t from_old = v->load_len < HDR_SIZE ? v->load_len : HDR_SIZE;
         if (from_old > 0) memcpy(hdr, v->load_buf, from_old);
         memcpy(hdr + from_old, data.ptr, HDR_SIZE - from_old);
-        bkc_kind dk;
-        int rc = header_check(hdr, &dk, &total);
-        if (rc != BK_OK) {
-            snprintf(msg, sizeof(msg), "ERR invalid chunk: %s", bk_strerror(rc));
+        if (!chunk_header_ok(c, hdr, kind, v->load_len, &total, msg, sizeof(msg)))
             goto discard;
-        }
-        if (dk != kind) {
-            snprintf(msg, sizeof(msg), "ERR invalid chunk: not a %s dump", kind_noun(kind));
-            goto discard;
-        }
         if (have > total) {
             snprintf(msg, sizeof(msg), "ERR invalid chunk: %s", bk_strerror(BK_ECORRUPT));
-            goto discard;
-        }
-        if (total - v->load_len > bkc__memory_budget(c)) {
-            size_t left = c->host_vt->memory_left(c->host);
-            snprintf(msg, sizeof(msg), "%s",
-                     left != SIZE_MAX && total - v->load_len > left ? BKC_ERR_MAXMEMORY
-                                                                    : BKC_ERR_TOO_LARGE);
             goto discard;
         }
     }

@@ -240,8 +240,15 @@ static void sk_dbl(bkc_reply *r, double d)
     element_done(SINK(r), 0);
 }
 
-static const bkc_reply_vt sink_vt = {sk_simple, sk_error, sk_integer, sk_bulk,
-                                     sk_null,   sk_array, sk_map,     sk_dbl};
+static void sk_bool(bkc_reply *r, int v)
+{
+    CHECK(v == 0 || v == 1);
+    SINK(r)->bytes += 16;
+    element_done(SINK(r), 0);
+}
+
+static const bkc_reply_vt sink_vt = {sk_simple, sk_error, sk_integer, sk_bulk, sk_null,
+                                     sk_array,  sk_map,   sk_dbl,     sk_bool};
 
 /*==========================================================================
  * The fake host

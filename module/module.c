@@ -112,10 +112,12 @@ static void rep_null(bkc_reply *r) { RedisModule_ReplyWithNull(RCTX(r)); }
 static void rep_array(bkc_reply *r, size_t n) { RedisModule_ReplyWithArray(RCTX(r), (long)n); }
 static void rep_map(bkc_reply *r, size_t pairs) { RedisModule_ReplyWithMap(RCTX(r), (long)pairs); }
 static void rep_dbl(bkc_reply *r, double d) { RedisModule_ReplyWithDouble(RCTX(r), d); }
+/* Redis renders it per protocol: #t/#f in RESP3, :1/:0 in RESP2 */
+static void rep_bool(bkc_reply *r, int v) { RedisModule_ReplyWithBool(RCTX(r), v); }
 
 static const bkc_reply_vt bkm_reply_vt = {rep_simple, rep_error,
                                           rep_integer, rep_bulk, rep_null, rep_array,
-                                          rep_map, rep_dbl};
+                                          rep_map, rep_dbl, rep_bool};
 
 /*==========================================================================
  * The host: Redis keys

@@ -109,6 +109,7 @@ typedef int (*RedisModuleCmdFunc)(RedisModuleCtx *ctx, RedisModuleString **argv,
     X(int, ReplyWithNull, (RedisModuleCtx *ctx))                                       \
     X(int, ReplyWithArray, (RedisModuleCtx *ctx, long len))                            \
     X(int, ReplyWithMap, (RedisModuleCtx *ctx, long len))                              \
+    X(int, ReplyWithBool, (RedisModuleCtx *ctx, int b))                                \
     X(int, ReplyWithDouble, (RedisModuleCtx *ctx, double d))                           \
     X(int, ReplicateVerbatim, (RedisModuleCtx *ctx))                                   \
     X(int, GetContextFlags, (RedisModuleCtx *ctx))                                     \

@@ -1211,6 +1211,8 @@ static void split_null(bkc_reply *r)
 { if (split_elem(r)) SPLIT(r)->real->vt->null(SPLIT(r)->real); }
 static void split_dbl(bkc_reply *r, double d)
 { if (split_elem(r)) SPLIT(r)->real->vt->dbl(SPLIT(r)->real, d); }
+static void split_bool(bkc_reply *r, int v)
+{ if (split_elem(r)) SPLIT(r)->real->vt->boolean(SPLIT(r)->real, v); }
 static void split_array(bkc_reply *r, size_t n)
 {
     split_sink *s = SPLIT(r);
@@ -1227,7 +1229,8 @@ static void split_map(bkc_reply *r, size_t n)
 }
 
 static const bkc_reply_vt split_vt = {split_simple, split_error, split_integer, split_bulk,
-                                      split_null, split_array, split_map, split_dbl};
+                                      split_null, split_array, split_map, split_dbl,
+                                      split_bool};
 
 static int is_cmd(bkc_str s, const char *name, size_t len)
 {

@@ -196,6 +196,14 @@ static void rep_dbl(bkc_reply *r, double d)
     }
 }
 
+static void rep_bool(bkc_reply *r, int v)
+{
+    if (ENC(r)->resp >= 3)
+        bks_outbuf_append(ENC(r)->out, v ? "#t\r\n" : "#f\r\n", 4);
+    else
+        bks_outbuf_append(ENC(r)->out, v ? ":1\r\n" : ":0\r\n", 4);
+}
+
 const bkc_reply_vt bks_reply_vt = {
     .simple = rep_simple,
     .error = rep_error,
@@ -205,6 +213,7 @@ const bkc_reply_vt bks_reply_vt = {
     .array = rep_array,
     .map = rep_map,
     .dbl = rep_dbl,
+    .boolean = rep_bool,
 };
 
 /*==========================================================================

@@ -4,8 +4,8 @@
  * The fake host is a single-threaded table of named values implementing
  * bkc_host_vt; it checks the layer's manners (a key is never opened twice
  * at once, set() only under WRITE, every open closed) and records the
- * open modes and the wrote() calls. Replies are rendered as RESP2 text,
- * and the tests compare that text exactly.
+ * open modes and the wrote() calls. Replies are rendered as RESP2 text
+ * (RESP3 when RESP is 3), and the tests compare that text exactly.
  */
 #include <setjmp.h> /* cmocka needs these before cmocka.h */
 #include <stdarg.h>
@@ -54,6 +54,8 @@ static void rec_fmt(recorder *r, const char *fmt, ...)
     rec_put(r, tmp, (size_t)n);
 }
 
+static int RESP = 2; /* the protocol of the client the commands reply to */
+
 static void r_simple(bkc_reply *r, const char *s) { rec_fmt(r->impl, "+%s\r\n", s); }
 static void r_error(bkc_reply *r, const char *s) { rec_fmt(r->impl, "-%s\r\n", s); }
 static void r_integer(bkc_reply *r, long long v) { rec_fmt(r->impl, ":%lld\r\n", v); }
@@ -65,7 +67,16 @@ static void r_bulk(bkc_reply *r, const void *p, size_t n)
 }
 static void r_null(bkc_reply *r) { rec_fmt(r->impl, "$-1\r\n"); }
 static void r_array(bkc_reply *r, size_t n) { rec_fmt(r->impl, "*%zu\r\n", n); }
-static void r_map(bkc_reply *r, size_t n) { rec_fmt(r->impl, "*%zu\r\n", 2 * n); }
+static void r_map(bkc_reply *r, size_t n)
+{
+    if (RESP == 3) rec_fmt(r->impl, "%%%zu\r\n", n);
+    else rec_fmt(r->impl, "*%zu\r\n", 2 * n);
+}
+static void r_bool(bkc_reply *r, int v)
+{
+    if (RESP == 3) rec_fmt(r->impl, "#%c\r\n", v ? 't' : 'f');
+    else rec_fmt(r->impl, ":%d\r\n", v);
+}
 static void r_dbl(bkc_reply *r, double d)
 {
     char tmp[64];
@@ -73,8 +84,8 @@ static void r_dbl(bkc_reply *r, double d)
     r_bulk(r, tmp, (size_t)n);
 }
 
-static const bkc_reply_vt recorder_vt = {r_simple, r_error, r_integer, r_bulk,
-                                         r_null,   r_array, r_map,     r_dbl};
+static const bkc_reply_vt recorder_vt = {r_simple, r_error, r_integer, r_bulk, r_null,
+                                         r_array,  r_map,   r_dbl,     r_bool};
 
 /*==========================================================================
  * The fake host
@@ -209,7 +220,7 @@ static uint64_t NOW = 1000000;
 static const char *run_argv(int argc, const bkc_str *argv)
 {
     bkc_reply reply = {&recorder_vt, &REC};
-    bkc_ctx ctx = {&reply, &fake_vt, &H, 2, NOW};
+    bkc_ctx ctx = {&reply, &fake_vt, &H, RESP, NOW};
     REC.len = 0;
     if (REC.buf) REC.buf[0] = '\0';
     H.opens = 0;
@@ -265,6 +276,7 @@ static int setup(void **state)
     memset(&H, 0, sizeof(H));
     H.memory_left = SIZE_MAX;
     NOW = 1000000;
+    RESP = 2;
     bkc__scandump_chunk = 4u << 20;
     return 0;
 }
@@ -555,7 +567,7 @@ static void test_bf_wrongtype(void **state)
     EXPECT("BF.SCANDUMP str 0", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
     EXPECT("BF.EXISTS str a", ":0\r\n");
     EXPECT("BF.MEXISTS str a b", "*2\r\n:0\r\n:0\r\n");
-    EXPECT("BF.RESERVE str 0.01 10", "-ERR item exists\r\n");
+    EXPECT("BF.RESERVE str 0.01 10", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
     EXPECT("CF.ADD cf a", ":1\r\n");
     EXPECT("BF.ADD cf a", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
     EXPECT("BF.EXISTS cf a", ":0\r\n");
@@ -574,10 +586,9 @@ static void test_bf_memory(void **state)
 {
     (void)state;
     /* 1e12 items: refused at once, whatever maxmemory says */
-    EXPECT("BF.RESERVE big 0.01 1000000000000",
-           "-ERR filter would exceed the memory of this machine\r\n");
+    EXPECT("BF.RESERVE big 0.01 1000000000000", "-ERR Insufficient memory to create filter\r\n");
     EXPECT("BF.INSERT big CAPACITY 1000000000000 ITEMS a",
-           "-ERR filter would exceed the memory of this machine\r\n");
+           "-ERR Insufficient memory to create filter\r\n");
     H.memory_left = 4000;
     EXPECT("BF.RESERVE big 0.01 100000", "-ERR filter would exceed maxmemory\r\n");
     EXPECT("BF.ADD big2 a", ":1\r\n"); /* the default filter is small */
@@ -672,7 +683,8 @@ static size_t dump(const char *cmd, const char *key, size_t chunk_size, chunk *c
             free(ch.data);
             break;
         }
-        assert_true(ch.len <= chunk_size);
+        /* the first chunk holds at least the 56-byte header */
+        assert_true(ch.len <= (iter == 0 && chunk_size < 56 ? 56 : chunk_size));
         assert_int_equal((size_t)(ch.iter - iter), ch.len);
         assert_true(n < max);
         chunks[n++] = ch;
@@ -989,7 +1001,7 @@ static void test_cf_reserve(void **state)
     H.memory_left = 100;
     EXPECT("CF.RESERVE m 100000", "-ERR filter would exceed maxmemory\r\n");
     H.memory_left = SIZE_MAX;
-    EXPECT("CF.RESERVE m 1000000000000000", "-ERR filter would exceed the memory of this machine\r\n");
+    EXPECT("CF.RESERVE m 1000000000000000", "-ERR Insufficient memory to create filter\r\n");
     assert_int_equal(H.wrote, 1);
 }
 
@@ -1042,6 +1054,147 @@ static void test_cf_full_and_growth(void **state)
     }
     assert_true(errors > 0);
     assert_non_null(strstr(run("CF.INFO lim"), "+Number of filters\r\n:1\r\n"));
+}
+
+/*==========================================================================
+ * RedisBloom's error texts (issue 14)
+ *==========================================================================*/
+
+static void test_redisbloom_errors(void **state)
+{
+    (void)state;
+    /* a cuckoo chain with all its stages: RedisBloom's text */
+    EXPECT("CF.RESERVE c 4", "+OK\r\n");
+    char line[64];
+    const char *last = NULL;
+    int added = 0;
+    for (int i = 0; i < 4000; i++) {
+        snprintf(line, sizeof(line), "CF.ADD c item%d", i);
+        last = run(line);
+        if (strcmp(last, ":1\r\n") != 0) break;
+        added++;
+    }
+    assert_string_equal(last, "-ERR Maximum expansions reached\r\n");
+    assert_true(added >= BKC_CF_MAX_STAGES * 4);
+    snprintf(line, sizeof(line), "+Number of filters\r\n:%d\r\n", BKC_CF_MAX_STAGES);
+    assert_non_null(strstr(run("CF.INFO c"), line));
+    /* CAPACITY below bucket size x 2: refused also for an existing key */
+    EXPECT("CF.INSERT c CAPACITY 3 ITEMS a", "-Capacity must be at least (BucketSize * 2)\r\n");
+    EXPECT("CF.INSERTNX c CAPACITY 1 ITEMS a", "-Capacity must be at least (BucketSize * 2)\r\n");
+    EXPECT("CF.INSERT new CAPACITY 3 ITEMS a", "-Capacity must be at least (BucketSize * 2)\r\n");
+    assert_int_equal(kind_of("new"), BKC_KIND_NONE);
+    /* RESERVE on the other family's key: WRONGTYPE, not "item exists" */
+    EXPECT("BF.RESERVE c 0.01 100",
+           "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    EXPECT("BF.RESERVE b 0.01 100", "+OK\r\n");
+    EXPECT("CF.RESERVE b 100",
+           "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    EXPECT("BF.RESERVE b 0.01 100", "-ERR item exists\r\n");
+    EXPECT("CF.RESERVE c 100", "-ERR item exists\r\n");
+    /* too large for this machine */
+    EXPECT("CF.INSERT huge CAPACITY 1000000000000000 ITEMS a",
+           "-ERR Insufficient memory to create filter\r\n");
+    EXPECT("BF.ADD b x", ":1\r\n"); /* still the same filters */
+    assert_int_equal(kind_of("c"), BKC_KIND_CUCKOO);
+}
+
+/*==========================================================================
+ * RESP3 reply types: RedisBloom's booleans and maps
+ *==========================================================================*/
+
+static void test_resp3_types(void **state)
+{
+    (void)state;
+    RESP = 3;
+    EXPECT("BF.ADD b a", "#t\r\n");
+    EXPECT("BF.ADD b a", "#f\r\n");
+    EXPECT("BF.EXISTS b a", "#t\r\n");
+    EXPECT("BF.EXISTS b zz", "#f\r\n");
+    EXPECT("BF.EXISTS missing a", "#f\r\n");
+    EXPECT("BF.MADD b a c", "*2\r\n#f\r\n#t\r\n");
+    EXPECT("BF.MEXISTS b a c zz", "*3\r\n#t\r\n#t\r\n#f\r\n");
+    EXPECT("BF.INSERT b ITEMS d a", "*2\r\n#t\r\n#f\r\n");
+    EXPECT("BF.CARD b", ":3\r\n");
+    EXPECT("BF.INFO b CAPACITY", "%1\r\n+Capacity\r\n:100\r\n");
+    EXPECT("BF.INFO b ITEMS", "%1\r\n+Number of items inserted\r\n:3\r\n");
+    const char *r = run("BF.INFO b");
+    assert_memory_equal(r, "%5\r\n+Capacity\r\n:100\r\n", 20);
+    EXPECT("CF.ADD c a", "#t\r\n");
+    EXPECT("CF.ADDNX c a", "#f\r\n");
+    EXPECT("CF.ADDNX c b", "#t\r\n");
+    EXPECT("CF.INSERT c ITEMS a x", "*2\r\n#t\r\n#t\r\n");
+    EXPECT("CF.INSERTNX c ITEMS a y", "*2\r\n:0\r\n:1\r\n");
+    EXPECT("CF.EXISTS c a", "#t\r\n");
+    EXPECT("CF.EXISTS c zz", "#f\r\n");
+    EXPECT("CF.MEXISTS c a zz", "*2\r\n#t\r\n#f\r\n");
+    EXPECT("CF.COUNT c a", ":2\r\n");
+    EXPECT("CF.DEL c a", "#t\r\n");
+    EXPECT("CF.DEL c zz", "#f\r\n");
+    assert_memory_equal(run("CF.INFO c"), "%8\r\n+Size\r\n:", 12);
+    /* RESP2: integers and flat arrays, unchanged */
+    RESP = 2;
+    EXPECT("BF.ADD b a", ":0\r\n");
+    EXPECT("BF.EXISTS b a", ":1\r\n");
+    EXPECT("BF.INFO b CAPACITY", "*1\r\n:100\r\n");
+    assert_memory_equal(run("BF.INFO b"), "*10\r\n+Capacity\r\n", 16);
+    EXPECT("CF.DEL c a", ":1\r\n");
+    EXPECT("CF.MEXISTS c a x", "*2\r\n:0\r\n:1\r\n");
+}
+
+/*==========================================================================
+ * LOADCHUNK never destroys a live filter with a chunk that cannot start a dump
+ *==========================================================================*/
+
+static void loadchunk_keeps(const char *fam, const char *key, const char *create,
+                            const char *probe)
+{
+    char cmd[32], line[128];
+    EXPECT(create, "+OK\r\n");
+    snprintf(line, sizeof(line), "%s.ADD %s a", fam, key);
+    EXPECT(line, ":1\r\n");
+    snprintf(cmd, sizeof(cmd), "%s.SCANDUMP", fam);
+    static chunk A[16];
+    size_t na = dump(cmd, key, 4u << 20, A, 16);
+    assert_int_equal(na, 1);
+    snprintf(cmd, sizeof(cmd), "%s.LOADCHUNK", fam);
+    int w = H.wrote;
+    bkc_kind kind = kind_of(key);
+    /* shorter than the header */
+    snprintf(line, sizeof(line), "%s %s 4 abcd", cmd, key);
+    EXPECT(line, "-ERR invalid chunk: shorter than the dump header\r\n");
+    /* a whole chunk at the wrong iterator */
+    chunk c = A[0];
+    c.iter = A[0].iter + 5;
+    assert_string_equal(load(cmd, key, &c), "-ERR chunk out of order\r\n");
+    /* header checksum */
+    c = A[0];
+    c.data = malloc(c.len);
+    memcpy(c.data, A[0].data, c.len);
+    c.data[20] ^= 1;
+    assert_string_equal(load(cmd, key, &c), "-ERR invalid chunk: checksum mismatch: data is corrupt\r\n");
+    /* a filter image's checksum (the whole dump in one chunk) */
+    memcpy(c.data, A[0].data, c.len);
+    c.data[c.len - 9] ^= 0x40;
+    const char *r = load(cmd, key, &c);
+    assert_memory_equal(r, "-ERR invalid chunk: ", 20);
+    free(c.data);
+    /* the filter is untouched and nothing was propagated */
+    assert_int_equal(H.wrote, w);
+    assert_int_equal(kind_of(key), kind);
+    snprintf(line, sizeof(line), "%s %s a", probe, key);
+    EXPECT(line, ":1\r\n");
+    /* the real dump still loads over it */
+    assert_string_equal(load(cmd, key, &A[0]), "+OK\r\n");
+    assert_int_equal(kind_of(key), kind);
+    EXPECT(line, ":1\r\n");
+    free_chunks(A, na);
+}
+
+static void test_loadchunk_safety(void **state)
+{
+    (void)state;
+    loadchunk_keeps("BF", "lb", "BF.RESERVE lb 0.01 1000", "BF.EXISTS");
+    loadchunk_keeps("CF", "lc", "CF.RESERVE lc 1000", "CF.EXISTS");
 }
 
 /*==========================================================================
@@ -1149,6 +1302,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cf_basic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cf_reserve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cf_full_and_growth, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_redisbloom_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resp3_types, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_loadchunk_safety, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cbf, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wf, setup, teardown),
     };
