@@ -24,6 +24,7 @@ const bk__family_ops *bk__family_lookup(uint32_t family)
         bk__scalable_family,
         bk__window_family,
         bk__dleft_family,
+        bk__static_family,
     };
     for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
         if ((uint32_t)families[i]->family == family) return families[i];
@@ -37,8 +38,11 @@ static const char *const family_names[] = {
 
 const char *bk_family_name(bk_family family)
 {
-    if ((unsigned)family >= sizeof(family_names) / sizeof(family_names[0]))
-        return NULL;
+    if ((unsigned)family >= sizeof(family_names) / sizeof(family_names[0])) {
+        /* families numbered past the table (16 on) name themselves */
+        const bk__family_ops *ops = bk__family_lookup((uint32_t)family);
+        return ops != NULL ? ops->name : NULL;
+    }
     return family_names[family];
 }
 
@@ -47,6 +51,10 @@ bk_family bk_family_from_name(const char *name)
     if (name == NULL) return (bk_family)0;
     for (unsigned i = 1; i < sizeof(family_names) / sizeof(family_names[0]); i++)
         if (strcmp(family_names[i], name) == 0) return (bk_family)i;
+    for (uint32_t id = 16; id < 32; id++) {
+        const bk__family_ops *ops = bk__family_lookup(id);
+        if (ops != NULL && strcmp(ops->name, name) == 0) return (bk_family)id;
+    }
     return (bk_family)0;
 }
 

@@ -1,0 +1,248 @@
+/*
+ * peel.c - binary fuse geometry and hypergraph peeling, shared by the
+ * static filter (fuse.c) and the static map (bloomier.c). The design is in
+ * peel.h.
+ */
+#include <math.h> /* log, floor */
+
+#include "peel.h"
+
+/*==========================================================================
+ * Geometry
+ *==========================================================================*/
+
+int bk__fuse_shape_for(uint64_t n, bk__fuse_shape *s)
+{
+    /* Below two keys the formulas degenerate (ln 1 = 0); a set of 0 or 1
+     * key gets the table of 2, which is tiny anyway. */
+    double keys = n < 2 ? 2.0 : (double)n;
+    double lg = floor(log(keys) / log(3.33) + 2.25);
+    uint64_t segment_length = lg >= 18.0 ? BK__FUSE_MAX_SEGMENT
+                                         : UINT64_C(1) << (unsigned)lg;
+    double factor = 0.875 + 0.25 * log(1e6) / log(keys);
+    if (factor < 1.125) factor = 1.125;
+    double want = keys * factor;
+    if (want > (double)BK__FUSE_MAX_CELLS) return BK_ESIZE;
+    uint64_t capacity = (uint64_t)(want + 0.5);
+    /* first cells span segment_count segments; two more hold p1 and p2 */
+    uint64_t segments = (capacity + segment_length - 1) / segment_length;
+    uint64_t segment_count = segments > 2 ? segments - 2 : 1;
+    uint64_t cells = (segment_count + 2) * segment_length;
+    if (cells > BK__FUSE_MAX_CELLS) return BK_ESIZE;
+    s->segment_length = (uint32_t)segment_length;
+    s->segment_mask = (uint32_t)(segment_length - 1);
+    s->segment_count = (uint32_t)segment_count;
+    s->segment_count_length = (uint32_t)(segment_count * segment_length);
+    s->array_length = (uint32_t)cells;
+    return BK_OK;
+}
+
+int bk__fuse_shape_from(uint64_t segment_length, uint64_t array_length,
+                        bk__fuse_shape *s)
+{
+    if (segment_length < 4 || segment_length > BK__FUSE_MAX_SEGMENT ||
+        (segment_length & (segment_length - 1)) != 0)
+        return BK_ECORRUPT;
+    if (array_length > BK__FUSE_MAX_CELLS || array_length % segment_length != 0 ||
+        array_length / segment_length < 3)
+        return BK_ECORRUPT;
+    uint64_t segment_count = array_length / segment_length - 2;
+    s->segment_length = (uint32_t)segment_length;
+    s->segment_mask = (uint32_t)(segment_length - 1);
+    s->segment_count = (uint32_t)segment_count;
+    s->segment_count_length = (uint32_t)(segment_count * segment_length);
+    s->array_length = (uint32_t)array_length;
+    return BK_OK;
+}
+
+/*==========================================================================
+ * Work space
+ *==========================================================================*/
+
+uint64_t bk__peel_temp_bytes(uint64_t n, int with_values)
+{
+    bk__fuse_shape s;
+    if (bk__fuse_shape_for(n, &s) != BK_OK) return UINT64_MAX;
+    uint64_t per_key = 8 + (with_values ? 4 : 0);
+    uint64_t per_cell = 1 + 8 + 4 + (with_values ? 4 : 0);
+    uint64_t keys = n > 0 ? n : 1;
+    return keys * per_key + (uint64_t)s.array_length * per_cell;
+}
+
+int bk__peel_alloc(bk__peel *p, uint64_t n, uint32_t cells, int with_values)
+{
+    memset(p, 0, sizeof(*p));
+    uint64_t keys = n > 0 ? n : 1;
+    if (keys > SIZE_MAX / sizeof(uint64_t)) return BK_ESIZE;
+    p->hashes = bk__malloc((size_t)keys * sizeof(uint64_t));
+    p->count = bk__calloc(cells, 1);
+    p->xor_hash = bk__calloc(cells, sizeof(uint64_t));
+    p->queue = bk__malloc((size_t)cells * sizeof(uint32_t));
+    if (with_values) {
+        p->values = bk__malloc((size_t)keys * sizeof(uint32_t));
+        p->xor_value = bk__calloc(cells, sizeof(uint32_t));
+    }
+    if (p->hashes == NULL || p->count == NULL || p->xor_hash == NULL ||
+        p->queue == NULL ||
+        (with_values && (p->values == NULL || p->xor_value == NULL))) {
+        bk__peel_free(p);
+        return BK_ENOMEM;
+    }
+    p->temp_bytes = (size_t)keys * (8 + (with_values ? 4 : 0)) +
+                    (size_t)cells * (1 + 8 + 4 + (with_values ? 4 : 0));
+    return BK_OK;
+}
+
+void bk__peel_free(bk__peel *p)
+{
+    bk__free(p->hashes);
+    bk__free(p->values);
+    bk__free(p->count);
+    bk__free(p->xor_hash);
+    bk__free(p->xor_value);
+    bk__free(p->queue);
+    memset(p, 0, sizeof(*p));
+}
+
+/*==========================================================================
+ * Sorting: in-place MSD radix sort, 8 bits per level (American flag sort),
+ * values carried along. Equal hashes end up adjacent.
+ *==========================================================================*/
+
+static void insertion_sort(uint64_t *a, uint32_t *v, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        uint64_t x = a[i];
+        uint32_t xv = v ? v[i] : 0;
+        size_t j = i;
+        while (j > 0 && a[j - 1] > x) {
+            a[j] = a[j - 1];
+            if (v) v[j] = v[j - 1];
+            j--;
+        }
+        a[j] = x;
+        if (v) v[j] = xv;
+    }
+}
+
+static void radix_sort(uint64_t *a, uint32_t *v, size_t n, int shift)
+{
+    if (n <= 48) {
+        insertion_sort(a, v, n);
+        return;
+    }
+    size_t count[256] = {0}, head[256], tail[256];
+    for (size_t i = 0; i < n; i++) count[(a[i] >> shift) & 255]++;
+    size_t at = 0;
+    for (int b = 0; b < 256; b++) {
+        head[b] = at;
+        at += count[b];
+        tail[b] = at;
+    }
+    for (int b = 0; b < 256; b++) {
+        while (head[b] < tail[b]) {
+            uint64_t x = a[head[b]];
+            uint32_t xv = v ? v[head[b]] : 0;
+            unsigned d = (unsigned)(x >> shift) & 255;
+            /* carry x to its bucket, picking up what was there, until an
+             * element of bucket b comes back */
+            while (d != (unsigned)b) {
+                size_t to = head[d]++;
+                uint64_t y = a[to];
+                a[to] = x;
+                x = y;
+                if (v) {
+                    uint32_t yv = v[to];
+                    v[to] = xv;
+                    xv = yv;
+                }
+                d = (unsigned)(x >> shift) & 255;
+            }
+            a[head[b]] = x;
+            if (v) v[head[b]] = xv;
+            head[b]++;
+        }
+    }
+    if (shift == 0) return;
+    at = 0;
+    for (int b = 0; b < 256; b++) {
+        if (count[b] > 1)
+            radix_sort(a + at, v ? v + at : NULL, count[b], shift - 8);
+        at += count[b];
+    }
+}
+
+int bk__peel_sort_dedupe(bk__peel *p, uint64_t n, uint64_t *conflict_hash)
+{
+    radix_sort(p->hashes, p->values, (size_t)n, 56);
+    uint64_t out = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (out > 0 && p->hashes[i] == p->hashes[out - 1]) {
+            if (p->values != NULL && p->values[i] != p->values[out - 1]) {
+                if (conflict_hash) *conflict_hash = p->hashes[i];
+                return BK_ECONFLICT;
+            }
+            continue;
+        }
+        p->hashes[out] = p->hashes[i];
+        if (p->values) p->values[out] = p->values[i];
+        out++;
+    }
+    p->duplicates = n - out;
+    p->n = out;
+    return BK_OK;
+}
+
+/*==========================================================================
+ * Peeling
+ *==========================================================================*/
+
+int bk__peel_run(bk__peel *p, const bk__fuse_shape *s)
+{
+    uint32_t cells = s->array_length;
+    memset(p->count, 0, cells);
+    memset(p->xor_hash, 0, (size_t)cells * sizeof(uint64_t));
+    if (p->xor_value) memset(p->xor_value, 0, (size_t)cells * sizeof(uint32_t));
+
+    /* Attach every key to its three cells. The hashes are sorted, so the
+     * first cells advance through the table in order and the other two
+     * trail one and two segments behind: the working set is three windows. */
+    for (uint64_t i = 0; i < p->n; i++) {
+        uint64_t h = p->hashes[i];
+        uint32_t c[3];
+        bk__fuse_cells(s, h, c);
+        for (int j = 0; j < 3; j++) {
+            if (BK_UNLIKELY(p->count[c[j]] == 255)) return 0; /* absurd load */
+            p->count[c[j]]++;
+            p->xor_hash[c[j]] ^= h;
+            if (p->xor_value) p->xor_value[c[j]] ^= p->values[i];
+        }
+    }
+
+    /* The hashes are now in the cells; their array becomes the stack. */
+    p->stack = (uint32_t *)(void *)p->hashes;
+    uint64_t queued = 0, peeled = 0;
+    for (uint32_t c = 0; c < cells; c++)
+        if (p->count[c] == 1) p->queue[queued++] = c;
+    while (queued > 0) {
+        uint32_t lone = p->queue[--queued];
+        if (p->count[lone] != 1) continue; /* its key left through another cell */
+        uint64_t h = p->xor_hash[lone];
+        uint32_t value = p->xor_value ? p->xor_value[lone] : 0;
+        uint32_t c[3];
+        bk__fuse_cells(s, h, c);
+        p->stack[peeled++] = lone;
+        /* detach from the two other cells; the lone cell keeps the hash
+         * (and value) for the assignment */
+        for (int j = 0; j < 3; j++) {
+            uint32_t x = c[j];
+            if (x == lone) continue;
+            p->xor_hash[x] ^= h;
+            if (p->xor_value) p->xor_value[x] ^= value;
+            if (--p->count[x] == 1) p->queue[queued++] = x;
+        }
+        p->count[lone] = 0;
+    }
+    p->peeled = peeled;
+    return peeled == p->n;
+}

@@ -1,0 +1,132 @@
+/*
+ * peel.h - the 3-hypergraph shared by the static filter (fuse.c) and the
+ * static map (bloomier.c): binary fuse geometry, and construction by
+ * peeling. Not installed.
+ *
+ * Geometry (Graf & Lemire, "Binary Fuse Filters: Fast and Smaller Than Xor
+ * Filters", JEA 2022). The table of array_length cells is cut into
+ * segments of segment_length cells (a power of two). A 64-bit key hash h
+ * picks a first segment s in [0, segment_count) by fast range of h over
+ * segment_count * segment_length, and its three cells are
+ *     p0 = fastrange(h, segment_count * segment_length)
+ *     p1 = (p0 + L) ^ ((h >> 18) & (L - 1))
+ *     p2 = (p0 + 2L) ^ (h & (L - 1))
+ * with L = segment_length: one cell in each of three consecutive segments
+ * (XOR with a value below L stays inside the segment, since segments start
+ * at multiples of L). The three cells are therefore always distinct. With
+ * n keys the paper's parameters for three cells per key are
+ *     L = 2^floor(ln n / ln 3.33 + 2.25)  (at most 2^18)
+ *     cells ~ n * max(1.125, 0.875 + 0.25 ln(10^6) / ln n),
+ * rounded up to whole segments, and peeling then succeeds with high
+ * probability (a failed attempt is retried with another seed).
+ *
+ * Peeling. Every key is an edge joining its three cells. A cell that holds
+ * exactly one key can be solved last: whatever its two other cells hold,
+ * this cell can be set so that the XOR of the three is the key's
+ * fingerprint (or value). So we repeatedly remove such a key, push its lone
+ * cell on a stack, and assign cells in reverse stack order. Each cell keeps
+ * a key count and the XOR of its keys' hashes; when the count is 1 the XOR
+ * is that key's hash, so no key list is needed.
+ *
+ * Duplicates. Hashes are sorted first (MSD radix, in place): the sort
+ * gives the first pass a sequential sweep over the segments (cache
+ * friendly) and puts equal hashes side by side, where they are removed
+ * (a set) or compared by value (a map). Two distinct keys with the same
+ * 64-bit hash (probability ~ n^2 / 2^65) are treated as one key.
+ *
+ * Temporary memory: the n hashes (8 bytes each, reused as the peeling
+ * stack), and per cell a count (1 byte), a hash XOR (8 bytes) and a queue
+ * entry (4 bytes): 8 n + 13 cells bytes, ~22.6 bytes per key at 1.125
+ * cells per key. A map adds 4 bytes per key and 4 per cell for values.
+ */
+#ifndef BK_PEEL_H
+#define BK_PEEL_H
+
+#include "internal.h"
+
+/* Largest segment length (the paper's cap), and cells per table: cell
+ * indexes are 32-bit. */
+#define BK__FUSE_MAX_SEGMENT (UINT32_C(1) << 18)
+#define BK__FUSE_MAX_CELLS UINT64_C(0xF0000000)
+
+typedef struct bk__fuse_shape {
+    uint32_t segment_length;       /* L, a power of two */
+    uint32_t segment_mask;         /* L - 1 */
+    uint32_t segment_count;        /* segments a first cell may lie in */
+    uint32_t segment_count_length; /* segment_count * L */
+    uint32_t array_length;         /* cells: (segment_count + 2) * L */
+} bk__fuse_shape;
+
+/* The shape for n distinct keys. BK_ESIZE when the table would exceed
+ * BK__FUSE_MAX_CELLS. */
+BK_HIDDEN int bk__fuse_shape_for(uint64_t n, bk__fuse_shape *s);
+
+/* The shape of a stored (segment_length, array_length); BK_ECORRUPT when
+ * they are not a valid pair. */
+BK_HIDDEN int bk__fuse_shape_from(uint64_t segment_length,
+                                  uint64_t array_length, bk__fuse_shape *s);
+
+static inline void bk__fuse_cells(const bk__fuse_shape *s, uint64_t h,
+                                  uint32_t cell[3])
+{
+    uint64_t p0 = bk__fastrange64(h, s->segment_count_length);
+    uint64_t p1 = p0 + s->segment_length;
+    uint64_t p2 = p1 + s->segment_length;
+    p1 ^= (h >> 18) & s->segment_mask;
+    p2 ^= h & s->segment_mask;
+    cell[0] = (uint32_t)p0;
+    cell[1] = (uint32_t)p1;
+    cell[2] = (uint32_t)p2;
+}
+
+/* The state of one construction: built by bk__peel_run, read by the
+ * family's assignment loop, released by bk__peel_free. */
+typedef struct bk__peel {
+    uint64_t *hashes;   /* n sorted, deduplicated hashes; then the stack */
+    uint32_t *values;   /* maps: the values, parallel to hashes; else NULL */
+    uint64_t n;         /* distinct hashes */
+    uint64_t duplicates;/* hashes removed as duplicates */
+    uint8_t *count;     /* per cell: keys still attached (255: overflow) */
+    uint64_t *xor_hash; /* per cell: XOR of the attached keys' hashes */
+    uint32_t *xor_value;/* per cell (maps): XOR of their values */
+    uint32_t *queue;    /* cells holding one key */
+    uint32_t *stack;    /* lone cells in peeling order (aliases hashes) */
+    uint64_t peeled;    /* stack entries */
+    size_t temp_bytes;  /* everything above, for the caller's report */
+} bk__peel;
+
+/* Allocate the work space for up to n keys and `cells` cells (with values
+ * when with_values). BK_ENOMEM leaves p empty. */
+BK_HIDDEN int bk__peel_alloc(bk__peel *p, uint64_t n, uint32_t cells,
+                             int with_values);
+BK_HIDDEN void bk__peel_free(bk__peel *p);
+
+/* Sort p->hashes[0..n) (and values alongside) and remove duplicates,
+ * setting p->n. For a map, equal hashes with different values are a
+ * conflict: returns BK_ECONFLICT with *conflict_hash set. */
+BK_HIDDEN int bk__peel_sort_dedupe(bk__peel *p, uint64_t n,
+                                   uint64_t *conflict_hash);
+
+/* Peel the sorted hashes on shape s. Returns 1 when every key was peeled
+ * (the stack then holds p->n cells), 0 when this seed failed. */
+BK_HIDDEN int bk__peel_run(bk__peel *p, const bk__fuse_shape *s);
+
+/* Bytes of temporary memory a construction of n keys takes. */
+BK_HIDDEN uint64_t bk__peel_temp_bytes(uint64_t n, int with_values);
+
+/* The seed of construction attempt `attempt` (0 = the caller's seed). */
+static inline uint64_t bk__peel_attempt_seed(uint64_t seed, uint32_t attempt)
+{
+    uint64_t z = seed + (uint64_t)attempt * UINT64_C(0x9E3779B97F4A7C15);
+    if (attempt == 0) return seed;
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+/* Attempts before a construction gives up (BK_EBUILD). Each fails with
+ * probability well under 1/2 at every size, so 64 failures in a row mean
+ * something other than bad luck. */
+#define BK__PEEL_MAX_ATTEMPTS 64
+
+#endif /* BK_PEEL_H */
