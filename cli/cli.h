@@ -8,6 +8,7 @@
 #include <stddef.h> /* size_t */
 #include <stdint.h> /* uint64_t */
 #include <stdio.h>  /* FILE */
+#include <sys/types.h> /* ssize_t */
 
 #include "bloomkit.h"
 
@@ -34,6 +35,16 @@ const char *cli_family_name(bk_family family);
 /* Load the filter at path into memory, reporting any failure as
  * "bloomkit: PATH: problem". Returns BK_OK or the error. */
 int cli_load_filter(const char *path, bk_filter **out);
+
+/* Open a filter file for lookups only: mapped read-only (BK_MAP_VERIFY
+ * when verify: the payload checksum too), or loaded when the path is not a
+ * regular file or its family cannot be mapped. Reports failure like
+ * cli_load_filter. Returns BK_OK or the error. (open.c) */
+int cli_open_readonly(const char *path, bk_filter **out, int verify);
+
+/* Print why loading path failed with rc ("not a bloomkit filter file" for
+ * a file without the magic, whatever rc said). (open.c) */
+void cli_report_load_error(const char *path, int rc, int saved_errno);
 
 /* Save atomically, reporting failure. Returns BK_OK or the error. */
 int cli_save_filter(const bk_filter *f, const char *path);
@@ -66,6 +77,7 @@ enum cli_opt {
     OPT_GENERATIONS, OPT_WINDOW_BY_COUNT, OPT_NUL, OPT_FIELD, OPT_DELIMITER,
     OPT_SKIP_EMPTY, OPT_JOBS, OPT_INVERT, OPT_COUNT, OPT_TOTAL, OPT_JSON,
     OPT_FORCE, OPT_SAVE, OPT_NODES, OPT_SHARDS, OPT_CLUSTER_TYPE,
+    OPT_STRICT, OPT_NO_DECOMPRESS,
     OPT__COUNT
 };
 
@@ -81,7 +93,7 @@ enum cli_opt {
 /* The key-input flags of add, check, dedup and remove. */
 #define OPTS_INPUT                                                             \
     (OPTBIT(OPT_NUL) | OPTBIT(OPT_FIELD) | OPTBIT(OPT_DELIMITER) |             \
-     OPTBIT(OPT_SKIP_EMPTY) | OPTBIT(OPT_QUIET))
+     OPTBIT(OPT_SKIP_EMPTY) | OPTBIT(OPT_QUIET) | OPTBIT(OPT_NO_DECOMPRESS))
 
 typedef struct cli_options {
     uint64_t given;            /* OPTBIT of every option on the command line */
@@ -93,6 +105,9 @@ typedef struct cli_options {
     int quiet;                 /* --quiet: no progress */
     unsigned jobs;             /* -j N; 0: all cores */
     int invert, count, total, json, force;
+    int strict;                /* add --strict: over capacity is an error */
+    int no_decompress;         /* --no-decompress: compressed input as bytes */
+    const char *window_arg;    /* --window as given (clock.c parses it) */
     const char *save;          /* dedup --save FILE */
     const char *nodes;         /* cluster --nodes HOST:PORT,... */
     uint32_t shards;           /* cluster --shards S, 0: not given */
@@ -109,6 +124,10 @@ int cli_parse_options(const char *cmd, int argc, char **argv, uint64_t allowed,
                       cli_options *opts);
 void cli_options_free(cli_options *opts);
 
+/* A whole number as the options take it (digits, k/M/G/T suffixes, "1e6",
+ * 0x-hex when hex_ok). Returns 0, or -1 when s is not one. */
+int cli_parse_u64(const char *s, int hex_ok, uint64_t *out);
+
 /* Check the sizing flags for creating a filter: --capacity and --error
  * given, the family options belong to --type. Prints the problem. */
 int cli_check_sizing(const char *cmd, const cli_options *opts);
@@ -116,6 +135,44 @@ int cli_check_sizing(const char *cmd, const cli_options *opts);
 /* Whether any sizing flag (--capacity, --error, --type or a family option)
  * was given. */
 int cli_has_sizing(const cli_options *opts);
+
+/*==========================================================================
+ * Wall clock of window filters (clock.c)
+ *==========================================================================*/
+
+/* Milliseconds since 1970-01-01 UTC: the time unit of the CLI's windows. */
+uint64_t cli_now_ms(void);
+
+/* Set opts->config.window from opts->window_arg: a duration with a unit
+ * ("10m") or, with --window-by-count, a number. Prints the problem. */
+int cli_parse_window(const char *cmd, cli_options *opts);
+
+/* bk_filter_create, except that a time window's clock starts now. */
+int cli_window_create(const bk_filter_config *c, bk_filter **out);
+
+/* Move a time window's clock to now (nothing for other filters). */
+void cli_window_tick(bk_filter *f);
+
+/* Lookups at the present: a time window answers for now, without moving
+ * its clock; other filters as bk_filter_contains_batch / bk_filter_count. */
+int64_t cli_contains_batch(bk_filter *f, const void *const *keys,
+                           const size_t *lens, size_t n, uint8_t *results);
+int64_t cli_count(bk_filter *f, const void *key, size_t len);
+
+/*==========================================================================
+ * Compressed input (decompress.c)
+ *==========================================================================*/
+
+/* A reader of fd (not owned) that decompresses gzip and zstd input, found
+ * by its magic bytes when detect is set. name is for messages. */
+typedef struct cli_source cli_source;
+int cli_source_open(cli_source **out, int fd, const char *name, int detect);
+/* Up to cap bytes of (decompressed) input; 0 at the end; -1 after printing
+ * the problem (a read error, corrupt or truncated compressed data). */
+ssize_t cli_source_read(cli_source *s, void *buf, size_t cap);
+/* Bytes read from fd so far (compressed bytes for compressed input). */
+uint64_t cli_source_consumed(const cli_source *s);
+void cli_source_close(cli_source *s);
 
 /*==========================================================================
  * Keys (input.c)

@@ -80,7 +80,7 @@ int cmd_info(int argc, char **argv)
         goto done;
     }
     const char *path = o.args[0];
-    if (cli_load_filter(path, &f) != BK_OK) goto done;
+    if (cli_open_readonly(path, &f, 1) != BK_OK) goto done;
     bk_filter_info in;
     int rc = bk_filter_get_info(f, &in);
     if (rc != BK_OK) {

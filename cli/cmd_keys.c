@@ -37,7 +37,7 @@ static int wants_help(const cli_options *o, const char *cmd)
 static int create_filter(const char *path, const cli_options *o,
                          bk_filter **out)
 {
-    int rc = bk_filter_create(out, &o->config);
+    int rc = cli_window_create(&o->config, out); /* a window's clock: now */
     if (rc != BK_OK)
         cli_error("%s: cannot create a %s filter: %s", path,
                   cli_family_name(o->config.family), bk_strerror(rc));
@@ -138,6 +138,7 @@ static void *add_worker(void *arg)
         if (key_reader_fill(j->reader, &b) != 0) j->stop = j->failed = 1;
         else if (b.n == 0) j->stop = 1;
         j->keys += b.n;
+        cli_window_tick(j->f); /* windows are not lock-free: one thread */
         progress_update(&j->prog, key_reader_bytes(j->reader),
                         key_reader_total(j->reader), j->keys);
         int stop = j->stop;
@@ -162,6 +163,43 @@ static unsigned online_cpus(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > 1024 ? 1024 : (unsigned)n;
+}
+
+/* After an add: whether f is now past its capacity, or its measured
+ * false-positive rate past 1.5 times its target (a Bloom filter at 1.1
+ * times its capacity: (1 - 0.5^1.1)^k / 0.5^k = 1.07^k, about 1.5 at the
+ * k = 7 of p = 1%; the margin keeps a filter filled to exactly its
+ * capacity, whose measured rate wobbles around the target, quiet). If so,
+ * say it once, with the rate now, as a warning, or with --strict as the
+ * error that stops the save. Returns 1 when the save must not happen. A
+ * window filter's items count several windows' generations, so only its
+ * rate is compared (the library keeps that within target by rotating
+ * early). */
+static int over_capacity(const char *path, bk_filter *f, int strict)
+{
+    bk_filter_info in;
+    if (bk_filter_get_info(f, &in) != BK_OK || in.capacity == 0) return 0;
+    int items_over = in.family != BK_FAMILY_WINDOW && in.items > in.capacity;
+    int rate_over = in.target_fpr > 0 && in.fpr_now > 1.5 * in.target_fpr;
+    if (!items_over && !rate_over) return 0;
+    char what[200];
+    if (items_over)
+        snprintf(what, sizeof(what), "%llu items, past its capacity of %llu; "
+                 "false-positive rate now %.3g (target %.3g)",
+                 (unsigned long long)in.items,
+                 (unsigned long long)in.capacity, in.fpr_now, in.target_fpr);
+    else
+        snprintf(what, sizeof(what), "false-positive rate now %.3g, past its "
+                 "target %.3g (%llu items, capacity %llu)", in.fpr_now,
+                 in.target_fpr, (unsigned long long)in.items,
+                 (unsigned long long)in.capacity);
+    if (strict)
+        cli_error("%s: %s; nothing written (--strict): create a larger "
+                  "filter or use --type scalable", path, what);
+    else
+        cli_error("%s: warning: %s: create a larger filter or use --type "
+                  "scalable (--strict refuses such adds)", path, what);
+    return strict;
 }
 
 /* Load path, or create it when it is missing and sizing flags were given. */
@@ -192,7 +230,7 @@ int cmd_add(int argc, char **argv)
     int lock = -1;
     if (cli_parse_options("add", argc, argv,
                           (OPTS_SIZING & ~OPTBIT(OPT_FORCE)) | OPTS_INPUT |
-                              OPTBIT(OPT_JOBS),
+                              OPTBIT(OPT_JOBS) | OPTBIT(OPT_STRICT),
                           &o) != 0)
         goto done;
     if (wants_help(&o, "add")) {
@@ -233,6 +271,7 @@ int cmd_add(int argc, char **argv)
     progress_finish(&j.prog, key_reader_bytes(j.reader),
                     key_reader_total(j.reader), j.keys);
     if (j.failed) goto done;
+    if (over_capacity(j.path, j.f, o.strict)) goto done;
     if (cli_save_filter(j.f, j.path) != BK_OK) goto done;
     status = CLI_EXIT_OK;
 done:
@@ -274,7 +313,7 @@ int cmd_check(int argc, char **argv)
                   o.invert ? "--invert" : "--total");
         goto done;
     }
-    if (cli_load_filter(o.args[0], &f) != BK_OK) goto done;
+    if (cli_open_readonly(o.args[0], &f, 0) != BK_OK) goto done;
     if (key_reader_open(&r, o.args + 1, o.nargs - 1, &o) != 0) goto done;
     if (key_batch_init(&b) != 0) goto done;
     char term = o.nul ? '\0' : '\n';
@@ -287,7 +326,7 @@ int cmd_check(int argc, char **argv)
         keys += b.n;
         if (o.count) {
             for (size_t i = 0; i < b.n; i++) {
-                int64_t c = bk_filter_count(f, b.keys[i], b.lens[i]);
+                int64_t c = cli_count(f, b.keys[i], b.lens[i]);
                 if (c < 0) {
                     cli_error("%s: %s", o.args[0], bk_strerror((int)c));
                     goto done;
@@ -297,8 +336,8 @@ int cmd_check(int argc, char **argv)
                 put_line(b.lines[i], b.line_lens[i], term);
             }
         } else {
-            int64_t found = bk_filter_contains_batch(f, b.keys, b.lens, b.n,
-                                                     b.results);
+            int64_t found = cli_contains_batch(f, b.keys, b.lens, b.n,
+                                               b.results);
             if (found < 0) {
                 cli_error("%s: %s", o.args[0], bk_strerror((int)found));
                 goto done;
@@ -432,6 +471,7 @@ int cmd_dedup(int argc, char **argv)
         if (key_reader_fill(r, &b) != 0) goto done;
         if (b.n == 0) break;
         keys += b.n;
+        cli_window_tick(f);
         int64_t rc = 0;
         if (batched) {
             rc = bk_filter_add_batch(f, b.keys, b.lens, b.n, b.results);

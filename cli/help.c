@@ -23,8 +23,9 @@
     "      --max-kicks N            cuckoo: relocations before 'full'\n"       \
     "      --expansion N            scalable: growth factor of new stages\n"   \
     "      --nonscaling             scalable: refuse adds when full\n"         \
-    "      --window N               window: span, or insertions with\n"        \
-    "                               --window-by-count\n"                       \
+    "      --window D               window: a wall-clock span with a unit\n"   \
+    "                               (250ms, 30s, 10m, 2h, 1d), or with\n"      \
+    "                               --window-by-count a number of insertions\n" \
     "      --generations N          window: sub-filters in the ring\n"         \
     "      --window-by-count        window: expire by insertions, not time\n"
 
@@ -36,14 +37,17 @@
     "      --skip-empty     ignore empty keys (by default the empty line is\n" \
     "                       a key like any other)\n"                           \
     "  -q, --quiet          no progress line (it is only ever shown when\n"   \
-    "                       stderr is a terminal)\n"
+    "                       stderr is a terminal)\n"                          \
+    "      --no-decompress  read gzip or zstd input as raw bytes\n"
 
 #define KEYS_SECTION                                                           \
     "KEYS\n"                                                                   \
     "  INPUT files are read in order; none, or '-', is standard input. A key\n" \
     "  is one line without its newline (or NUL with -0); '\\r' is not\n"       \
     "  stripped. A last line without a newline is a key. Lines are at most\n"  \
-    "  1048576 bytes: a longer one is an error naming file and line.\n"
+    "  1048576 bytes: a longer one is an error naming file and line. Input\n" \
+    "  compressed with gzip or zstd is recognised by its first bytes and\n"   \
+    "  decompressed (--no-decompress: read it as it is).\n"
 
 #define HELP_SECTION "  -h, --help           show this text\n"
 
@@ -117,6 +121,12 @@ HELP_SECTION
 "  left as it was. When FILE does not exist and the sizing options are\n"
 "  given, it is created first; they are ignored when FILE exists.\n"
 "\n"
+"  When the add takes the filter past its capacity, or its measured\n"
+"  false-positive rate past 1.5 times its target, a warning on stderr\n"
+"  says so, with the rate now; --strict makes that an error and FILE is\n"
+"  left as it was. Concurrent adds (and removes) of one FILE wait for\n"
+"  each other: each locks FILE for its whole read-modify-write.\n"
+"\n"
 "  With a lock-free family (blocked, classic) the keys are added by -j\n"
 "  threads, each taking whole batches. The bits are identical to a\n"
 "  one-thread run; the 'items' count (adds that set a new bit) depends on\n"
@@ -124,6 +134,8 @@ HELP_SECTION
 "\n"
 "OPTIONS\n"
 "  -j, --jobs N         threads (default 0: one per core)\n"
+"      --strict         refuse (exit 2, FILE unchanged) an add that takes\n"
+"                       the filter past its capacity or target rate\n"
 INPUT_OPTIONS
 SIZING_OPTIONS
 HELP_SECTION
@@ -149,6 +161,10 @@ KEYS_SECTION
 "  Prints each input line whose key the filter probably holds, in input\n"
 "  order (the whole line, also with --field). With -v it prints the lines\n"
 "  whose key is certainly absent instead.\n"
+"\n"
+"  A FILE over 16 MiB is mapped, not read: a few keys cost a few pages,\n"
+"  whatever its size, and its payload checksum is not read (bloomkit info\n"
+"  checks it). A time-window filter answers for the present moment.\n"
 "\n"
 "OPTIONS\n"
 "  -v, --invert         print the keys that are certainly absent\n"
@@ -235,7 +251,8 @@ KEYS_SECTION
 "  bloomkit info FILE [--json]\n"
 "\n"
 "DESCRIPTION\n"
-"  Loads FILE (verifying its checksums) and prints its type, parameters,\n"
+"  Reads FILE (mapped when over 16 MiB; checksums verified either way)\n"
+"  and prints its type, parameters,\n"
 "  items, estimated distinct items, fill, false-positive rate now and at\n"
 "  capacity, and sizes.\n"
 "\n"

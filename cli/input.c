@@ -35,6 +35,9 @@ struct key_reader {
     const char *const *paths;
     size_t npaths, next_path;   /* next_path: index of the next file to open */
     int fd;                     /* -1: no file open */
+    cli_source *src;            /* reads fd, decompressing (decompress.c) */
+    int detect;                 /* look for gzip/zstd magic (no --no-decompress) */
+    uint64_t bytes_closed;      /* bytes consumed by the inputs closed so far */
     int at_eof;                 /* the open file has no more bytes */
     const char *name;           /* of the open file, for messages */
     uint64_t line;              /* lines finished in the open file */
@@ -107,6 +110,7 @@ int key_reader_open(key_reader **out, const char *const *paths, size_t npaths,
     r->field = o->field;
     r->field_delim = o->delimiter;
     r->skip_empty = o->skip_empty;
+    r->detect = !o->no_decompress;
     /* The total is known when every input is a regular file. */
     for (size_t i = 0; i < npaths; i++) {
         struct stat st;
@@ -123,6 +127,11 @@ int key_reader_open(key_reader **out, const char *const *paths, size_t npaths,
 
 static void close_current(key_reader *r)
 {
+    if (r->src != NULL) {
+        r->bytes_closed += cli_source_consumed(r->src);
+        cli_source_close(r->src);
+        r->src = NULL;
+    }
     if (r->fd > 0) close(r->fd);
     r->fd = -1;
 }
@@ -149,14 +158,15 @@ static int open_next(key_reader *r)
     if (is_stdin(path)) {
         r->fd = 0;
         r->name = stdin_name;
-        return 1;
+    } else {
+        r->name = path;
+        r->fd = open(path, O_RDONLY);
+        if (r->fd < 0) {
+            cli_error("%s: %s", path, strerror(errno));
+            return -1;
+        }
     }
-    r->name = path;
-    r->fd = open(path, O_RDONLY);
-    if (r->fd < 0) {
-        cli_error("%s: %s", path, strerror(errno));
-        return -1;
-    }
+    if (cli_source_open(&r->src, r->fd, r->name, r->detect) != 0) return -1;
     return 1;
 }
 
@@ -235,16 +245,11 @@ int key_reader_fill(key_reader *r, key_batch *b)
             b->len = tail;
             scanned = 0;
         }
-        ssize_t got;
-        do got = read(r->fd, b->buf + b->len, READ_CHUNK);
-        while (got < 0 && errno == EINTR);
-        if (got < 0) {
-            cli_error("%s: %s", r->name, strerror(errno));
-            return -1;
-        }
+        ssize_t got = cli_source_read(r->src, b->buf + b->len, READ_CHUNK);
+        if (got < 0) return -1; /* printed */
         if (got == 0) r->at_eof = 1;
         b->len += (size_t)got;
-        r->bytes += (uint64_t)got;
+        r->bytes = r->bytes_closed + cli_source_consumed(r->src);
     }
     r->pending_len = b->len - scanned;
     memcpy(r->pending, b->buf + scanned, r->pending_len);

@@ -46,12 +46,7 @@ int cli_load_filter(const char *path, bk_filter **out)
     int rc = bk_filter_read_fd(out, fd);
     int saved_errno = errno;
     close(fd);
-    if (rc != BK_OK) {
-        if (rc == BK_EIO && saved_errno != 0)
-            cli_error("%s: %s", path, strerror(saved_errno));
-        else
-            cli_error("%s: %s", path, bk_strerror(rc));
-    }
+    if (rc != BK_OK) cli_report_load_error(path, rc, saved_errno); /* open.c */
     return rc;
 }
 

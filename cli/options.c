@@ -56,6 +56,8 @@ static const optdef optdefs[] = {
     {OPT_NODES, "nodes", 0, 1},
     {OPT_SHARDS, "shards", 0, 1},
     {OPT_CLUSTER_TYPE, "type", 't', 1},
+    {OPT_STRICT, "strict", 0, 0},
+    {OPT_NO_DECOMPRESS, "no-decompress", 0, 0},
 };
 #define NOPTDEFS (sizeof(optdefs) / sizeof(optdefs[0]))
 
@@ -137,6 +139,11 @@ static int parse_u64(const char *s, int hex_ok, uint64_t *out)
     return 0;
 }
 
+int cli_parse_u64(const char *s, int hex_ok, uint64_t *out)
+{
+    return parse_u64(s, hex_ok, out);
+}
+
 static int parse_double(const char *s, double *out)
 {
     char *end;
@@ -189,6 +196,9 @@ static int set_option(const char *cmd, const optdef *d, const char *shown,
     case OPT_TOTAL: o->total = 1; return 0;
     case OPT_JSON: o->json = 1; return 0;
     case OPT_FORCE: o->force = 1; return 0;
+    case OPT_STRICT: o->strict = 1; return 0;
+    case OPT_NO_DECOMPRESS: o->no_decompress = 1; return 0;
+    case OPT_WINDOW: o->window_arg = value; return 0; /* clock.c, at the end */
     case OPT_SAVE: o->save = value; return 0;
     case OPT_NODES: o->nodes = value; return 0;
     case OPT_CLUSTER_TYPE:
@@ -236,6 +246,16 @@ static int set_option(const char *cmd, const optdef *d, const char *shown,
     }
     /* The rest are whole numbers. */
     if (parse_u64(value, d->id == OPT_SEED, &u) != 0) {
+        char *end;
+        double big = strtod(value, &end);
+        if (end != value && *end == '\0' && big >= 18446744073709551616.0) {
+            cli_error("%s: %s: '%s' is out of range (max %llu)", cmd, shown,
+                      value, (unsigned long long)(d->id == OPT_CAPACITY ||
+                                                  d->id == OPT_SEED ||
+                                                  d->id == OPT_REGIONS
+                                                  ? UINT64_MAX : UINT32_MAX));
+            return -1;
+        }
         cli_error("%s: %s: '%s' is not a whole number", cmd, shown, value);
         return -1;
     }
@@ -245,7 +265,6 @@ static int set_option(const char *cmd, const optdef *d, const char *shown,
     case OPT_CAPACITY: c->capacity = u; max = UINT64_MAX; break;
     case OPT_SEED: c->seed = u; max = UINT64_MAX; positive = 0; break;
     case OPT_REGIONS: c->regions = u; max = UINT64_MAX; break;
-    case OPT_WINDOW: c->window = u; max = UINT64_MAX; break;
     case OPT_COUNTER_BITS: c->counter_bits = (uint32_t)u; break;
     case OPT_BUCKET_SIZE: c->bucket_size = (uint32_t)u; break;
     case OPT_FINGERPRINT_BITS: c->fingerprint_bits = (uint32_t)u; break;
@@ -339,6 +358,8 @@ int cli_parse_options(const char *cmd, int argc, char **argv, uint64_t allowed,
             break;
         }
     }
+    /* --window's meaning depends on --window-by-count, given anywhere. */
+    if (o->window_arg != NULL && cli_parse_window(cmd, o) != 0) return -1;
     return 0;
 }
 
@@ -362,6 +383,12 @@ int cli_check_sizing(const char *cmd, const cli_options *o)
     }
     if (!(o->given & OPTBIT(OPT_ERROR))) {
         cli_error("%s: --error is required to create a filter", cmd);
+        return -1;
+    }
+    if (o->config.family == BK_FAMILY_WINDOW &&
+        !(o->given & OPTBIT(OPT_WINDOW))) {
+        cli_error("%s: --type window needs --window DURATION (e.g. --window "
+                  "10m), or --window-by-count --window N", cmd);
         return -1;
     }
     for (size_t i = 0; i < NFAMILY_OPTIONS; i++) {

@@ -1322,6 +1322,8 @@ BK_API uint32_t bk_window_generations(const bk_window *f);
 BK_API uint64_t bk_window_window(const bk_window *f);
 BK_API uint64_t bk_window_slice(const bk_window *f);
 BK_API uint64_t bk_window_now(const bk_window *f);
+/* BK_WINDOW_TIME or BK_WINDOW_COUNT. */
+BK_API int bk_window_mode(const bk_window *f);
 BK_API size_t bk_window_bytes(const bk_window *f);
 
 /* The generic handle (see "Any filter"). bk_filter_add and

@@ -24,6 +24,7 @@ const bk__family_ops *bk__family_lookup(uint32_t family)
         bk__scalable_family,
         bk__window_family,
         bk__dleft_family,
+        bk__varcount_family,
         bk__static_family,
     };
     for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
@@ -33,7 +34,7 @@ const bk__family_ops *bk__family_lookup(uint32_t family)
 
 static const char *const family_names[] = {
     NULL, "bloom", "blocked", "counting", "deletable", "cuckoo", "scalable",
-    "window", "dleft",
+    "window", "dleft", "varcount",
 };
 
 const char *bk_family_name(bk_family family)

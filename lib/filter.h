@@ -117,6 +117,7 @@ extern const bk__family_ops *const bk__cuckoo_family;
 extern const bk__family_ops *const bk__scalable_family;
 extern const bk__family_ops *const bk__window_family;
 extern const bk__family_ops *const bk__dleft_family;
+extern const bk__family_ops *const bk__varcount_family;
 extern const bk__family_ops *const bk__static_family;
 
 /* A blocked filter as one part of an image, and back (blocked.c): shared

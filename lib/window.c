@@ -376,6 +376,7 @@ uint32_t bk_window_generations(const bk_window *f) { return f->g; }
 uint64_t bk_window_window(const bk_window *f) { return f->window; }
 uint64_t bk_window_slice(const bk_window *f) { return f->slice; }
 uint64_t bk_window_now(const bk_window *f) { return f->now; }
+int bk_window_mode(const bk_window *f) { return f->mode; }
 size_t bk_window_bytes(const bk_window *f) { return f->bytes; }
 
 int bk_window_get_generation_stats(const bk_window *f, uint32_t age,

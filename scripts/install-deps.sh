@@ -24,7 +24,10 @@ set -eu
 # redis-server   the Redis module's tests load bloomkit.so into it
 # libhiredis-dev the C Redis client: `bloomkit cluster` routes sharded filters
 #                over a Redis Cluster's masters (pipelining, CLUSTER SLOTS)
-packages="cmake make gcc g++ pkg-config libxxhash-dev libcmocka-dev clang libclang-rt-14-dev libuv1-dev redis-tools python3-redis redis-server libhiredis-dev"
+# zlib1g-dev     the CLI reads gzip-compressed key files (crawl logs,
+#                blocklists) without a separate gunzip
+# libzstd-dev    ... and zstd-compressed ones, the other common format
+packages="cmake make gcc g++ pkg-config libxxhash-dev libcmocka-dev clang libclang-rt-14-dev libuv1-dev redis-tools python3-redis redis-server libhiredis-dev zlib1g-dev libzstd-dev"
 
 for arg in "$@"; do
     case "$arg" in
