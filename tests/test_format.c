@@ -106,6 +106,7 @@ static bk_filter *make_deletable(void) { return make_generic(BK_FAMILY_DELETABLE
 static bk_filter *make_cuckoo(void) { return make_generic(BK_FAMILY_CUCKOO, NULL); }
 static bk_filter *make_cuckoo12(void) { return make_generic(BK_FAMILY_CUCKOO, tune_cuckoo12); }
 static bk_filter *make_dleft(void) { return make_generic(BK_FAMILY_DLEFT, NULL); }
+static bk_filter *make_varcount(void) { return make_generic(BK_FAMILY_VARCOUNT, NULL); }
 
 /* A scalable filter made for 100 keys that grew to five stages. */
 static bk_filter *make_scalable(void)
@@ -146,6 +147,7 @@ static const sample samples[] = {
     {"scalable-v1.bkf", make_scalable},
     {"window-v1.bkf", make_window},
     {"dleft-v1.bkf", make_dleft},
+    {"varcount-v1.bkf", make_varcount},
 };
 #define NSAMPLES (sizeof(samples) / sizeof(samples[0]))
 
