@@ -589,6 +589,16 @@ BK_API int bk_counting_create_params(bk_counting **out, uint64_t blocks,
 /* Release a filter. Accepts NULL. Not thread-safe with any other use. */
 BK_API void bk_counting_free(bk_counting *f);
 
+/* Set the write mode (see "Write modes" under the blocked filter): 1
+ * single-writer (plain loads and stores instead of a compare-and-swap per
+ * touched word; one writer and no concurrent use), 0 concurrent (the
+ * default). Returns BK_OK or BK_EINVAL. Not thread-safe: call before
+ * sharing f. */
+BK_API int bk_counting_set_single_writer(bk_counting *f, int single_writer);
+
+/* 1 in the single-writer mode, 0 in the concurrent one. Thread-safe. */
+BK_API int bk_counting_single_writer(const bk_counting *f);
+
 /* Create a copy. Returns BK_OK, BK_EINVAL or BK_ENOMEM. O(size). A copy
  * taken during concurrent writes holds each word as it was at some moment. */
 BK_API int bk_counting_clone(bk_counting **out, const bk_counting *src);

@@ -87,8 +87,10 @@ struct bk_counting {
     uint64_t seed;
     uint64_t capacity;        /* 0 if unknown */
     double target_fpr;        /* 0 if unknown */
-    uint64_t items;           /* updated atomically */
     int owns_mem;             /* 0 when the arrays live in a loaded block or mapping */
+    int single_writer;        /* plain stores (bk_counting_set_single_writer) */
+    char pad[BK_CACHE_LINE];  /* items on its own line: written by adds */
+    uint64_t items;           /* atomic unless single_writer */
 };
 
 static const bk__family_ops counting_ops; /* at the end of this file */
@@ -100,7 +102,8 @@ typedef struct key_fields {
     uint64_t lsb[WORDS_PER_BLOCK];
 } key_fields;
 
-#define BATCH_AHEAD 16
+/* Keys hashed ahead in batches: the misses in flight (as blocked.c). */
+#define BATCH_AHEAD 32
 
 /*==========================================================================
  * Internals: widths and SWAR masks
@@ -114,19 +117,22 @@ static const width_info *find_width(uint32_t bits)
     return NULL;
 }
 
-/* The lowest bit of every nonzero field of v. */
+/* The lowest bit of every nonzero field of v: the OR of each field's bits
+ * folded onto its lowest bit in log2(w) shifts. */
 static inline uint64_t nonzero_fields(const width_info *w, uint64_t v)
 {
-    uint64_t any = v;
-    for (uint32_t j = 1; j < w->bits; j++) any |= v >> j;
+    uint64_t any = v | (v >> 1);
+    any |= any >> 2;
+    if (w->bits == 8) any |= any >> 4;
     return any & w->low_bits;
 }
 
 /* The lowest bit of every saturated (all-ones) field of v. */
 static inline uint64_t saturated_fields(const width_info *w, uint64_t v)
 {
-    uint64_t all = v;
-    for (uint32_t j = 1; j < w->bits; j++) all &= v >> j;
+    uint64_t all = v & (v >> 1);
+    all &= all >> 2;
+    if (w->bits == 8) all &= all >> 4;
     return all & w->low_bits;
 }
 
@@ -165,7 +171,8 @@ static inline uint64_t splitmix64(uint64_t *state)
     return z ^ (z >> 31);
 }
 
-static inline void resolve(const bk_counting *f, bk_hash h, key_fields *kf)
+/* The general draw, the definition of the layout. */
+static void resolve_slow(const bk_counting *f, bk_hash h, key_fields *kf)
 {
     const width_info *w = f->width;
     const uint32_t draw_bits = w->counters_log2;
@@ -177,7 +184,6 @@ static inline void resolve(const bk_counting *f, bk_hash h, key_fields *kf)
     uint64_t pool = h.hi;
     uint32_t left = per_word, draws = 0;
 
-    kf->block = block_of(f, h);
     memset(kf->lsb, 0, sizeof(kf->lsb));
     for (uint32_t i = 0; i < f->k; i++) {
         uint32_t c;
@@ -199,43 +205,87 @@ static inline void resolve(const bk_counting *f, bk_hash h, key_fields *kf)
     }
 }
 
-/* Apply +1 (delta > 0) or -1 to the touched, unsaturated, (for -1) nonzero
- * fields of every word. Returns 1 when a touched field was zero before. */
-static int update(const bk_counting *f, const key_fields *kf, int delta)
+/* The same counters, fast: when k draws fit in h.hi (k <= 64 / log2(C):
+ * 9 for 4-bit and 10 for 8-bit counters, every rate down to ~0.2%) and
+ * none repeats (about 80% of keys at k = 7), the general draw takes
+ * exactly draws 0..k-1 of h.hi. Counter c is bit c * w of the block, so
+ * the touched-field mask doubles as the repeat detector. Anything else
+ * goes to resolve_slow. */
+static inline void resolve(const bk_counting *f, bk_hash h, key_fields *kf)
 {
     const width_info *w = f->width;
-    int was_zero = 0;
-    for (int i = 0; i < WORDS_PER_BLOCK; i++) {
-        uint64_t touched = kf->lsb[i];
-        if (touched == 0) continue;
-        uint64_t *word = &kf->block[i];
-        uint64_t old = bk__load64(word), next;
-        int zero_here;
-        do {
-            uint64_t nonzero = nonzero_fields(w, old);
-            uint64_t change = touched & ~saturated_fields(w, old);
-            if (delta > 0) {
-                next = old + change; /* no carry: no field is at max */
-            } else {
-                next = old - (change & nonzero); /* no borrow */
-            }
-            zero_here = (touched & ~nonzero) != 0;
-            if (next == old) break;
-        } while (!cas64(word, &old, next));
-        was_zero |= zero_here;
+    const uint32_t draw_bits = w->counters_log2;
+    kf->block = block_of(f, h);
+    if (f->k <= 64 / draw_bits) {
+        const uint64_t draw_mask = (UINT64_C(1) << draw_bits) - 1;
+        uint64_t pool = h.hi, repeat = 0;
+        memset(kf->lsb, 0, sizeof(kf->lsb));
+        for (uint32_t i = 0; i < f->k; i++) {
+            uint32_t bit = (uint32_t)(pool & draw_mask) * w->bits; /* 0..511 */
+            uint64_t one = UINT64_C(1) << (bit & 63);
+            repeat |= kf->lsb[bit >> 6] & one;
+            kf->lsb[bit >> 6] |= one;
+            pool >>= draw_bits;
+        }
+        if (BK_LIKELY(repeat == 0)) return;
     }
-    return was_zero;
+    resolve_slow(f, h, kf);
+}
+
+/* Nonzero when a touched field is zero. Branch-free over the 8 words (a
+ * lookup's answer is unpredictable; reading the whole line costs less than
+ * a mispredicted branch waiting for the miss). */
+static inline uint64_t zero_touched(const bk_counting *f, const key_fields *kf)
+{
+    uint64_t zero = 0;
+    for (int i = 0; i < WORDS_PER_BLOCK; i++)
+        zero |= kf->lsb[i] & ~nonzero_fields(f->width, bk__load64(&kf->block[i]));
+    return zero;
 }
 
 static inline int contains_fields(const bk_counting *f, const key_fields *kf)
 {
+    return zero_touched(f, kf) == 0;
+}
+
+/* Apply +1 (delta > 0) or -1 to the touched, unsaturated, (for -1) nonzero
+ * fields of every word. Returns 1 when a touched field was zero before.
+ * Concurrent mode: one compare-and-swap per touched word, retried on
+ * contention. Single-writer mode: plain loads and stores. Branches are on
+ * the key's own fields (known before the line arrives), not on its data. */
+static int update(const bk_counting *f, const key_fields *kf, int delta)
+{
+    const width_info *w = f->width;
+    uint64_t was_zero = 0;
+    if (f->single_writer) {
+        for (int i = 0; i < WORDS_PER_BLOCK; i++) {
+            uint64_t touched = kf->lsb[i];
+            if (touched == 0) continue;
+            uint64_t old = kf->block[i];
+            uint64_t nonzero = nonzero_fields(w, old);
+            uint64_t change = touched & ~saturated_fields(w, old);
+            /* no carry (no changed field is at max), no borrow (only
+             * nonzero fields are decremented) */
+            kf->block[i] = delta > 0 ? old + change : old - (change & nonzero);
+            was_zero |= touched & ~nonzero;
+        }
+        return was_zero != 0;
+    }
     for (int i = 0; i < WORDS_PER_BLOCK; i++) {
         uint64_t touched = kf->lsb[i];
         if (touched == 0) continue;
-        if (touched & ~nonzero_fields(f->width, bk__load64(&kf->block[i])))
-            return 0;
+        uint64_t *word = &kf->block[i];
+        uint64_t old = bk__load64(word), next, zero_here;
+        do {
+            uint64_t nonzero = nonzero_fields(w, old);
+            uint64_t change = touched & ~saturated_fields(w, old);
+            next = delta > 0 ? old + change : old - (change & nonzero);
+            zero_here = touched & ~nonzero;
+            if (next == old) break;
+        } while (!cas64(word, &old, next));
+        was_zero |= zero_here;
     }
-    return 1;
+    return was_zero != 0;
 }
 
 static inline uint32_t min_field(const bk_counting *f, const key_fields *kf)
@@ -254,6 +304,13 @@ static inline uint32_t min_field(const bk_counting *f, const key_fields *kf)
         }
     }
     return (uint32_t)best;
+}
+
+/* Count items: plain for the single writer, else atomic. */
+static inline void items_add(bk_counting *f, uint64_t n)
+{
+    if (f->single_writer) f->items += n;
+    else if (n) bk__add64(&f->items, n);
 }
 
 /*==========================================================================
@@ -431,16 +488,34 @@ void bk_counting_clear(bk_counting *f)
     f->items = 0;
 }
 
+int bk_counting_set_single_writer(bk_counting *f, int single_writer)
+{
+    if (f == NULL) return BK_EINVAL;
+    f->single_writer = single_writer != 0;
+    return BK_OK;
+}
+
+int bk_counting_single_writer(const bk_counting *f)
+{
+    return f->single_writer;
+}
+
 /*==========================================================================
  * API: single keys
  *==========================================================================*/
 
-int bk_counting_add_hash(bk_counting *f, bk_hash h)
+/* An add that leaves the item count to the caller. */
+static inline int add_uncounted(bk_counting *f, bk_hash h)
 {
     key_fields kf;
     resolve(f, h, &kf);
-    int was_new = update(f, &kf, +1);
-    if (was_new) bk__add64(&f->items, 1);
+    return update(f, &kf, +1);
+}
+
+int bk_counting_add_hash(bk_counting *f, bk_hash h)
+{
+    int was_new = add_uncounted(f, h);
+    items_add(f, (uint64_t)was_new);
     return was_new;
 }
 
@@ -452,6 +527,10 @@ int bk_counting_remove_hash(bk_counting *f, bk_hash h)
     update(f, &kf, -1);
     /* items counts keys believed present; it never goes below zero even if
      * a caller removes what it did not add */
+    if (f->single_writer) {
+        f->items -= f->items > 0;
+        return BK_OK;
+    }
     uint64_t items = bk__load64(&f->items);
     while (items > 0 &&
            !__atomic_compare_exchange_n(&f->items, &items, items - 1, 1,
@@ -480,7 +559,7 @@ int bk_counting_add_if_absent_hash(bk_counting *f, bk_hash h)
     resolve(f, h, &kf);
     if (contains_fields(f, &kf)) return 0;
     update(f, &kf, +1);
-    bk__add64(&f->items, 1);
+    items_add(f, 1);
     return 1;
 }
 
@@ -524,7 +603,8 @@ static int64_t run_batch(bk_counting *f, const void *const *keys,
     size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
     for (size_t i = 0; i < ahead; i++) {
         ring[i] = bk_hash_key(keys[i], lens[i], f->seed);
-        BK_PREFETCH_WRITE(block_of(f, ring[i]));
+        if (is_add) BK_PREFETCH_WRITE(block_of(f, ring[i]));
+        else BK_PREFETCH_READ(block_of(f, ring[i]));
     }
     for (size_t i = 0; i < n; i++) {
         bk_hash h = ring[i % BATCH_AHEAD];
@@ -532,13 +612,14 @@ static int64_t run_batch(bk_counting *f, const void *const *keys,
         if (next < n) {
             bk_hash hn = bk_hash_key(keys[next], lens[next], f->seed);
             ring[i % BATCH_AHEAD] = hn;
-            BK_PREFETCH_WRITE(block_of(f, hn));
+            if (is_add) BK_PREFETCH_WRITE(block_of(f, hn));
+            else BK_PREFETCH_READ(block_of(f, hn));
         }
-        int r = is_add ? bk_counting_add_hash(f, h)
-                       : bk_counting_contains_hash(f, h);
+        int r = is_add ? add_uncounted(f, h) : bk_counting_contains_hash(f, h);
         hits += r;
         if (results != NULL) results[i] = (uint8_t)r;
     }
+    if (is_add) items_add(f, (uint64_t)hits);
     return hits;
 }
 
@@ -673,7 +754,13 @@ static int ops_info(const void *vf, bk_filter_info *out)
     out->fill = st.fill;
     out->bytes = st.bytes;
     out->parts = 1;
+    out->single_writer = ((const bk_counting *)vf)->single_writer;
     return BK_OK;
+}
+
+static void ops_set_single_writer(void *f, int single_writer)
+{
+    bk_counting_set_single_writer(f, single_writer);
 }
 
 static int ops_create(const bk_filter_config *cfg, void **out)
@@ -736,6 +823,7 @@ static const bk__family_ops counting_ops = {
     .add_batch = ops_add_batch,
     .contains_batch = ops_contains_batch,
     .lockfree_add = LOCKFREE_ADD,
+    .set_single_writer = ops_set_single_writer,
     .seed = ops_seed,
     .destroy = ops_destroy,
     .info = ops_info,

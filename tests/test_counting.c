@@ -351,6 +351,186 @@ static void test_fpr_after_removals(void **state)
  * Batches, clone, clear, statistics
  *==========================================================================*/
 
+/*==========================================================================
+ * Layout and write modes
+ *==========================================================================*/
+
+/* An independent model of the documented counter choice (lib/counting.c,
+ * docs/FORMAT.md): block = fastrange(h.lo, blocks); draws of log2(C) bits
+ * from h.hi, then from splitmix64 seeded with h.hi ^ rotl(h.lo, 32),
+ * rejecting repeats; counter c is the w-bit field at bit c * w of the
+ * block. Returns the block and fills the k counters. */
+static uint64_t model_counters(bk_hash h, uint64_t blocks, uint32_t bits,
+                               uint32_t k, uint32_t *out)
+{
+    uint32_t draw_bits = bits == 4 ? 7 : 6, counters = 1u << draw_bits;
+    uint32_t per_word = 64 / draw_bits, left = per_word;
+    uint64_t pool = h.hi, stream = h.hi ^ ((h.lo << 32) | (h.lo >> 32));
+    uint8_t taken[128] = {0};
+    for (uint32_t i = 0; i < k; i++) {
+        uint32_t c;
+        do {
+            if (left == 0) {
+                uint64_t z = (stream += UINT64_C(0x9E3779B97F4A7C15));
+                z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+                z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+                pool = z ^ (z >> 31);
+                left = per_word;
+            }
+            c = (uint32_t)(pool & (counters - 1));
+            pool >>= draw_bits;
+            left--;
+        } while (taken[c]);
+        taken[c] = 1;
+        out[i] = c;
+    }
+    return (uint64_t)(((unsigned __int128)h.lo * blocks) >> 64);
+}
+
+/* The filter's payload: the last blocks * 64 bytes of its serialization. */
+static unsigned char *payload_of(const bk_counting *f, uint64_t *len)
+{
+    const bk_filter *g = bk_counting_as_filter((bk_counting *)f);
+    uint64_t size = bk_filter_serialized_size(g);
+    unsigned char *buf = malloc((size_t)size);
+    assert_non_null(buf);
+    assert_int_equal(bk_filter_serialize(g, buf, (size_t)size), BK_OK);
+    *len = bk_counting_blocks(f) * BK_COUNTING_BLOCK_BYTES;
+    assert_true(*len <= size);
+    memmove(buf, buf + (size - *len), (size_t)*len);
+    return buf;
+}
+
+/* The counters hold exactly what the model says, for k up to past one
+ * pool of draws (the slow path) and both widths, in both write modes. Few
+ * blocks and keys, so no counter saturates and repeated draws are common. */
+static void test_layout_matches_model(void **state)
+{
+    (void)state;
+    const uint64_t blocks = 3, n = 40;
+    static const uint32_t ks[] = {1, 3, 7, 9, 10, 11, 16, 32};
+    for (size_t wi = 0; wi < 2; wi++) {
+        uint32_t bits = widths[wi];
+        for (size_t ki = 0; ki < sizeof(ks) / sizeof(ks[0]); ki++) {
+            uint32_t k = ks[ki];
+            if (k > (bits == 4 ? 128u : 64u)) continue;
+            for (int mode = 0; mode <= 1; mode++) {
+                uint8_t model[3][128];
+                uint32_t c[BK_COUNTING_MAX_HASHES];
+                char key[TU_KEY_LEN];
+                bk_counting *f;
+                memset(model, 0, sizeof(model));
+                assert_int_equal(bk_counting_create_params(&f, blocks, bits, k, 21), BK_OK);
+                assert_int_equal(bk_counting_set_single_writer(f, mode), BK_OK);
+                for (uint64_t i = 0; i < n; i++) {
+                    tu_key(key, i, 1);
+                    uint64_t b = model_counters(bk_hash_key(key, sizeof(key), 21),
+                                                blocks, bits, k, c);
+                    for (uint32_t j = 0; j < k; j++) model[b][c[j]]++;
+                    bk_counting_add(f, key, sizeof(key));
+                }
+                /* remove a quarter again: decrements land where adds did */
+                for (uint64_t i = 0; i < n; i += 4) {
+                    tu_key(key, i, 1);
+                    uint64_t b = model_counters(bk_hash_key(key, sizeof(key), 21),
+                                                blocks, bits, k, c);
+                    for (uint32_t j = 0; j < k; j++) model[b][c[j]]--;
+                    assert_int_equal(bk_counting_remove(f, key, sizeof(key)), BK_OK);
+                }
+                uint64_t len;
+                unsigned char *bytes = payload_of(f, &len);
+                for (uint64_t b = 0; b < blocks; b++) {
+                    for (uint32_t j = 0; j < 512 / bits; j++) {
+                        uint32_t bit = j * bits;
+                        uint32_t v = (bytes[b * 64 + bit / 8] >> (bit % 8)) & ((1u << bits) - 1);
+                        if (v != model[b][j])
+                            fail_msg("w=%u k=%u mode %d block %llu counter %u: %u, model %u",
+                                     bits, k, mode, (unsigned long long)b, j, v,
+                                     model[b][j]);
+                    }
+                }
+                free(bytes);
+                bk_counting_free(f);
+            }
+        }
+    }
+}
+
+/* Both write modes, single and batch adds, store the same bytes and give
+ * the same answers (adds, lookups, counts, removes). */
+static void test_write_modes_identical(void **state)
+{
+    (void)state;
+    enum { N = 20000, PROBES = 40000 };
+    static char store[PROBES][TU_KEY_LEN];
+    static const void *keys[PROBES];
+    static size_t lens[PROBES];
+    static uint8_t want[PROBES], got[PROBES];
+    for (uint64_t i = 0; i < PROBES; i++) {
+        /* every fourth added key repeats one: counters above 1 */
+        tu_key(store[i], i < N && i % 4 == 3 ? i / 3 : i, i < N ? 1 : 2);
+        keys[i] = store[i];
+        lens[i] = TU_KEY_LEN;
+    }
+    for (size_t wi = 0; wi < 2; wi++) {
+        bk_counting *ref;
+        uint64_t ref_len, len;
+        assert_int_equal(bk_counting_create(&ref, N / 2, 0.01, widths[wi], 5), BK_OK);
+        for (uint64_t i = 0; i < N; i++)
+            want[i] = (uint8_t)bk_counting_add(ref, keys[i], lens[i]);
+        unsigned char *ref_bytes = payload_of(ref, &ref_len);
+        for (int mode = 0; mode <= 1; mode++) {
+            for (int batch = 0; batch <= 1; batch++) {
+                bk_counting *f;
+                assert_int_equal(bk_counting_create(&f, N / 2, 0.01, widths[wi], 5), BK_OK);
+                assert_int_equal(bk_counting_set_single_writer(f, mode), BK_OK);
+                assert_int_equal(bk_counting_single_writer(f), mode);
+                if (batch)
+                    assert_true(bk_counting_add_batch(f, keys, lens, N, got) >= 0);
+                else
+                    for (uint64_t i = 0; i < N; i++)
+                        got[i] = (uint8_t)bk_counting_add(f, keys[i], lens[i]);
+                assert_memory_equal(got, want, N);
+                assert_true(bk_counting_items(f) == bk_counting_items(ref));
+                unsigned char *bytes = payload_of(f, &len);
+                assert_true(len == ref_len);
+                assert_memory_equal(bytes, ref_bytes, (size_t)len);
+                free(bytes);
+                assert_true(bk_counting_contains_batch(f, keys, lens, PROBES, got) >= 0);
+                for (uint64_t i = 0; i < PROBES; i++) {
+                    assert_int_equal(got[i], bk_counting_contains(ref, keys[i], lens[i]));
+                    assert_int_equal(bk_counting_count(f, keys[i], lens[i]),
+                                     bk_counting_count(ref, keys[i], lens[i]));
+                }
+                bk_filter_info info;
+                assert_int_equal(bk_filter_get_info(bk_counting_as_filter(f), &info), BK_OK);
+                assert_int_equal(info.single_writer, mode);
+                assert_int_equal(info.lockfree_add, !mode);
+                bk_counting_free(f);
+            }
+        }
+        /* removes: both modes end with the same bytes */
+        bk_counting *g[2];
+        unsigned char *after[2];
+        for (int mode = 0; mode <= 1; mode++) {
+            assert_int_equal(bk_counting_clone(&g[mode], ref), BK_OK);
+            assert_int_equal(bk_counting_set_single_writer(g[mode], mode), BK_OK);
+            for (uint64_t i = 0; i < N; i += 2)
+                assert_int_equal(bk_counting_remove(g[mode], keys[i], lens[i]), BK_OK);
+            after[mode] = payload_of(g[mode], &len);
+        }
+        assert_memory_equal(after[0], after[1], (size_t)len);
+        assert_true(bk_counting_items(g[0]) == bk_counting_items(g[1]));
+        for (int mode = 0; mode <= 1; mode++) {
+            free(after[mode]);
+            bk_counting_free(g[mode]);
+        }
+        free(ref_bytes);
+        bk_counting_free(ref);
+    }
+    assert_int_equal(bk_counting_set_single_writer(NULL, 1), BK_EINVAL);
+}
+
 static void test_batch_clone_stats(void **state)
 {
     (void)state;
@@ -454,6 +634,8 @@ int main(void)
         cmocka_unit_test(test_remove_absent),
         cmocka_unit_test(test_saturation),
         cmocka_unit_test(test_model),
+        cmocka_unit_test(test_layout_matches_model),
+        cmocka_unit_test(test_write_modes_identical),
         cmocka_unit_test(test_fpr),
         cmocka_unit_test(test_fpr_after_removals),
         cmocka_unit_test(test_batch_clone_stats),
