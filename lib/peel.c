@@ -199,50 +199,73 @@ int bk__peel_sort_dedupe(bk__peel *p, uint64_t n, uint64_t *conflict_hash)
 
 int bk__peel_run(bk__peel *p, const bk__fuse_shape *s)
 {
-    uint32_t cells = s->array_length;
-    memset(p->count, 0, cells);
-    memset(p->xor_hash, 0, (size_t)cells * sizeof(uint64_t));
-    if (p->xor_value) memset(p->xor_value, 0, (size_t)cells * sizeof(uint32_t));
+    /* Locals, not p->...: the counts are bytes, and a store through a
+     * byte pointer may alias anything, which would make the compiler
+     * reload every field after each count update. */
+    const uint32_t cells = s->array_length;
+    const bk__fuse_shape shape = *s;
+    uint8_t *count = p->count;
+    uint64_t *xor_hash = p->xor_hash;
+    uint32_t *xor_value = p->xor_value;
+    const uint64_t *hashes = p->hashes;
+    const uint32_t *values = p->values;
+    uint32_t *queue = p->queue;
+    const uint64_t n = p->n;
+
+    memset(count, 0, cells);
+    memset(xor_hash, 0, (size_t)cells * sizeof(uint64_t));
+    if (xor_value) memset(xor_value, 0, (size_t)cells * sizeof(uint32_t));
 
     /* Attach every key to its three cells. The hashes are sorted, so the
      * first cells advance through the table in order and the other two
      * trail one and two segments behind: the working set is three windows. */
-    for (uint64_t i = 0; i < p->n; i++) {
-        uint64_t h = p->hashes[i];
+    int overflow = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t h = hashes[i];
         uint32_t c[3];
-        bk__fuse_cells(s, h, c);
+        bk__fuse_cells(&shape, h, c);
         for (int j = 0; j < 3; j++) {
-            if (BK_UNLIKELY(p->count[c[j]] == 255)) return 0; /* absurd load */
-            p->count[c[j]]++;
-            p->xor_hash[c[j]] ^= h;
-            if (p->xor_value) p->xor_value[c[j]] ^= p->values[i];
+            overflow |= count[c[j]] == 255; /* absurd load: try another seed */
+            count[c[j]]++;
+            xor_hash[c[j]] ^= h;
+        }
+        if (xor_value) {
+            uint32_t v = values[i];
+            xor_value[c[0]] ^= v;
+            xor_value[c[1]] ^= v;
+            xor_value[c[2]] ^= v;
         }
     }
+    if (overflow) return 0;
 
     /* The hashes are now in the cells; their array becomes the stack. */
-    p->stack = (uint32_t *)(void *)p->hashes;
+    uint32_t *stack = (uint32_t *)(void *)p->hashes;
+    p->stack = stack;
     uint64_t queued = 0, peeled = 0;
-    for (uint32_t c = 0; c < cells; c++)
-        if (p->count[c] == 1) p->queue[queued++] = c;
+    for (uint32_t c = 0; c < cells; c++) {
+        queue[queued] = c;
+        queued += count[c] == 1;
+    }
     while (queued > 0) {
-        uint32_t lone = p->queue[--queued];
-        if (p->count[lone] != 1) continue; /* its key left through another cell */
-        uint64_t h = p->xor_hash[lone];
-        uint32_t value = p->xor_value ? p->xor_value[lone] : 0;
+        uint32_t lone = queue[--queued];
+        if (count[lone] != 1) continue; /* its key left through another cell */
+        uint64_t h = xor_hash[lone];
         uint32_t c[3];
-        bk__fuse_cells(s, h, c);
-        p->stack[peeled++] = lone;
+        bk__fuse_cells(&shape, h, c);
+        stack[peeled++] = lone;
+        count[lone] = 0;
         /* detach from the two other cells; the lone cell keeps the hash
          * (and value) for the assignment */
+        uint32_t value = xor_value ? xor_value[lone] : 0;
         for (int j = 0; j < 3; j++) {
             uint32_t x = c[j];
             if (x == lone) continue;
-            p->xor_hash[x] ^= h;
-            if (p->xor_value) p->xor_value[x] ^= value;
-            if (--p->count[x] == 1) p->queue[queued++] = x;
+            xor_hash[x] ^= h;
+            if (xor_value) xor_value[x] ^= value;
+            queue[queued] = x;
+            queued += --count[x] == 1;
         }
-        p->count[lone] = 0;
     }
     p->peeled = peeled;
-    return peeled == p->n;
+    return peeled == n;
 }
