@@ -1502,6 +1502,58 @@ BK_API bk_filter *bk_varcount_as_filter(bk_varcount *f);
 BK_API bk_varcount *bk_filter_as_varcount(bk_filter *f);
 
 /*==========================================================================
+ * Hierarchical counting Bloom filter (seed 002)
+ *
+ * Two layers over the same cells: a cache-blocked Bloom bit layer (512-bit
+ * blocks, k bits per key) that alone answers lookups, and a layer of 4-bit
+ * counters (512 per block, 256 bytes) touched only by adds, removes and
+ * counts. A bit is set exactly when its counter is nonzero. Lookups cost
+ * what a blocked Bloom filter's do (one cache line, no counter); the price
+ * is memory: 5 bits per cell, 1.25x a 4-bit counting filter of the same
+ * cells (49.5 bits per key at 1%, 77.4 at 0.1%; bk_hier_optimal gives
+ * the blocks and k, sized with the blocked formula of the bit layer).
+ *
+ * Remove of a never-added key: BK_ENOTFOUND when one of its bits is clear
+ * (probability 1 - fpr), nothing changed; otherwise (a false positive) its
+ * counters are decremented and other keys may be reported absent later.
+ *
+ * Overflow: a counter at 15 sticks (its bit is never cleared): no false
+ * negative, a cell set for ever; each counter that sticks is one event in
+ * bk_delete_stats.overflows (about 1e-17 per counter at capacity, so in
+ * practice only keys added 15 times or more).
+ *
+ * Threads: lookups may run concurrently with each other; adds and removes
+ * need exclusive access.
+ *==========================================================================*/
+
+typedef struct bk_hier bk_hier;
+
+#define BK_HIER_MAX_HASHES 16
+#define BK_HIER_MAX_BLOCKS (UINT64_C(1) << 40)
+
+/* Blocks and bits per key k that hold n keys at rate p in the fewest
+ * blocks. Either output may be NULL. Returns BK_OK, BK_ECAPACITY, BK_EFPR
+ * or BK_ESIZE. Thread-safe. */
+BK_API int bk_hier_optimal(uint64_t n, double p, uint64_t *blocks, uint32_t *k);
+
+/* Create a filter for `capacity` keys at rate `fpr`. Returns BK_OK and
+ * *out, an error of bk_hier_optimal, BK_EINVAL or BK_ENOMEM. */
+BK_API int bk_hier_create(bk_hier **out, uint64_t capacity, double fpr,
+                          uint64_t seed);
+
+/* Release a filter. Accepts NULL. */
+BK_API void bk_hier_free(bk_hier *f);
+
+/* Fill *out (overflows = counters stuck at 15). O(size). */
+BK_API int bk_hier_get_stats(const bk_hier *f, bk_delete_stats *out);
+
+BK_API uint64_t bk_hier_blocks(const bk_hier *f);
+BK_API uint32_t bk_hier_hashes(const bk_hier *f);
+
+BK_API bk_filter *bk_hier_as_filter(bk_hier *f);
+BK_API bk_hier *bk_filter_as_hier(bk_filter *f);
+
+/*==========================================================================
  * Any filter: the generic handle
  *
  * Every family's handle is also a bk_filter: bk_<family>_as_filter() views
@@ -1525,6 +1577,7 @@ typedef enum bk_family {
     BK_FAMILY_WINDOW = 7,    /* time-window filter (bk_window) */
     BK_FAMILY_DLEFT = 8,     /* d-left counting Bloom filter (bk_dleft) */
     BK_FAMILY_VARCOUNT = 9,  /* variable-length counters (bk_varcount) */
+    BK_FAMILY_HIER = 10,     /* hierarchical counting filter (bk_hier) */
     BK_FAMILY_STATIC = 16,   /* static filter, binary fuse (bk_static) */
     BK_FAMILY_MAP = 17       /* static map, Bloomier filter (bk_map) */
 } bk_family;

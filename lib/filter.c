@@ -25,6 +25,7 @@ const bk__family_ops *bk__family_lookup(uint32_t family)
         bk__window_family,
         bk__dleft_family,
         bk__varcount_family,
+        bk__hier_family,
         bk__static_family,
         bk__map_family,
     };
@@ -35,7 +36,7 @@ const bk__family_ops *bk__family_lookup(uint32_t family)
 
 static const char *const family_names[] = {
     NULL, "bloom", "blocked", "counting", "deletable", "cuckoo", "scalable",
-    "window", "dleft", "varcount",
+    "window", "dleft", "varcount", "hier",
 };
 
 const char *bk_family_name(bk_family family)

@@ -107,6 +107,7 @@ static bk_filter *make_cuckoo(void) { return make_generic(BK_FAMILY_CUCKOO, NULL
 static bk_filter *make_cuckoo12(void) { return make_generic(BK_FAMILY_CUCKOO, tune_cuckoo12); }
 static bk_filter *make_dleft(void) { return make_generic(BK_FAMILY_DLEFT, NULL); }
 static bk_filter *make_varcount(void) { return make_generic(BK_FAMILY_VARCOUNT, NULL); }
+static bk_filter *make_hier(void) { return make_generic(BK_FAMILY_HIER, NULL); }
 
 /* A scalable filter made for 100 keys that grew to five stages. */
 static bk_filter *make_scalable(void)
@@ -148,6 +149,7 @@ static const sample samples[] = {
     {"window-v1.bkf", make_window},
     {"dleft-v1.bkf", make_dleft},
     {"varcount-v1.bkf", make_varcount},
+    {"hier-v1.bkf", make_hier},
 };
 #define NSAMPLES (sizeof(samples) / sizeof(samples[0]))
 

@@ -1,0 +1,478 @@
+/*
+ * hier.c - the hierarchical counting Bloom filter (seed 002): a plain bit
+ * layer answers lookups, a counter layer behind it is touched only by adds,
+ * removes and counts.
+ *
+ * Structure
+ *   Bit layer: a cache-blocked Bloom filter, blocks of 512 bits; a key's
+ *   hash picks one block (fastrange of lo) and k bits in it by
+ *   multiply-shift of the 32-bit x = hi with k fixed odd salts,
+ *   bit_j = (x * salt_j mod 2^32) >> 23 (as the blocked family does, with
+ *   salts of our own). Counter layer: for block b, 512 four-bit counters
+ *   (256 bytes, 4 cache lines) at the same positions; counter j of a block
+ *   is nibble j % 16 of its 64-bit word j / 16.
+ *
+ *   Invariant: a bit is set exactly when its counter is nonzero. An add
+ *   increments the key's counters and sets its bits; a remove first checks
+ *   the bits (BK_ENOTFOUND if one is clear), then decrements and clears the
+ *   bits whose counters reach zero. A lookup reads the bit layer only: one
+ *   cache line and no counter, the cost of a blocked Bloom filter, so
+ *   read-heavy use pays the counters' memory but not their traffic.
+ *
+ * False positives
+ *   The bit layer is a blocked Bloom filter whose k bits may repeat; a bit
+ *   stays clear after i keys with probability (1 - 1/512)^(k i), so
+ *       fpr = sum_i Poisson(i; n/B) (1 - (1 - 1/512)^(k i))^k
+ *   (the formula of deleting.h with C' = k / (1 - (1 - 1/512)^k)).
+ *
+ * Overflow
+ *   A counter at 15 sticks (never decremented, its bit never cleared): no
+ *   false negative, a cell set for ever. Sticking is counted (overflows).
+ *   A key whose salts give one bit twice counts that bit twice; count()
+ *   divides by the multiplicity.
+ *
+ * Memory
+ *   512 + 2048 bits per block: 5x a blocked Bloom filter, 1.25x a 4-bit
+ *   counting filter of the same cells. The trade is lookup traffic (one
+ *   line, no counters) for memory.
+ */
+#include <string.h> /* memset, memcpy */
+
+#include "deleting.h"
+#include "filter.h"
+#include "hash.h"
+
+/*==========================================================================
+ * Types
+ *==========================================================================*/
+
+#define BITS_PER_BLOCK 512
+#define BLOCK_WORDS 8
+#define COUNTER_WORDS 32 /* 512 counters x 4 bits */
+#define COUNTER_MAX 15
+#define BATCH_AHEAD 16
+
+static const uint32_t SALTS[BK_HIER_MAX_HASHES] = {
+    0x6A09E667u, 0xBB67AE85u, 0x3C6EF373u, 0xA54FF53Bu,
+    0x510E527Fu, 0x9B05688Du, 0x1F83D9ABu, 0x5BE0CD19u,
+    0xCBBB9D5Du, 0x629A292Bu, 0x9159015Bu, 0x152FECD9u,
+    0x67332667u, 0x8EB44A87u, 0xDB0C2E0Du, 0x47B5481Du,
+};
+
+struct bk_hier {
+    bk__object obj;      /* first: a bk_hier is also a bk_filter */
+    uint64_t *bits;      /* blocks * 8 words */
+    uint64_t *counters;  /* blocks * 32 words */
+    uint64_t blocks;
+    uint32_t k;
+    uint64_t seed;
+    uint64_t capacity;
+    double target_fpr;
+    uint64_t items;
+    uint64_t overflows;
+    int owns_mem;
+};
+
+static const bk__family_ops hier_ops;
+
+/*==========================================================================
+ * Internals
+ *==========================================================================*/
+
+static inline uint64_t block_index(const bk_hier *f, bk_hash h)
+{
+    return bk__fastrange64(h.lo, f->blocks);
+}
+
+static inline unsigned bit_of(uint32_t x, uint32_t j)
+{
+    return (x * SALTS[j]) >> 23;
+}
+
+static inline int bits_contain(const bk_hier *f, bk_hash h)
+{
+    const uint64_t *line = f->bits + block_index(f, h) * BLOCK_WORDS;
+    const uint32_t x = (uint32_t)h.hi;
+    for (uint32_t j = 0; j < f->k; j++) {
+        unsigned b = bit_of(x, j);
+        if (!((bk__load64(&line[b >> 6]) >> (b & 63)) & 1)) return 0;
+    }
+    return 1;
+}
+
+static inline unsigned counter_get(const uint64_t *c, unsigned j)
+{
+    return (unsigned)((c[j >> 4] >> ((j & 15) * 4)) & 15);
+}
+
+static inline void counter_set(uint64_t *c, unsigned j, unsigned v)
+{
+    unsigned shift = (j & 15) * 4;
+    c[j >> 4] = (c[j >> 4] & ~(UINT64_C(15) << shift)) | ((uint64_t)v << shift);
+}
+
+static int add_hash(bk_hier *f, bk_hash h)
+{
+    uint64_t b = block_index(f, h);
+    uint64_t *line = f->bits + b * BLOCK_WORDS;
+    uint64_t *c = f->counters + b * COUNTER_WORDS;
+    const uint32_t x = (uint32_t)h.hi;
+    int was_new = 0;
+    for (uint32_t j = 0; j < f->k; j++) {
+        unsigned p = bit_of(x, j);
+        unsigned v = counter_get(c, p);
+        if (v == 0) was_new = 1;
+        if (v < COUNTER_MAX) {
+            counter_set(c, p, v + 1);
+            if (v + 1 == COUNTER_MAX) f->overflows++;
+        }
+        line[p >> 6] |= UINT64_C(1) << (p & 63);
+    }
+    if (was_new) f->items++;
+    return was_new;
+}
+
+static int remove_hash(bk_hier *f, bk_hash h)
+{
+    if (!bits_contain(f, h)) return BK_ENOTFOUND;
+    uint64_t b = block_index(f, h);
+    uint64_t *line = f->bits + b * BLOCK_WORDS;
+    uint64_t *c = f->counters + b * COUNTER_WORDS;
+    const uint32_t x = (uint32_t)h.hi;
+    for (uint32_t j = 0; j < f->k; j++) {
+        unsigned p = bit_of(x, j);
+        unsigned v = counter_get(c, p);
+        if (v == COUNTER_MAX || v == 0) continue; /* stuck, or already gone */
+        counter_set(c, p, v - 1);
+        if (v == 1) line[p >> 6] &= ~(UINT64_C(1) << (p & 63));
+    }
+    if (f->items > 0) f->items--;
+    return BK_OK;
+}
+
+static int64_t count_hash(const bk_hier *f, bk_hash h)
+{
+    if (!bits_contain(f, h)) return 0;
+    const uint64_t *c = f->counters + block_index(f, h) * COUNTER_WORDS;
+    const uint32_t x = (uint32_t)h.hi;
+    unsigned best = UINT32_MAX;
+    for (uint32_t j = 0; j < f->k; j++) {
+        unsigned p = bit_of(x, j), mult = 0;
+        for (uint32_t i = 0; i < f->k; i++) mult += bit_of(x, i) == p;
+        unsigned v = counter_get(c, p);
+        if (v != COUNTER_MAX) v /= mult;
+        if (v < best) best = v;
+    }
+    return best;
+}
+
+/*==========================================================================
+ * Sizing
+ *==========================================================================*/
+
+static double hier_fpr(double lambda, uint32_t k)
+{
+    double survive = pow(1.0 - 1.0 / BITS_PER_BLOCK, (double)k);
+    return bk__dl_blocked_fpr(lambda, (double)k / (1.0 - survive), (double)k);
+}
+
+static uint64_t blocks_for(uint64_t n, double p, uint32_t k)
+{
+    uint64_t lo = 0, hi = 1;
+    while (hier_fpr((double)n / (double)hi, k) > p) {
+        lo = hi;
+        if (hi >= BK_HIER_MAX_BLOCKS) return 0;
+        hi *= 2;
+    }
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (hier_fpr((double)n / (double)mid, k) <= p) hi = mid;
+        else lo = mid;
+    }
+    return hi <= BK_HIER_MAX_BLOCKS ? hi : 0;
+}
+
+int bk_hier_optimal(uint64_t n, double p, uint64_t *blocks, uint32_t *k)
+{
+    if (n == 0) return BK_ECAPACITY;
+    if (bk__check_fpr(p) != BK_OK) return BK_EFPR;
+    uint64_t best = 0;
+    uint32_t best_k = 0;
+    for (uint32_t kk = 1; kk <= BK_HIER_MAX_HASHES; kk++) {
+        uint64_t b = blocks_for(n, p, kk);
+        if (b != 0 && (best == 0 || b < best)) best = b, best_k = kk;
+    }
+    if (best == 0) return BK_ESIZE;
+    if (blocks) *blocks = best;
+    if (k) *k = best_k;
+    return BK_OK;
+}
+
+/*==========================================================================
+ * API
+ *==========================================================================*/
+
+static int create_filter(bk_hier **out, uint64_t blocks, uint32_t k,
+                         uint64_t seed, uint64_t capacity, double fpr)
+{
+    if (blocks > SIZE_MAX / 256) return BK_ESIZE;
+    bk_hier *f = bk__calloc(1, sizeof(*f));
+    if (f == NULL) goto fail;
+    f->bits = bk__calloc_aligned((size_t)blocks * 64);
+    if (f->bits == NULL) goto fail;
+    f->counters = bk__calloc_aligned((size_t)blocks * 256);
+    if (f->counters == NULL) goto fail;
+    bk__object_init(&f->obj, &hier_ops);
+    f->owns_mem = 1;
+    f->blocks = blocks;
+    f->k = k;
+    f->seed = seed;
+    f->capacity = capacity;
+    f->target_fpr = fpr;
+    *out = f;
+    return BK_OK;
+
+fail:
+    if (f != NULL) bk__free_aligned(f->bits);
+    bk__free(f);
+    return BK_ENOMEM;
+}
+
+int bk_hier_create(bk_hier **out, uint64_t capacity, double fpr, uint64_t seed)
+{
+    uint64_t blocks;
+    uint32_t k;
+    if (out == NULL) return BK_EINVAL;
+    *out = NULL;
+    int rc = bk_hier_optimal(capacity, fpr, &blocks, &k);
+    if (rc != BK_OK) return rc;
+    return create_filter(out, blocks, k, seed, capacity, fpr);
+}
+
+void bk_hier_free(bk_hier *f)
+{
+    if (f == NULL) return;
+    if (f->owns_mem) {
+        bk__free_aligned(f->bits);
+        bk__free_aligned(f->counters);
+    }
+    bk__object_release(&f->obj);
+    bk__free(f);
+}
+
+uint64_t bk_hier_blocks(const bk_hier *f) { return f->blocks; }
+uint32_t bk_hier_hashes(const bk_hier *f) { return f->k; }
+
+int bk_hier_get_stats(const bk_hier *f, bk_delete_stats *out)
+{
+    if (f == NULL || out == NULL) return BK_EINVAL;
+    memset(out, 0, sizeof(*out));
+    double sum = 0.0;
+    for (uint64_t b = 0; b < f->blocks; b++) {
+        uint64_t set = 0;
+        for (int w = 0; w < BLOCK_WORDS; w++)
+            set += bk__popcount64(bk__load64(&f->bits[b * BLOCK_WORDS + w]));
+        sum += pow((double)set / BITS_PER_BLOCK, (double)f->k);
+    }
+    out->capacity = f->capacity;
+    out->target_fpr = f->target_fpr;
+    out->seed = f->seed;
+    out->hashes = f->k;
+    out->items = f->items;
+    out->table_bits = f->blocks * (512 + 2048);
+    out->bits_per_key = f->capacity ? (double)out->table_bits / (double)f->capacity : 0.0;
+    out->fpr_at_capacity =
+        f->capacity ? hier_fpr((double)f->capacity / (double)f->blocks, f->k) : 0.0;
+    out->fpr_now = sum / (double)f->blocks;
+    out->overflows = f->overflows;
+    out->bytes = sizeof(*f) + (size_t)f->blocks * 320 + 2 * BK_CACHE_LINE;
+    return BK_OK;
+}
+
+/*==========================================================================
+ * The generic filter and the file format
+ *==========================================================================*/
+
+BK__FAMILY_CASTS(hier, hier_ops)
+
+static int ops_add(void *f, bk_hash h) { return add_hash(f, h); }
+static int ops_contains(const void *f, bk_hash h) { return bits_contain(f, h); }
+static int ops_remove(void *f, bk_hash h) { return remove_hash(f, h); }
+static int64_t ops_count(const void *f, bk_hash h) { return count_hash(f, h); }
+
+static int64_t run_batch(bk_hier *f, const void *const *keys,
+                         const size_t *lens, size_t n, uint8_t *results,
+                         int is_add)
+{
+    bk_hash ring[BATCH_AHEAD];
+    int64_t hits = 0;
+    size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
+    for (size_t i = 0; i < ahead; i++) {
+        ring[i] = bk_hash_key(keys[i], lens[i], f->seed);
+        BK_PREFETCH_READ(f->bits + block_index(f, ring[i]) * BLOCK_WORDS);
+    }
+    for (size_t i = 0; i < n; i++) {
+        bk_hash h = ring[i % BATCH_AHEAD];
+        size_t next = i + BATCH_AHEAD;
+        if (next < n) {
+            bk_hash hn = bk_hash_key(keys[next], lens[next], f->seed);
+            ring[i % BATCH_AHEAD] = hn;
+            uint64_t b = block_index(f, hn);
+            BK_PREFETCH_READ(f->bits + b * BLOCK_WORDS);
+            if (is_add) BK_PREFETCH_WRITE(f->counters + b * COUNTER_WORDS + (uint32_t)hn.hi % 4 * 8);
+        }
+        int r = is_add ? add_hash(f, h) : bits_contain(f, h);
+        hits += r;
+        if (results != NULL) results[i] = (uint8_t)r;
+    }
+    return hits;
+}
+
+static int64_t ops_add_batch(void *f, const void *const *keys, const size_t *lens,
+                             size_t n, uint8_t *results)
+{
+    return run_batch(f, keys, lens, n, results, 1);
+}
+
+static int64_t ops_contains_batch(const void *f, const void *const *keys,
+                                  const size_t *lens, size_t n, uint8_t *results)
+{
+    /* run_batch writes nothing to f when is_add is 0 */
+    return run_batch((bk_hier *)f, keys, lens, n, results, 0);
+}
+
+static uint64_t ops_seed(const void *f) { return ((const bk_hier *)f)->seed; }
+static void ops_destroy(void *f) { bk_hier_free(f); }
+static uint32_t ops_nparts(const void *f) { (void)f; return 2; }
+
+static void ops_clear(void *vf)
+{
+    bk_hier *f = vf;
+    memset(f->bits, 0, (size_t)f->blocks * 64);
+    memset(f->counters, 0, (size_t)f->blocks * 256);
+    f->items = 0;
+}
+
+static int ops_clone(const void *vf, void **out)
+{
+    const bk_hier *src = vf;
+    bk_hier *f;
+    int rc = create_filter(&f, src->blocks, src->k, src->seed, src->capacity,
+                           src->target_fpr);
+    if (rc != BK_OK) return rc;
+    memcpy(f->bits, src->bits, (size_t)src->blocks * 64);
+    memcpy(f->counters, src->counters, (size_t)src->blocks * 256);
+    f->items = src->items;
+    f->overflows = src->overflows;
+    *out = f;
+    return BK_OK;
+}
+
+static int ops_info(const void *vf, bk_filter_info *out)
+{
+    const bk_hier *f = vf;
+    bk_delete_stats st;
+    int rc = bk_hier_get_stats(f, &st);
+    if (rc != BK_OK) return rc;
+    out->seed = st.seed;
+    out->capacity = st.capacity;
+    out->target_fpr = st.target_fpr;
+    out->items = st.items;
+    out->estimated_items = (double)st.items;
+    out->fpr_now = st.fpr_now;
+    out->fpr_at_capacity = st.fpr_at_capacity;
+    out->fill = pow(st.fpr_now, 1.0 / (double)f->k);
+    out->bytes = st.bytes;
+    out->parts = 1;
+    return BK_OK;
+}
+
+static int ops_create(const bk_filter_config *cfg, void **out)
+{
+    return bk_hier_create((bk_hier **)out, cfg->capacity, cfg->fpr, cfg->seed);
+}
+
+/* Image: two parts. Part 0, the bit layer: m = blocks, k, param = 512;
+ * part 1, the counters: m = blocks, width = 4. Header param[0] = counters
+ * stuck so far. */
+static int ops_describe(const void *vf, bk__image *img)
+{
+    const bk_hier *f = vf;
+    bk__part *p = &img->parts[0], *q = &img->parts[1];
+    img->seed = f->seed;
+    img->capacity = p->capacity = f->capacity;
+    img->fpr = p->fpr = f->target_fpr;
+    img->items = p->items = f->items;
+    img->param[0] = f->overflows;
+    p->m = f->blocks;
+    p->k = f->k;
+    p->param = BITS_PER_BLOCK;
+    p->data = f->bits;
+    p->length = f->blocks * 64;
+    q->m = f->blocks;
+    q->width = 4;
+    q->data = f->counters;
+    q->length = f->blocks * 256;
+    return BK_OK;
+}
+
+static int ops_restore(const bk__image *img, void **out)
+{
+    if (img->nparts != 2) return BK_ECORRUPT;
+    const bk__part *p = &img->parts[0], *q = &img->parts[1];
+    if (p->m == 0 || p->m > BK_HIER_MAX_BLOCKS || p->length != p->m * 64 ||
+        p->k == 0 || p->k > BK_HIER_MAX_HASHES || p->param != BITS_PER_BLOCK ||
+        q->m != p->m || q->width != 4 || q->length != p->m * 256)
+        return BK_ECORRUPT;
+    if (!bk__valid_stored_fpr(img->fpr) || (img->fpr == 0.0) != (img->capacity == 0))
+        return BK_ECORRUPT;
+    /* the invariant: a bit is set exactly when its counter is nonzero */
+    const uint64_t *bits = p->data, *counters = q->data;
+    for (uint64_t b = 0; b < p->m; b++) {
+        for (unsigned j = 0; j < BITS_PER_BLOCK; j++) {
+            int bit = (int)((bits[b * BLOCK_WORDS + (j >> 6)] >> (j & 63)) & 1);
+            if (bit != (counter_get(counters + b * COUNTER_WORDS, j) != 0))
+                return BK_ECORRUPT;
+        }
+    }
+    bk_hier *f = bk__calloc(1, sizeof(*f));
+    if (f == NULL) return BK_ENOMEM;
+    bk__object_init(&f->obj, &hier_ops);
+    f->bits = p->data;
+    f->counters = q->data;
+    f->owns_mem = 0;
+    f->blocks = p->m;
+    f->k = p->k;
+    f->seed = img->seed;
+    f->capacity = img->capacity;
+    f->target_fpr = img->fpr;
+    f->items = img->items;
+    f->overflows = img->param[0];
+    *out = f;
+    return BK_OK;
+}
+
+static const bk__family_ops hier_ops = {
+    .family = BK_FAMILY_HIER,
+    .name = "hier",
+    .add = ops_add,
+    .contains = ops_contains,
+    .remove = ops_remove,
+    .count = ops_count,
+    .add_batch = ops_add_batch,
+    .contains_batch = ops_contains_batch,
+    .lockfree_add = 0,
+    .seed = ops_seed,
+    .destroy = ops_destroy,
+    .info = ops_info,
+    .create = ops_create,
+    .clone = ops_clone,
+    .clear = ops_clear,
+    .merge = NULL,
+    .incompatibility = NULL,
+    .nparts = ops_nparts,
+    .describe = ops_describe,
+    .restore = ops_restore,
+};
+
+const bk__family_ops *const bk__hier_family = &hier_ops;
