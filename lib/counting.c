@@ -69,13 +69,14 @@ typedef struct width_info {
     uint32_t bits;          /* w */
     uint32_t fields_log2;   /* log2(64 / w): fields per word */
     uint32_t counters_log2; /* log2(C): counters per block */
+    uint32_t draws_per_word; /* 64 / log2(C): counter draws in 64 hash bits */
     uint64_t max;           /* 2^w - 1: the saturated value */
     uint64_t low_bits;      /* the lowest bit of every field */
 } width_info;
 
 static const width_info WIDTHS[] = {
-    {4, 4, 7, 15, UINT64_C(0x1111111111111111)},
-    {8, 3, 6, 255, UINT64_C(0x0101010101010101)},
+    {4, 4, 7, 9, 15, UINT64_C(0x1111111111111111)},
+    {8, 3, 6, 10, 255, UINT64_C(0x0101010101010101)},
 };
 
 struct bk_counting {
@@ -95,12 +96,6 @@ struct bk_counting {
 
 static const bk__family_ops counting_ops; /* at the end of this file */
 
-/* A key resolved to its block: for each word of the block, the lowest bit
- * of every field the key touches (0 for untouched words). */
-typedef struct key_fields {
-    uint64_t *block;
-    uint64_t lsb[WORDS_PER_BLOCK];
-} key_fields;
 
 /* Keys hashed ahead in batches: the misses in flight (as blocked.c). */
 #define BATCH_AHEAD 32
@@ -171,20 +166,26 @@ static inline uint64_t splitmix64(uint64_t *state)
     return z ^ (z >> 31);
 }
 
+/* A key's counters: its block and, in draw order, the bit offset c * w of
+ * each of its k counters within the block (counter c of a block is the
+ * w-bit field at bit c * w: word c * w / 64, shift c * w % 64). */
+typedef struct key_counters {
+    uint64_t *block;
+    uint16_t offset[BK_COUNTING_MAX_HASHES];
+} key_counters;
+
 /* The general draw, the definition of the layout. */
-static void resolve_slow(const bk_counting *f, bk_hash h, key_fields *kf)
+static void draw_slow(const bk_counting *f, bk_hash h, key_counters *kc)
 {
     const width_info *w = f->width;
     const uint32_t draw_bits = w->counters_log2;
     const uint32_t counters = 1u << draw_bits;
-    const uint32_t field_mask = (1u << w->fields_log2) - 1;
-    const uint32_t per_word = 64 / draw_bits;
+    const uint32_t per_word = w->draws_per_word;
     uint64_t taken[2] = {0, 0}; /* C <= 128 */
     uint64_t stream = h.hi ^ rotl64(h.lo, 32);
     uint64_t pool = h.hi;
     uint32_t left = per_word, draws = 0;
 
-    memset(kf->lsb, 0, sizeof(kf->lsb));
     for (uint32_t i = 0; i < f->k; i++) {
         uint32_t c;
         for (;;) {
@@ -200,85 +201,94 @@ static void resolve_slow(const bk_counting *f, bk_hash h, key_fields *kf)
             }
         }
         taken[c >> 6] |= UINT64_C(1) << (c & 63);
-        kf->lsb[c >> w->fields_log2] |=
-            UINT64_C(1) << ((c & field_mask) * w->bits);
+        kc->offset[i] = (uint16_t)(c * w->bits);
     }
 }
 
 /* The same counters, fast: when k draws fit in h.hi (k <= 64 / log2(C):
  * 9 for 4-bit and 10 for 8-bit counters, every rate down to ~0.2%) and
- * none repeats (about 80% of keys at k = 7), the general draw takes
- * exactly draws 0..k-1 of h.hi. Counter c is bit c * w of the block, so
- * the touched-field mask doubles as the repeat detector. Anything else
- * goes to resolve_slow. */
-static inline void resolve(const bk_counting *f, bk_hash h, key_fields *kf)
+ * none repeats (85-90% of keys at k = 6 or 7), the general draw takes
+ * exactly draws 0..k-1 of h.hi, in one pass with no branch but the loop's.
+ * Anything else goes to draw_slow. */
+static inline void draw(const bk_counting *f, bk_hash h, key_counters *kc)
 {
     const width_info *w = f->width;
     const uint32_t draw_bits = w->counters_log2;
-    kf->block = block_of(f, h);
-    if (f->k <= 64 / draw_bits) {
+    kc->block = block_of(f, h);
+    if (f->k <= w->draws_per_word) {
         const uint64_t draw_mask = (UINT64_C(1) << draw_bits) - 1;
-        uint64_t pool = h.hi, repeat = 0;
-        memset(kf->lsb, 0, sizeof(kf->lsb));
+        uint64_t pool = h.hi, taken[2] = {0, 0}, repeat = 0;
         for (uint32_t i = 0; i < f->k; i++) {
-            uint32_t bit = (uint32_t)(pool & draw_mask) * w->bits; /* 0..511 */
-            uint64_t one = UINT64_C(1) << (bit & 63);
-            repeat |= kf->lsb[bit >> 6] & one;
-            kf->lsb[bit >> 6] |= one;
+            uint32_t c = (uint32_t)(pool & draw_mask);
             pool >>= draw_bits;
+            repeat |= taken[c >> 6] >> (c & 63);
+            taken[c >> 6] |= UINT64_C(1) << (c & 63);
+            kc->offset[i] = (uint16_t)(c * w->bits);
         }
-        if (BK_LIKELY(repeat == 0)) return;
+        if (BK_LIKELY((repeat & 1) == 0)) return;
     }
-    resolve_slow(f, h, kf);
+    draw_slow(f, h, kc);
 }
 
-/* Nonzero when a touched field is zero. Branch-free over the 8 words (a
- * lookup's answer is unpredictable; reading the whole line costs less than
- * a mispredicted branch waiting for the miss). */
-static inline uint64_t zero_touched(const bk_counting *f, const key_fields *kf)
+/* The value of the counter at bit offset `at` of a word. */
+static inline uint64_t field_at(const width_info *w, uint64_t word, uint32_t at)
+{
+    return (word >> (at & 63)) & w->max;
+}
+
+/* 1 when all k counters are nonzero. Branch-free: a lookup's answer is
+ * unpredictable, and a mispredicted early exit waits for the miss. */
+static inline int all_nonzero(const bk_counting *f, const key_counters *kc)
 {
     uint64_t zero = 0;
-    for (int i = 0; i < WORDS_PER_BLOCK; i++)
-        zero |= kf->lsb[i] & ~nonzero_fields(f->width, bk__load64(&kf->block[i]));
-    return zero;
+    for (uint32_t i = 0; i < f->k; i++) {
+        uint32_t at = kc->offset[i];
+        zero |= field_at(f->width, bk__load64(&kc->block[at >> 6]), at) == 0;
+    }
+    return zero == 0;
 }
 
-static inline int contains_fields(const bk_counting *f, const key_fields *kf)
-{
-    return zero_touched(f, kf) == 0;
-}
-
-/* Apply +1 (delta > 0) or -1 to the touched, unsaturated, (for -1) nonzero
- * fields of every word. Returns 1 when a touched field was zero before.
- * Concurrent mode: one compare-and-swap per touched word, retried on
- * contention. Single-writer mode: plain loads and stores. Branches are on
- * the key's own fields (known before the line arrives), not on its data. */
-static int update(const bk_counting *f, const key_fields *kf, int delta)
+/* Single-writer +1 (delta > 0) or -1 on each counter with plain loads and
+ * stores; saturated counters stay, and -1 is only applied after
+ * all_nonzero (the counters are distinct, so none is zero). Returns 1 when
+ * a counter was zero before. */
+static inline int update_plain(const bk_counting *f, const key_counters *kc,
+                               int delta)
 {
     const width_info *w = f->width;
     uint64_t was_zero = 0;
-    if (f->single_writer) {
-        for (int i = 0; i < WORDS_PER_BLOCK; i++) {
-            uint64_t touched = kf->lsb[i];
-            if (touched == 0) continue;
-            uint64_t old = kf->block[i];
-            uint64_t nonzero = nonzero_fields(w, old);
-            uint64_t change = touched & ~saturated_fields(w, old);
-            /* no carry (no changed field is at max), no borrow (only
-             * nonzero fields are decremented) */
-            kf->block[i] = delta > 0 ? old + change : old - (change & nonzero);
-            was_zero |= touched & ~nonzero;
-        }
-        return was_zero != 0;
+    for (uint32_t i = 0; i < f->k; i++) {
+        uint32_t at = kc->offset[i];
+        uint64_t *word = &kc->block[at >> 6];
+        uint64_t v = *word, field = field_at(w, v, at);
+        uint64_t step = (uint64_t)(field != w->max) << (at & 63);
+        was_zero |= field == 0;
+        *word = delta > 0 ? v + step : v - step;
     }
+    return was_zero != 0;
+}
+
+/* Concurrent +1 or -1: the touched fields of each word (their lowest
+ * bits) change together with one compare-and-swap, retried on contention;
+ * saturated fields stay and (for -1) zero fields are left at zero rather
+ * than wrapping. Returns 1 when a touched field was zero before. */
+static int update_atomic(const bk_counting *f, const key_counters *kc,
+                         int delta)
+{
+    const width_info *w = f->width;
+    uint64_t lsb[WORDS_PER_BLOCK] = {0}, was_zero = 0;
+    for (uint32_t i = 0; i < f->k; i++)
+        lsb[kc->offset[i] >> 6] |= UINT64_C(1) << (kc->offset[i] & 63);
     for (int i = 0; i < WORDS_PER_BLOCK; i++) {
-        uint64_t touched = kf->lsb[i];
+        uint64_t touched = lsb[i];
         if (touched == 0) continue;
-        uint64_t *word = &kf->block[i];
+        uint64_t *word = &kc->block[i];
         uint64_t old = bk__load64(word), next, zero_here;
         do {
             uint64_t nonzero = nonzero_fields(w, old);
             uint64_t change = touched & ~saturated_fields(w, old);
+            /* no carry (no changed field is at max), no borrow (only
+             * nonzero fields are decremented) */
             next = delta > 0 ? old + change : old - (change & nonzero);
             zero_here = touched & ~nonzero;
             if (next == old) break;
@@ -288,20 +298,20 @@ static int update(const bk_counting *f, const key_fields *kf, int delta)
     return was_zero != 0;
 }
 
-static inline uint32_t min_field(const bk_counting *f, const key_fields *kf)
+static inline int update(const bk_counting *f, const key_counters *kc, int delta)
+{
+    return f->single_writer ? update_plain(f, kc, delta)
+                            : update_atomic(f, kc, delta);
+}
+
+static inline uint32_t min_field(const bk_counting *f, const key_counters *kc)
 {
     const width_info *w = f->width;
     uint64_t best = w->max;
-    for (int i = 0; i < WORDS_PER_BLOCK; i++) {
-        uint64_t touched = kf->lsb[i];
-        if (touched == 0) continue;
-        uint64_t v = bk__load64(&kf->block[i]);
-        while (touched) {
-            unsigned bit = (unsigned)__builtin_ctzll(touched);
-            uint64_t field = (v >> bit) & w->max;
-            if (field < best) best = field;
-            touched &= touched - 1;
-        }
+    for (uint32_t i = 0; i < f->k; i++) {
+        uint32_t at = kc->offset[i];
+        uint64_t field = field_at(w, bk__load64(&kc->block[at >> 6]), at);
+        if (field < best) best = field;
     }
     return (uint32_t)best;
 }
@@ -507,9 +517,9 @@ int bk_counting_single_writer(const bk_counting *f)
 /* An add that leaves the item count to the caller. */
 static inline int add_uncounted(bk_counting *f, bk_hash h)
 {
-    key_fields kf;
-    resolve(f, h, &kf);
-    return update(f, &kf, +1);
+    key_counters kc;
+    draw(f, h, &kc);
+    return update(f, &kc, +1);
 }
 
 int bk_counting_add_hash(bk_counting *f, bk_hash h)
@@ -521,10 +531,10 @@ int bk_counting_add_hash(bk_counting *f, bk_hash h)
 
 int bk_counting_remove_hash(bk_counting *f, bk_hash h)
 {
-    key_fields kf;
-    resolve(f, h, &kf);
-    if (!contains_fields(f, &kf)) return BK_ENOTFOUND;
-    update(f, &kf, -1);
+    key_counters kc;
+    draw(f, h, &kc);
+    if (!all_nonzero(f, &kc)) return BK_ENOTFOUND;
+    update(f, &kc, -1);
     /* items counts keys believed present; it never goes below zero even if
      * a caller removes what it did not add */
     if (f->single_writer) {
@@ -541,24 +551,24 @@ int bk_counting_remove_hash(bk_counting *f, bk_hash h)
 
 int bk_counting_contains_hash(const bk_counting *f, bk_hash h)
 {
-    key_fields kf;
-    resolve(f, h, &kf);
-    return contains_fields(f, &kf);
+    key_counters kc;
+    draw(f, h, &kc);
+    return all_nonzero(f, &kc);
 }
 
 uint32_t bk_counting_count_hash(const bk_counting *f, bk_hash h)
 {
-    key_fields kf;
-    resolve(f, h, &kf);
-    return min_field(f, &kf);
+    key_counters kc;
+    draw(f, h, &kc);
+    return min_field(f, &kc);
 }
 
 int bk_counting_add_if_absent_hash(bk_counting *f, bk_hash h)
 {
-    key_fields kf;
-    resolve(f, h, &kf);
-    if (contains_fields(f, &kf)) return 0;
-    update(f, &kf, +1);
+    key_counters kc;
+    draw(f, h, &kc);
+    if (all_nonzero(f, &kc)) return 0;
+    update(f, &kc, +1);
     items_add(f, 1);
     return 1;
 }
