@@ -1554,6 +1554,66 @@ BK_API bk_filter *bk_hier_as_filter(bk_hier *f);
 BK_API bk_hier *bk_filter_as_hier(bk_filter *f);
 
 /*==========================================================================
+ * Hybrid counting Bloom filter (seed 002, "Hybrid CBF")
+ *
+ * Low counts in a plain bit layer, high counts in counters: blocks of one
+ * 512-bit bit line (which alone answers lookups) and L lines of 16-bit
+ * counter slots. A cell at 0 or 1 is just its bit; when a second add
+ * reaches a set cell, the cell migrates to a slot with count 2; removes
+ * bring it back to a plain bit at 1. Counters exist only for the cells
+ * that need them, so the sizing (bk_hybrid_optimal) trades k against slot
+ * room: 38.6 bits per key at 1% (k = 2, L = 1), 59.9 at 0.1% (k = 3,
+ * L = 1), 0.88x and 0.77x the 4-bit counting filter's, with counts exact
+ * up to 127 instead of 15. The threshold is 2 per cell
+ * (a bit holds 0 or 1; seed 002's example threshold of 3 needs more).
+ *
+ * Remove of a never-added key: BK_ENOTFOUND when one of its bits is clear
+ * (probability 1 - fpr), nothing changed; otherwise other keys' cells are
+ * decremented and those keys may later be reported absent.
+ *
+ * Overflow: a slot count at 127 sticks (counted). A cell that must
+ * migrate when all of its block's slots are taken freezes the block into a
+ * plain Bloom block: adds set bits, removes of keys whose bits are set
+ * return BK_OK and clear nothing (the key stays a false positive), counts
+ * answer 1 or 0; no false negative. Each freeze is one event in
+ * bk_delete_stats.overflows; sizing keeps it below about 1e-7 per block at
+ * capacity.
+ *
+ * Threads: lookups may run concurrently with each other; adds and removes
+ * need exclusive access.
+ *==========================================================================*/
+
+typedef struct bk_hybrid bk_hybrid;
+
+#define BK_HYBRID_MAX_HASHES 16
+#define BK_HYBRID_MAX_LINES 4     /* counter lines per block */
+#define BK_HYBRID_MAX_BLOCKS (UINT64_C(1) << 38)
+
+/* Blocks, bits per key k and counter lines per block L holding n keys at
+ * rate p in the least memory. Any output may be NULL. Returns BK_OK,
+ * BK_ECAPACITY, BK_EFPR or BK_ESIZE. Costs some milliseconds. Thread-safe. */
+BK_API int bk_hybrid_optimal(uint64_t n, double p, uint64_t *blocks,
+                             uint32_t *k, uint32_t *lines);
+
+/* Create a filter for `capacity` keys at rate `fpr`. Returns BK_OK and
+ * *out, an error of bk_hybrid_optimal, BK_EINVAL or BK_ENOMEM. */
+BK_API int bk_hybrid_create(bk_hybrid **out, uint64_t capacity, double fpr,
+                            uint64_t seed);
+
+/* Release a filter. Accepts NULL. */
+BK_API void bk_hybrid_free(bk_hybrid *f);
+
+/* Fill *out (overflows = blocks frozen + slot counts stuck). O(size). */
+BK_API int bk_hybrid_get_stats(const bk_hybrid *f, bk_delete_stats *out);
+
+BK_API uint64_t bk_hybrid_blocks(const bk_hybrid *f);
+BK_API uint32_t bk_hybrid_hashes(const bk_hybrid *f);
+BK_API uint32_t bk_hybrid_counter_lines(const bk_hybrid *f);
+
+BK_API bk_filter *bk_hybrid_as_filter(bk_hybrid *f);
+BK_API bk_hybrid *bk_filter_as_hybrid(bk_filter *f);
+
+/*==========================================================================
  * Any filter: the generic handle
  *
  * Every family's handle is also a bk_filter: bk_<family>_as_filter() views
@@ -1578,6 +1638,7 @@ typedef enum bk_family {
     BK_FAMILY_DLEFT = 8,     /* d-left counting Bloom filter (bk_dleft) */
     BK_FAMILY_VARCOUNT = 9,  /* variable-length counters (bk_varcount) */
     BK_FAMILY_HIER = 10,     /* hierarchical counting filter (bk_hier) */
+    BK_FAMILY_HYBRID = 11,   /* hybrid bits + counters (bk_hybrid) */
     BK_FAMILY_STATIC = 16,   /* static filter, binary fuse (bk_static) */
     BK_FAMILY_MAP = 17       /* static map, Bloomier filter (bk_map) */
 } bk_family;

@@ -26,6 +26,7 @@ const bk__family_ops *bk__family_lookup(uint32_t family)
         bk__dleft_family,
         bk__varcount_family,
         bk__hier_family,
+        bk__hybrid_family,
         bk__static_family,
         bk__map_family,
     };
@@ -36,7 +37,7 @@ const bk__family_ops *bk__family_lookup(uint32_t family)
 
 static const char *const family_names[] = {
     NULL, "bloom", "blocked", "counting", "deletable", "cuckoo", "scalable",
-    "window", "dleft", "varcount", "hier",
+    "window", "dleft", "varcount", "hier", "hybrid",
 };
 
 const char *bk_family_name(bk_family family)

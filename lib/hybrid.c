@@ -1,0 +1,557 @@
+/*
+ * hybrid.c - the hybrid counting Bloom filter (seed 002, "Hybrid CBF"):
+ * low counts live in a plain bit layer, and what passes the threshold
+ * migrates to counters.
+ *
+ * Structure
+ *   Blocks of 1 + L cache lines. Line 0 is a blocked Bloom bit layer of 512
+ *   cells: a key's hash picks the block (fastrange of lo) and k cells by
+ *   multiply-shift of x = hi with fixed odd salts (cell_j = (x salt_j mod
+ *   2^32) >> 23). Lines 1 ... L are the block's counter area: 32 L 16-bit
+ *   slots, slot 0 a header (bit 15: frozen), each other slot (cell index in
+ *   its low 9 bits, count in its high 7) or 0 when free.
+ *
+ *   The threshold is per cell: a cell at 0 or 1 is its bit alone; when an
+ *   add finds the bit already set and no slot for the cell, the cell
+ *   migrates: it takes a free slot with count 2. Further adds increment the
+ *   slot; removes decrement it, and at 1 the slot is freed (the cell is a
+ *   plain bit again); a remove of a cell without a slot clears its bit. A
+ *   lookup reads the bit line only. A cell's counter thus costs memory only
+ *   while the cell is shared or repeated. The sizing searches k and L for
+ *   the least memory: few cells per key (k = 2 at 1%) keep the shared
+ *   cells within one line of slots: 38.6 bits per key at 1%, 0.88x the
+ *   4-bit counting filter (which stops counting at 15).
+ *   (The seed's example threshold of 3 cannot be held by one bit: a bit
+ *   says 0 or 1, so the threshold here is 2.)
+ *
+ * Overflow
+ *   A slot count at 127 sticks (never decremented). A cell that must
+ *   migrate when every slot is taken freezes the block: from then on the
+ *   block is a plain Bloom block: adds set bits, removes of keys whose bits
+ *   are set return BK_OK and clear nothing, counts answer 1 or 0. Neither
+ *   can cause a false negative. Sizing keeps the expected migrated cells of
+ *   a block plus 4 standard deviations, at the 1 - 1e-7 quantile of the
+ *   block's Poisson load, within its slots. Both events are counted.
+ *
+ * False positives
+ *   Those of the bit layer, a blocked filter with k cells that may repeat:
+ *       fpr = sum_i Poisson(i; n/B) (1 - (1 - 1/512)^(k i))^k
+ *
+ * What it cannot do
+ *   Concurrent writes; merging; deleting from a frozen block; telling a
+ *   false positive from a present key.
+ */
+#include <string.h> /* memset, memcpy */
+
+#include "deleting.h"
+#include "filter.h"
+#include "hash.h"
+
+/*==========================================================================
+ * Types
+ *==========================================================================*/
+
+#define CELLS 512
+#define LINE_WORDS 8
+#define SLOTS_PER_LINE 32
+#define COUNT_MAX 127
+#define FROZEN 0x8000u
+#define OVERFLOW_BOUND 1e-7
+#define BATCH_AHEAD 16
+
+static const uint32_t SALTS[BK_HYBRID_MAX_HASHES] = {
+    0x9E3779B1u, 0x85EBCA77u, 0xC2B2AE3Du, 0x27D4EB2Fu,
+    0x165667B1u, 0xD3A2646Du, 0xFD7046C5u, 0xB55A4F09u,
+    0x7FEB352Du, 0x846CA68Bu, 0xE9546B2Bu, 0x2C1B3C6Du,
+    0x297A2D39u, 0x5851F42Du, 0x14057B7Fu, 0xA3B195A5u,
+};
+
+struct bk_hybrid {
+    bk__object obj;    /* first: a bk_hybrid is also a bk_filter */
+    uint64_t *words;   /* blocks * (1 + L) * 8 */
+    uint64_t blocks;
+    uint32_t k;
+    uint32_t lines;    /* L: counter lines per block */
+    uint64_t seed;
+    uint64_t capacity;
+    double target_fpr;
+    uint64_t items;
+    uint64_t overflows;
+    int owns_mem;
+};
+
+static const bk__family_ops hybrid_ops;
+
+/*==========================================================================
+ * Internals
+ *==========================================================================*/
+
+static inline uint64_t *block_of(const bk_hybrid *f, bk_hash h)
+{
+    return f->words + bk__fastrange64(h.lo, f->blocks) * (1u + f->lines) * LINE_WORDS;
+}
+
+static inline unsigned cell_of(uint32_t x, uint32_t j)
+{
+    return (x * SALTS[j]) >> 23;
+}
+
+static inline int bit_get(const uint64_t *line, unsigned c)
+{
+    return (int)((line[c >> 6] >> (c & 63)) & 1);
+}
+
+static inline uint16_t *slots_of(uint64_t *block)
+{
+    return (uint16_t *)(void *)(block + LINE_WORDS);
+}
+
+/* The slot of cell c, or -1. */
+static inline int find_slot(const uint16_t *s, uint32_t nslots, unsigned c)
+{
+    for (uint32_t i = 1; i < nslots; i++)
+        if (s[i] != 0 && (s[i] & 511u) == c) return (int)i;
+    return -1;
+}
+
+static inline int contains_block(const bk_hybrid *f, const uint64_t *block, uint32_t x)
+{
+    for (uint32_t j = 0; j < f->k; j++)
+        if (!bit_get(block, cell_of(x, j))) return 0;
+    return 1;
+}
+
+static void freeze(bk_hybrid *f, uint16_t *s)
+{
+    uint32_t nslots = f->lines * SLOTS_PER_LINE;
+    memset(s, 0, nslots * sizeof(uint16_t));
+    s[0] = FROZEN;
+    f->overflows++;
+}
+
+static int add_hash(bk_hybrid *f, bk_hash h)
+{
+    uint64_t *block = block_of(f, h);
+    uint16_t *s = slots_of(block);
+    const uint32_t nslots = f->lines * SLOTS_PER_LINE, x = (uint32_t)h.hi;
+    int was_new = 0;
+    for (uint32_t j = 0; j < f->k; j++) {
+        unsigned c = cell_of(x, j);
+        if (!bit_get(block, c)) {
+            block[c >> 6] |= UINT64_C(1) << (c & 63);
+            was_new = 1;
+            continue;
+        }
+        if (s[0] & FROZEN) continue;
+        int i = find_slot(s, nslots, c);
+        if (i >= 0) {
+            unsigned count = s[i] >> 9;
+            if (count < COUNT_MAX) {
+                s[i] = (uint16_t)(s[i] + (1u << 9));
+                if (count + 1 == COUNT_MAX) f->overflows++;
+            }
+            continue;
+        }
+        for (i = 1; i < (int)nslots && s[i] != 0; i++) {}
+        if (i == (int)nslots) { /* no room: the block becomes plain bits */
+            freeze(f, s);
+            continue;
+        }
+        s[i] = (uint16_t)((2u << 9) | c); /* migrates with count 2 */
+    }
+    if (was_new) f->items++;
+    return was_new;
+}
+
+static int remove_hash(bk_hybrid *f, bk_hash h)
+{
+    uint64_t *block = block_of(f, h);
+    uint16_t *s = slots_of(block);
+    const uint32_t nslots = f->lines * SLOTS_PER_LINE, x = (uint32_t)h.hi;
+    if (!contains_block(f, block, x)) return BK_ENOTFOUND;
+    if (!(s[0] & FROZEN)) {
+        for (uint32_t j = 0; j < f->k; j++) {
+            unsigned c = cell_of(x, j);
+            int i = find_slot(s, nslots, c);
+            if (i < 0) {
+                block[c >> 6] &= ~(UINT64_C(1) << (c & 63));
+                continue;
+            }
+            unsigned count = s[i] >> 9;
+            if (count == COUNT_MAX) continue; /* stuck */
+            s[i] = count == 2 ? 0 : (uint16_t)(s[i] - (1u << 9));
+        }
+    }
+    if (f->items > 0) f->items--;
+    return BK_OK;
+}
+
+static int64_t count_hash(const bk_hybrid *f, bk_hash h)
+{
+    uint64_t *block = block_of(f, h);
+    const uint16_t *s = slots_of(block);
+    const uint32_t nslots = f->lines * SLOTS_PER_LINE, x = (uint32_t)h.hi;
+    if (!contains_block(f, block, x)) return 0;
+    if (s[0] & FROZEN) return 1;
+    unsigned best = UINT32_MAX;
+    for (uint32_t j = 0; j < f->k; j++) {
+        unsigned c = cell_of(x, j), mult = 0;
+        for (uint32_t i = 0; i < f->k; i++) mult += cell_of(x, i) == c;
+        int i = find_slot(s, nslots, c);
+        unsigned v = i < 0 ? 1 : (unsigned)(s[i] >> 9);
+        if (v != COUNT_MAX) v /= mult;
+        if (v < best) best = v;
+    }
+    return best;
+}
+
+/*==========================================================================
+ * Sizing
+ *==========================================================================*/
+
+static double hybrid_fpr(double lambda, uint32_t k)
+{
+    double survive = pow(1.0 - 1.0 / CELLS, (double)k);
+    return bk__dl_blocked_fpr(lambda, (double)k / (1.0 - survive), (double)k);
+}
+
+/* Room check: i keys (the 1 - 1e-7 quantile of Poisson(lambda)) make on
+ * average 512 (1 - e^-a (1 + a)) cells of count >= 2, a = k i / 512; with
+ * 4 standard deviations (variance <= mean) they fit the usable slots. */
+static int slots_fit(double lambda, uint32_t k, uint32_t lines)
+{
+    double i = ceil(lambda);
+    while (bk__dl_poisson_tail(lambda, i) > OVERFLOW_BOUND) i += 1.0;
+    double a = (double)k * i / CELLS;
+    double multi = CELLS * (1.0 - exp(-a) * (1.0 + a));
+    return multi + 4.0 * sqrt(multi) <= (double)(lines * SLOTS_PER_LINE - 1);
+}
+
+static int fits(uint64_t n, uint64_t blocks, double p, uint32_t k, uint32_t lines)
+{
+    double lambda = (double)n / (double)blocks;
+    return hybrid_fpr(lambda, k) <= p && slots_fit(lambda, k, lines);
+}
+
+static uint64_t blocks_for(uint64_t n, double p, uint32_t k, uint32_t lines)
+{
+    uint64_t lo = 0, hi = 1;
+    while (!fits(n, hi, p, k, lines)) {
+        lo = hi;
+        if (hi >= BK_HYBRID_MAX_BLOCKS) return 0;
+        hi *= 2;
+    }
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (fits(n, mid, p, k, lines)) hi = mid;
+        else lo = mid;
+    }
+    return hi <= BK_HYBRID_MAX_BLOCKS ? hi : 0;
+}
+
+int bk_hybrid_optimal(uint64_t n, double p, uint64_t *blocks, uint32_t *k,
+                      uint32_t *lines)
+{
+    if (n == 0) return BK_ECAPACITY;
+    if (bk__check_fpr(p) != BK_OK) return BK_EFPR;
+    double best_bits = 0.0;
+    uint64_t best = 0;
+    uint32_t best_k = 0, best_l = 0;
+    for (uint32_t l = 1; l <= BK_HYBRID_MAX_LINES; l++) {
+        for (uint32_t kk = 1; kk <= BK_HYBRID_MAX_HASHES; kk++) {
+            uint64_t b = blocks_for(n, p, kk, l);
+            double bits = (double)b * (1 + l);
+            if (b != 0 && (best == 0 || bits < best_bits))
+                best = b, best_k = kk, best_l = l, best_bits = bits;
+        }
+    }
+    if (best == 0) return BK_ESIZE;
+    if (blocks) *blocks = best;
+    if (k) *k = best_k;
+    if (lines) *lines = best_l;
+    return BK_OK;
+}
+
+/*==========================================================================
+ * API
+ *==========================================================================*/
+
+static int create_filter(bk_hybrid **out, uint64_t blocks, uint32_t k,
+                         uint32_t lines, uint64_t seed, uint64_t capacity,
+                         double fpr)
+{
+    uint64_t bytes;
+    if (bk__mul_overflow(blocks, (1u + lines) * 64u, &bytes) || bytes > SIZE_MAX)
+        return BK_ESIZE;
+    bk_hybrid *f = bk__calloc(1, sizeof(*f));
+    if (f == NULL) goto fail;
+    f->words = bk__calloc_aligned((size_t)bytes);
+    if (f->words == NULL) goto fail;
+    bk__object_init(&f->obj, &hybrid_ops);
+    f->owns_mem = 1;
+    f->blocks = blocks;
+    f->k = k;
+    f->lines = lines;
+    f->seed = seed;
+    f->capacity = capacity;
+    f->target_fpr = fpr;
+    *out = f;
+    return BK_OK;
+
+fail:
+    bk__free(f);
+    return BK_ENOMEM;
+}
+
+int bk_hybrid_create(bk_hybrid **out, uint64_t capacity, double fpr, uint64_t seed)
+{
+    uint64_t blocks;
+    uint32_t k, lines;
+    if (out == NULL) return BK_EINVAL;
+    *out = NULL;
+    int rc = bk_hybrid_optimal(capacity, fpr, &blocks, &k, &lines);
+    if (rc != BK_OK) return rc;
+    return create_filter(out, blocks, k, lines, seed, capacity, fpr);
+}
+
+void bk_hybrid_free(bk_hybrid *f)
+{
+    if (f == NULL) return;
+    if (f->owns_mem) bk__free_aligned(f->words);
+    bk__object_release(&f->obj);
+    bk__free(f);
+}
+
+uint64_t bk_hybrid_blocks(const bk_hybrid *f) { return f->blocks; }
+uint32_t bk_hybrid_hashes(const bk_hybrid *f) { return f->k; }
+uint32_t bk_hybrid_counter_lines(const bk_hybrid *f) { return f->lines; }
+
+int bk_hybrid_get_stats(const bk_hybrid *f, bk_delete_stats *out)
+{
+    if (f == NULL || out == NULL) return BK_EINVAL;
+    memset(out, 0, sizeof(*out));
+    double sum = 0.0;
+    const uint64_t stride = (1u + f->lines) * LINE_WORDS;
+    for (uint64_t b = 0; b < f->blocks; b++) {
+        uint64_t set = 0;
+        for (int w = 0; w < LINE_WORDS; w++) set += bk__popcount64(f->words[b * stride + w]);
+        sum += pow((double)set / CELLS, (double)f->k);
+    }
+    out->capacity = f->capacity;
+    out->target_fpr = f->target_fpr;
+    out->seed = f->seed;
+    out->hashes = f->k;
+    out->items = f->items;
+    out->table_bits = f->blocks * stride * 64;
+    out->bits_per_key = f->capacity ? (double)out->table_bits / (double)f->capacity : 0.0;
+    out->fpr_at_capacity =
+        f->capacity ? hybrid_fpr((double)f->capacity / (double)f->blocks, f->k) : 0.0;
+    out->fpr_now = sum / (double)f->blocks;
+    out->overflows = f->overflows;
+    out->bytes = sizeof(*f) + (size_t)(out->table_bits / 8) + BK_CACHE_LINE;
+    return BK_OK;
+}
+
+/*==========================================================================
+ * The generic filter and the file format
+ *==========================================================================*/
+
+BK__FAMILY_CASTS(hybrid, hybrid_ops)
+
+static int ops_add(void *f, bk_hash h) { return add_hash(f, h); }
+static int ops_remove(void *f, bk_hash h) { return remove_hash(f, h); }
+static int64_t ops_count(const void *f, bk_hash h) { return count_hash(f, h); }
+
+static int ops_contains(const void *vf, bk_hash h)
+{
+    const bk_hybrid *f = vf;
+    return contains_block(f, block_of(f, h), (uint32_t)h.hi);
+}
+
+static int64_t run_batch(bk_hybrid *f, const void *const *keys,
+                         const size_t *lens, size_t n, uint8_t *results,
+                         int is_add)
+{
+    bk_hash ring[BATCH_AHEAD];
+    int64_t hits = 0;
+    size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
+    for (size_t i = 0; i < ahead; i++) {
+        ring[i] = bk_hash_key(keys[i], lens[i], f->seed);
+        BK_PREFETCH_WRITE(block_of(f, ring[i]));
+    }
+    for (size_t i = 0; i < n; i++) {
+        bk_hash h = ring[i % BATCH_AHEAD];
+        size_t next = i + BATCH_AHEAD;
+        if (next < n) {
+            bk_hash hn = bk_hash_key(keys[next], lens[next], f->seed);
+            ring[i % BATCH_AHEAD] = hn;
+            BK_PREFETCH_WRITE(block_of(f, hn));
+            if (is_add) BK_PREFETCH_WRITE(block_of(f, hn) + LINE_WORDS);
+        }
+        int r = is_add ? add_hash(f, h) : ops_contains(f, h);
+        hits += r;
+        if (results != NULL) results[i] = (uint8_t)r;
+    }
+    return hits;
+}
+
+static int64_t ops_add_batch(void *f, const void *const *keys, const size_t *lens,
+                             size_t n, uint8_t *results)
+{
+    return run_batch(f, keys, lens, n, results, 1);
+}
+
+static int64_t ops_contains_batch(const void *f, const void *const *keys,
+                                  const size_t *lens, size_t n, uint8_t *results)
+{
+    /* run_batch writes nothing to f when is_add is 0 */
+    return run_batch((bk_hybrid *)f, keys, lens, n, results, 0);
+}
+
+static uint64_t ops_seed(const void *f) { return ((const bk_hybrid *)f)->seed; }
+static void ops_destroy(void *f) { bk_hybrid_free(f); }
+static uint32_t ops_nparts(const void *f) { (void)f; return 1; }
+
+static size_t table_bytes(const bk_hybrid *f)
+{
+    return (size_t)f->blocks * (1u + f->lines) * 64u;
+}
+
+static void ops_clear(void *vf)
+{
+    bk_hybrid *f = vf;
+    memset(f->words, 0, table_bytes(f));
+    f->items = 0;
+}
+
+static int ops_clone(const void *vf, void **out)
+{
+    const bk_hybrid *src = vf;
+    bk_hybrid *f;
+    int rc = create_filter(&f, src->blocks, src->k, src->lines, src->seed,
+                           src->capacity, src->target_fpr);
+    if (rc != BK_OK) return rc;
+    memcpy(f->words, src->words, table_bytes(src));
+    f->items = src->items;
+    f->overflows = src->overflows;
+    *out = f;
+    return BK_OK;
+}
+
+static int ops_info(const void *vf, bk_filter_info *out)
+{
+    const bk_hybrid *f = vf;
+    bk_delete_stats st;
+    int rc = bk_hybrid_get_stats(f, &st);
+    if (rc != BK_OK) return rc;
+    out->seed = st.seed;
+    out->capacity = st.capacity;
+    out->target_fpr = st.target_fpr;
+    out->items = st.items;
+    out->estimated_items = (double)st.items;
+    out->fpr_now = st.fpr_now;
+    out->fpr_at_capacity = st.fpr_at_capacity;
+    out->fill = pow(st.fpr_now, 1.0 / (double)f->k);
+    out->bytes = st.bytes;
+    out->parts = 1;
+    return BK_OK;
+}
+
+static int ops_create(const bk_filter_config *cfg, void **out)
+{
+    return bk_hybrid_create((bk_hybrid **)out, cfg->capacity, cfg->fpr, cfg->seed);
+}
+
+/* Image: one part; m = blocks, k, param = counter lines L; header
+ * param[0] = overflow events. Payload: blocks x (1 + L) x 64 bytes. */
+static int ops_describe(const void *vf, bk__image *img)
+{
+    const bk_hybrid *f = vf;
+    bk__part *p = &img->parts[0];
+    img->seed = f->seed;
+    img->capacity = p->capacity = f->capacity;
+    img->fpr = p->fpr = f->target_fpr;
+    img->items = p->items = f->items;
+    img->param[0] = f->overflows;
+    p->m = f->blocks;
+    p->k = f->k;
+    p->param = f->lines;
+    p->data = f->words;
+    p->length = table_bytes(f);
+    return BK_OK;
+}
+
+/* A block is valid when no two slots name one cell, every slot's count is
+ * 2 ... 127 and its cell's bit is set, and a frozen header has no slots. */
+static int valid_block(uint64_t *block, uint32_t lines)
+{
+    const uint16_t *s = slots_of(block);
+    const uint32_t nslots = lines * SLOTS_PER_LINE;
+    uint64_t seen[CELLS / 64] = {0};
+    if (s[0] & ~FROZEN) return 0;
+    for (uint32_t i = 1; i < nslots; i++) {
+        if (s[i] == 0) continue;
+        unsigned c = s[i] & 511u, count = s[i] >> 9;
+        if ((s[0] & FROZEN) || count < 2 || !bit_get(block, c) ||
+            ((seen[c >> 6] >> (c & 63)) & 1))
+            return 0;
+        seen[c >> 6] |= UINT64_C(1) << (c & 63);
+    }
+    return 1;
+}
+
+static int ops_restore(const bk__image *img, void **out)
+{
+    const bk__part *p = &img->parts[0];
+    if (img->nparts != 1) return BK_ECORRUPT;
+    if (p->m == 0 || p->m > BK_HYBRID_MAX_BLOCKS || p->k == 0 ||
+        p->k > BK_HYBRID_MAX_HASHES || p->param < 1 || p->param > BK_HYBRID_MAX_LINES ||
+        p->length != p->m * (1 + p->param) * 64)
+        return BK_ECORRUPT;
+    if (!bk__valid_stored_fpr(img->fpr) || (img->fpr == 0.0) != (img->capacity == 0))
+        return BK_ECORRUPT;
+    uint64_t *words = p->data;
+    for (uint64_t b = 0; b < p->m; b++)
+        if (!valid_block(words + b * (1 + p->param) * LINE_WORDS, (uint32_t)p->param))
+            return BK_ECORRUPT;
+    bk_hybrid *f = bk__calloc(1, sizeof(*f));
+    if (f == NULL) return BK_ENOMEM;
+    bk__object_init(&f->obj, &hybrid_ops);
+    f->words = words;
+    f->owns_mem = 0;
+    f->blocks = p->m;
+    f->k = p->k;
+    f->lines = (uint32_t)p->param;
+    f->seed = img->seed;
+    f->capacity = img->capacity;
+    f->target_fpr = img->fpr;
+    f->items = img->items;
+    f->overflows = img->param[0];
+    *out = f;
+    return BK_OK;
+}
+
+static const bk__family_ops hybrid_ops = {
+    .family = BK_FAMILY_HYBRID,
+    .name = "hybrid",
+    .add = ops_add,
+    .contains = ops_contains,
+    .remove = ops_remove,
+    .count = ops_count,
+    .add_batch = ops_add_batch,
+    .contains_batch = ops_contains_batch,
+    .lockfree_add = 0,
+    .seed = ops_seed,
+    .destroy = ops_destroy,
+    .info = ops_info,
+    .create = ops_create,
+    .clone = ops_clone,
+    .clear = ops_clear,
+    .merge = NULL,
+    .incompatibility = NULL,
+    .nparts = ops_nparts,
+    .describe = ops_describe,
+    .restore = ops_restore,
+};
+
+const bk__family_ops *const bk__hybrid_family = &hybrid_ops;
