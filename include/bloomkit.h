@@ -88,13 +88,14 @@ BK_API unsigned bk_version_number(void);
     X(EUNDELETABLE, -23, "item cannot be removed: all its bits are shared with other items") \
     X(ESTATIC,   -24, "static filter or map: built once from all its keys, it cannot add or change (rebuild it)") \
     X(ECONFLICT, -25, "a key appears twice with different values")          \
-    X(EBUILD,    -26, "construction failed with every seed tried (too many attempts)")
+    X(EBUILD,    -26, "construction failed with every seed tried (too many attempts)") \
+    X(EDECODE,   -27, "set difference too large for the table: decoding incomplete")
 
 enum bk_error {
 #define BK__ERR_ENUM(name, value, text) BK_##name = (value),
     BK_ERRNO_MAP(BK__ERR_ENUM)
 #undef BK__ERR_ENUM
-    BK__ERR_LAST = -26
+    BK__ERR_LAST = -27
 };
 
 /* A sentence describing err ("filter is full"). Never NULL; unknown codes
@@ -2024,6 +2025,127 @@ BK_API uint64_t bk_map_items(const bk_map *m);
 
 BK_API bk_filter *bk_map_as_filter(bk_map *m);
 BK_API bk_map *bk_filter_as_map(bk_filter *f);
+
+/*==========================================================================
+ * Set reconciliation: invertible Bloom lookup tables and the strata
+ * estimator (Goodrich & Mitzenmacher 2011; Eppstein, Goodrich, Uyeda &
+ * Varghese, "What's the Difference?", SIGCOMM 2011)
+ *
+ * Two sites with large sets find what each lacks while sending data in
+ * proportion to the difference. Keys travel as 64-bit ids (the low half of
+ * XXH3-128 of the key with the session's seed, bk_iblt_key_id); each side
+ * maps ids back to its own full keys, of any length, so the tables never
+ * hold keys. An IBLT cell holds a count, the XOR of its ids and the XOR of
+ * a 32-bit check hash of each id: 16 bytes. Each id goes to one cell in
+ * each of k sub-tables. Subtracting B's table from A's (same shape and
+ * seed) leaves only the ids in one set and not the other, and peeling
+ * "pure" cells (count +-1 whose check matches the id) lists them: count +1
+ * = only in A, -1 = only in B. With k = 4 decoding succeeds w.h.p. when
+ * the cells are at least ~1.3x the difference; bk_iblt_cells_for() adds
+ * margin for the estimate's error.
+ *
+ * The strata estimator sizes the table: 32 strata, each a small IBLT
+ * (80 cells, k = 4); an id goes to stratum = trailing zeros of its mixed
+ * hash (stratum i takes 2^-(i+1) of the ids). Subtracting two estimators
+ * and decoding from the sparsest stratum down gives the difference size
+ * (the first stratum that fails to decode scales the count so far by
+ * 2^(i+1)). 40 KB on the wire whatever the set sizes.
+ *
+ * Two distinct keys with equal ids (probability ~ n^2 / 2^65) look alike
+ * to reconciliation. Wire formats are in docs/FORMAT.md. Tables are not
+ * thread-safe for writes; decoding only reads.
+ *==========================================================================*/
+
+typedef struct bk_iblt bk_iblt;
+
+/* The id of a key for reconciliation under `seed`. */
+BK_API uint64_t bk_iblt_key_id(const void *key, size_t len, uint64_t seed);
+
+/* Create an empty table of `cells` cells (rounded up to a multiple of k,
+ * at least k) with k = hashes (3 ... 8; 0 means 4). Returns BK_OK,
+ * BK_EINVAL, BK_EPARAM, BK_ESIZE (cells above 2^32) or BK_ENOMEM. */
+BK_API int bk_iblt_create(bk_iblt **out, uint64_t cells, uint32_t hashes,
+                          uint64_t seed);
+
+/* Cells for a difference estimated at d: 2 d + 32, which absorbs the
+ * estimator's usual error; callers retry with twice the cells when
+ * decoding fails. */
+BK_API uint64_t bk_iblt_cells_for(uint64_t d);
+
+BK_API void bk_iblt_free(bk_iblt *t);
+
+/* Insert or delete an id (a key through bk_iblt_key_id). O(k). */
+BK_API void bk_iblt_insert(bk_iblt *t, uint64_t id);
+BK_API void bk_iblt_delete(bk_iblt *t, uint64_t id);
+
+/* a -= b. Returns BK_OK, BK_EINVAL or BK_EINCOMPAT (cells, k or seed
+ * differ). */
+BK_API int bk_iblt_subtract(bk_iblt *a, const bk_iblt *b);
+
+/* List the ids of a (subtracted) table: only_a gets those with count +1,
+ * only_b those with -1, each of room `cap` (the table's cells always
+ * suffice). t is not changed. Returns BK_OK when the table decoded
+ * completely, BK_EDECODE when peeling stopped with cells left (the lists
+ * hold what was found: the table was too small for the difference),
+ * BK_ESIZE (cap too small), BK_EINVAL or BK_ENOMEM. */
+BK_API int bk_iblt_decode(const bk_iblt *t, uint64_t *only_a, size_t *n_a,
+                          uint64_t *only_b, size_t *n_b, size_t cap);
+
+BK_API uint64_t bk_iblt_cells(const bk_iblt *t);
+BK_API uint32_t bk_iblt_hashes(const bk_iblt *t);
+BK_API uint64_t bk_iblt_seed(const bk_iblt *t);
+
+/* The table on the wire (docs/FORMAT.md, "Reconciliation messages"):
+ * 32-byte header, 16 bytes per cell, 8-byte checksum. deserialize
+ * validates everything and copies. */
+BK_API size_t bk_iblt_serialized_size(const bk_iblt *t);
+BK_API int bk_iblt_serialize(const bk_iblt *t, void *buf, size_t cap);
+BK_API int bk_iblt_deserialize(bk_iblt **out, const void *buf, size_t len);
+
+typedef struct bk_strata bk_strata;
+
+#define BK_STRATA_COUNT 32
+#define BK_STRATA_CELLS 80
+
+BK_API int bk_strata_create(bk_strata **out, uint64_t seed);
+BK_API void bk_strata_free(bk_strata *s);
+BK_API void bk_strata_insert(bk_strata *s, uint64_t id);
+
+/* Estimated size of the symmetric difference of the sets behind a and b
+ * (same seed, else BK_EINCOMPAT). Returns BK_OK, BK_EINVAL, BK_ENOMEM. */
+BK_API int bk_strata_estimate(const bk_strata *a, const bk_strata *b,
+                              uint64_t *difference);
+
+BK_API size_t bk_strata_serialized_size(const bk_strata *s);
+BK_API int bk_strata_serialize(const bk_strata *s, void *buf, size_t cap);
+BK_API int bk_strata_deserialize(bk_strata **out, const void *buf, size_t len);
+
+/* The whole exchange between two sites A and B, simulated in one process
+ * with every message serialised and parsed: A sends its strata estimator
+ * (strata_bytes), B estimates d and sends an IBLT of bk_iblt_cells_for(d)
+ * cells (iblt_bytes; doubled and resent while decoding fails: rounds), A
+ * subtracts its own and decodes, then asks B for the keys it lacks by id
+ * (request_bytes). What is left to send is the keys themselves: A's
+ * only_a keys to B, B's only_b keys to A. */
+typedef struct bk_reconcile_stats {
+    uint64_t estimate;        /* the strata estimate of |A xor B| */
+    uint64_t cells;           /* cells of the table that decoded */
+    uint32_t rounds;          /* tables sent */
+    size_t strata_bytes;
+    size_t iblt_bytes;        /* all rounds */
+    size_t request_bytes;     /* 8 per id A asks B for */
+} bk_reconcile_stats;
+
+/* Reconcile id sets A and B (each without repeats) under `seed`: only_a
+ * (room na) gets the ids in A and not B, only_b (room nb) those in B and
+ * not A. stats may be NULL. Returns BK_OK, BK_EINVAL, BK_EDECODE (no table
+ * up to cells_for(na + nb) decoded: the ids repeat or collide) or
+ * BK_ENOMEM. O(rounds x (na + nb)) time. */
+BK_API int bk_reconcile(const uint64_t *ids_a, size_t na,
+                        const uint64_t *ids_b, size_t nb, uint64_t seed,
+                        uint64_t *only_a, size_t *n_only_a,
+                        uint64_t *only_b, size_t *n_only_b,
+                        bk_reconcile_stats *stats);
 
 #ifdef __cplusplus
 }
