@@ -1,8 +1,9 @@
 /*
  * cmd_bloom.c - BF.*: RedisBloom's Bloom filter commands, and BF.MERGE.
  *
- * A BF key holds one bk_scalable filter: a chain of cache-blocked stages,
- * stage i sized for capacity * expansion^i items at error * 0.5^i, with
+ * A BF key holds one bk_scalable filter: a chain of stages, stage i sized
+ * for capacity * expansion^i items, the compound rate under the error asked
+ * for (lib/scalable.c has the rate schedule), with
  * RedisBloom's defaults (capacity 100, error 0.01, expansion 2) when an add
  * creates it. BF.ADD answers 1 only when no stage had the key, so the
  * filter's item count is BF.CARD.
@@ -11,7 +12,7 @@
  * may grow the chain, and growth must be checked against the host's memory
  * budget (bk_scalable_set_max_bytes is exclusive) and reported (resized).
  *
- * Memory: a new filter's first stage is sized with bk_blocked_optimal
+ * Memory: a new filter is sized with bk_scalable_estimate_bytes
  * before anything is allocated and refused when it does not fit; growth is
  * capped at the budget through bk_scalable_set_max_bytes for the duration
  * of one command, so an add that would outgrow it answers an error and
@@ -48,9 +49,9 @@ typedef struct bf_opts {
 
 static void opts_default(bf_opts *o)
 {
-    o->error = BK_SCALABLE_DEFAULT_ERROR;
-    o->capacity = BK_SCALABLE_DEFAULT_CAPACITY;
-    o->expansion = BK_SCALABLE_DEFAULT_EXPANSION;
+    o->error = bkc_defaults_in_force.bf_error_rate;
+    o->capacity = bkc_defaults_in_force.bf_initial_size;
+    o->expansion = bkc_defaults_in_force.bf_expansion;
     o->nonscaling = 0;
     o->expansion_given = 0;
 }
@@ -106,11 +107,11 @@ static int parse_expansion(bkc_ctx *c, bkc_str s, bf_opts *o)
 /* Create the filter of o, after checking it fits. Replies on failure. */
 static bkc_value *bf_create(bkc_ctx *c, const bf_opts *o)
 {
-    /* The first stage is made for error / 2 (BK_SCALABLE_BOUNDED): the
-     * whole chain then stays under the error asked for, however it grows. */
-    uint64_t bits = 0;
-    int rc = bk_blocked_optimal(o->capacity, o->error * (1.0 - BK_SCALABLE_TIGHTENING),
-                                &bits, NULL);
+    /* BK_SCALABLE_BOUNDED: the whole chain stays under the error asked for,
+     * however it grows (a NONSCALING filter is one stage at that error). */
+    unsigned flags = BK_SCALABLE_BOUNDED | (o->nonscaling ? BK_SCALABLE_NONSCALING : 0);
+    size_t bytes = 0;
+    int rc = bk_scalable_estimate_bytes(o->capacity, o->error, flags, &bytes);
     if (rc == BK_ESIZE) {
         bkc__err(c, BKC_ERR_CREATE_MEM);
         return NULL;
@@ -119,9 +120,8 @@ static bkc_value *bf_create(bkc_ctx *c, const bf_opts *o)
         bkc__lib_error(c, rc);
         return NULL;
     }
-    if (!bkc__fits_create(c, bits / 8 + 1024)) return NULL;
+    if (!bkc__fits_create(c, bytes)) return NULL;
     bk_scalable *s = NULL;
-    unsigned flags = BK_SCALABLE_BOUNDED | (o->nonscaling ? BK_SCALABLE_NONSCALING : 0);
     rc = bk_scalable_create(&s, o->capacity, o->error, o->expansion, flags,
                             BK_DEFAULT_SEED);
     if (rc != BK_OK) {

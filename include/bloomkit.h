@@ -984,23 +984,29 @@ BK_API size_t bk_cuckoo_bytes(const bk_cuckoo *f);
 /*==========================================================================
  * Scalable Bloom filter (Almeida, Baquero, Preguica & Hutchison, 2007)
  *
- * A filter that grows: a chain of cache-blocked filters ("stages"). Stage i
- * is sized for capacity * expansion^i items at rate error * 0.5^i. When the
- * newest stage has received as many new items as it was sized for, the next
- * new item creates a stage. A key is hashed once with the filter's seed for
- * all stages. An add looks the key up in every stage first and writes (and
- * counts) it only when no stage has it, so items counts distinct keys up to
- * false positives: the semantics of RedisBloom's BF.ADD / BF.CARD, whose
- * BF.RESERVE parameters and defaults these are.
+ * A filter that grows: a chain of Bloom filters ("stages"). Stage i is
+ * sized for capacity * expansion^i items (RedisBloom's capacities). When
+ * the newest stage has received as many new items as it was sized for, the
+ * next new item creates a stage. A key is hashed once with the filter's
+ * seed for all stages. An add looks the key up in every stage first and
+ * writes (and counts) it only when no stage has it, so items counts
+ * distinct keys up to false positives: the semantics of RedisBloom's
+ * BF.ADD / BF.CARD, whose BF.RESERVE parameters and defaults these are.
  *
  * False positives: a lookup is wrong when any stage is, so the rate is at
- * most the sum of the stage rates, sum_i p r^i < p / (1 - r) with r = 0.5:
- * with RedisBloom's rule (stage 0 at `error`) the compound bound is
- * 2 * error once many stages exist. With BK_SCALABLE_BOUNDED stage 0 is
- * sized at error * (1 - r) instead (Almeida et al.'s rule), so the compound
- * rate stays under `error` itself, for about one bit per key more.
- * Stage rates below about 1e-9 are not reached in practice: a blocked
- * filter places bits with 32 hash bits (see above).
+ * most the sum of the stage rates. With BK_SCALABLE_BOUNDED stage 0 takes
+ * error / 2 and the later stages share the other half geometrically:
+ * p_i = (error / 2)(1 - r) r^(i-1), r = BK_SCALABLE_TIGHTENING (0.9, as
+ * Almeida et al. recommend), so the compound rate stays under `error` for
+ * any number of stages, and each stage costs only ~0.22 bits per key more
+ * than the one before. Without it the budget is error for stage 0 and
+ * error for the rest (compound < 2 * error). A NONSCALING filter has one
+ * stage at `error`. Stages are classic or cache-blocked (one cache line per
+ * key), chosen per stage for memory (lib/scalable.c).
+ *
+ * Memory beyond the bits: 96 bytes for the handle and stage 0's record,
+ * then per later stage up to 87 bytes (record and alignment) plus under 32
+ * bytes of directory. A 100-item filter at 1% is 240 bytes.
  *
  * Limits: at most BK_SCALABLE_MAX_STAGES stages (lower with
  * bk_scalable_set_max_stages) and optionally a cap on total bytes. An add
@@ -1025,14 +1031,15 @@ typedef struct bk_scalable bk_scalable;
 #define BK_SCALABLE_DEFAULT_CAPACITY 100
 #define BK_SCALABLE_DEFAULT_ERROR 0.01
 #define BK_SCALABLE_DEFAULT_EXPANSION 2
-/* Each new stage's error rate is the previous one's times this. */
-#define BK_SCALABLE_TIGHTENING 0.5
+/* The ratio r of the rates of consecutive stages after stage 1. Files
+ * written with RedisBloom's 0.5 (before this schedule) keep theirs. */
+#define BK_SCALABLE_TIGHTENING 0.9
 /* Largest number of stages. */
-#define BK_SCALABLE_MAX_STAGES 64
+#define BK_SCALABLE_MAX_STAGES 128
 
 /* Flags of bk_scalable_create. */
 #define BK_SCALABLE_NONSCALING 1u /* one stage; new keys beyond it: BK_EFULL */
-#define BK_SCALABLE_BOUNDED 2u    /* stage 0 at error * (1 - r): compound <= error */
+#define BK_SCALABLE_BOUNDED 2u    /* stage 0 at error / 2: compound <= error */
 
 /* Create a filter whose first stage holds `capacity` items at rate `error`
  * (see BK_SCALABLE_BOUNDED), growing by `expansion` (>= 1; 1 keeps every
@@ -1043,6 +1050,13 @@ typedef struct bk_scalable bk_scalable;
 BK_API int bk_scalable_create(bk_scalable **out, uint64_t capacity,
                               double error, uint32_t expansion,
                               unsigned flags, uint64_t seed);
+
+/* The bytes bk_scalable_create would allocate for these parameters (what
+ * bk_scalable_bytes then reports), without allocating: for callers that
+ * check a memory budget first. Returns BK_OK, BK_EINVAL (bytes NULL) or an
+ * error of bk_scalable_create. Thread-safe. */
+BK_API int bk_scalable_estimate_bytes(uint64_t capacity, double error,
+                                      unsigned flags, size_t *bytes);
 
 /* Release a filter and all its stages. Accepts NULL. Exclusive. */
 BK_API void bk_scalable_free(bk_scalable *f);

@@ -5,46 +5,77 @@
  * EXPANSION, NONSCALING).
  *
  * Structure
- *   A chain of cache-blocked filters (lib/blocked.c), the "stages", all
- *   hashing with the scalable filter's seed, so a key is hashed once and
- *   the same bk_hash is handed to every stage. Stage i is sized for
- *       n_i = n_0 * expansion^i items at rate p_i = p_0 * r^i,  r = 0.5,
- *   with p_0 = error (RedisBloom's rule) or error * (1 - r) with
- *   BK_SCALABLE_BOUNDED (Almeida et al.'s rule). Each stage carries the
- *   count of new items written into it; when the newest stage's count has
- *   reached n_i, the next new item creates stage i + 1. Only the newest
- *   stage is ever written.
+ *   A chain of Bloom filters, the "stages", all hashing with the filter's
+ *   seed, so a key is hashed once (XXH3-128, h = (lo, hi)) and the same h
+ *   probes every stage. Stage i is sized for n_i = n_0 * expansion^i items
+ *   (so BF.INFO's Capacity and Number of filters are RedisBloom's) at the
+ *   rate p_i of the schedule below. Each stage counts the new items written
+ *   into it; when the newest stage's count has reached n_i, the next new
+ *   item creates stage i + 1. Only the newest stage is ever written.
+ *
+ * Rate schedule (compound rate <= the error P asked for)
+ *   A lookup of an absent key is wrong when some stage is wrong, so by the
+ *   union bound, whatever the correlation between stages, the compound rate
+ *   is at most sum_i p_i. Stage 0 takes half the budget and the stages after
+ *   it share the other half geometrically with ratio r = 0.9:
+ *       p_0 = P / 2,   p_i = (P / 2) (1 - r) r^(i-1)  (i >= 1),
+ *   so sum_i p_i = P (1 - r^(n-1) / 2) < P for any number of stages.
+ *   Almeida et al. (section 5) recommend r = 0.8 ... 0.9 for growth 2 ... 4:
+ *   a stage needs log2(1 / p_i) / ln 2 bits per key, which grows by only
+ *   log2(1 / r) / ln 2 = 0.22 bits per stage at r = 0.9 against 1.44 at
+ *   RedisBloom's r = 0.5, and most keys live in the newest stages. Grown
+ *   from 100 keys to 3e6 (15 stages) that is ~22 bits per key against
+ *   RedisBloom's 32.5 for the same bound (bench/bench_grow.c). Stage 0 at
+ *   P / 2 is RedisBloom's own first stage, so a reserved filter costs what
+ *   RedisBloom's does. A NONSCALING filter has one stage at P itself.
+ *   Without BK_SCALABLE_BOUNDED the budget is P for stage 0 and P again for
+ *   the rest (compound < 2P, RedisBloom 1.x's bound).
+ *   Files written before this schedule (header param[3] = 0) keep theirs:
+ *   p_i = p_0 0.5^i, p_0 = P / 2 (bounded) or P.
+ *
+ * Stage layouts
+ *   Each stage is one of two layouts, chosen when it is made and recorded
+ *   per part in the file:
+ *   - blocked: 512-bit blocks, one cache line per key, exactly the layout
+ *     of lib/blocked.c (block = fastrange(lo, blocks), in-block positions
+ *     (x SALT[i]) >> 23 with x the low 32 bits of hi), sized by
+ *     bk_blocked_optimal. One cache line per stage per lookup, but the
+ *     uneven load of blocks costs bits: 4% more than classic at 1%, 14% at
+ *     1e-4, 34% at 1e-6.
+ *   - classic: m bits, k independent probes (classic_probe below), sized
+ *     by bk_bloom_optimal with m rounded up to whole words (and a margin
+ *     for small filters). Fewest bits, but k cache lines per present key.
+ *   Stage 0 is classic (the capacity the user asked for costs exactly the
+ *   bits RedisBloom's would); a later stage is classic when it is small
+ *   (<= 4096 bits: it lives in cache, and blocks of few keys are uneven) or
+ *   when blocked would take more than 1.2x the bits (rates under ~3e-5);
+ *   otherwise blocked. A filter grown from 100 keys at 1% is classic for
+ *   its first two stages and blocked after.
+ *
+ * Lookups
+ *   The key is hashed once; every stage's first line is prefetched, then
+ *   stages are tested newest first (where most keys live). A stage tests
+ *   its bits four at a time without branches and leaves after a group that
+ *   found a clear bit, so an absent key costs about one group per stage
+ *   and the stages' cache misses overlap instead of following each other.
+ *   Batches prefetch the lines of keys ahead for all stages.
  *
  * Adds
- *   An add looks the key up in every existing stage first (newest first,
- *   where most keys live; the order changes no answer). Found anywhere: the answer is 0 and nothing is written,
- *   which is what makes items a count of distinct keys (BF.CARD) and keeps
- *   older stages from receiving more than their capacity. Found nowhere:
- *   the key goes into the newest stage (after growing, if that one is full)
- *   and is counted.
+ *   An add looks the key up in every stage first. Found anywhere: the
+ *   answer is 0 and nothing is written, which makes items a count of
+ *   distinct keys (BF.CARD) and keeps older stages at their capacity.
+ *   Found nowhere: the key goes into the newest stage (after growing, if
+ *   that one is full) and is counted.
  *
- * False positives
- *   A lookup of an absent key is wrong when some stage is wrong. By the
- *   union bound, whatever the correlation between stages, the compound
- *   rate with every stage at capacity is
- *       P <= sum_i p_0 r^i < p_0 / (1 - r),
- *   and with independent stages P = 1 - prod_i (1 - p_i) (what the stats
- *   report). The stages are nearly independent: a key lands in a different
- *   block of each (fast range over different sizes); only its in-block
- *   pattern, from the same 32 hash bits, is shared. The bound is Almeida
- *   et al.'s (2007, section 4). With p_0 = error that is 2 * error
- *   in the limit (RedisBloom's behaviour, reported as fpr_limit); with
- *   BK_SCALABLE_BOUNDED, p_0 = error (1 - r) and P < error for any number
- *   of stages. Tighter stages cost more bits per key: stage i needs about
- *   (log2(1 / p_0) + i) / ln 2 bits per key with a classic filter, and a
- *   blocked stage ~1.3x that at rates near 1e-6 (bk_blocked_optimal: 35
- *   bits per key at 2.4e-6 against 27). Most keys live in the newest
- *   stages, so bits per key grow by ~1.44 (classic) or ~2 (blocked) per
- *   doubling of n over the first capacity; and the newest stage, about
- *   half of all memory, is only partly used. Measured (test_scalable.c): 1e6 keys from
- *   capacity 100 take 14 stages and ~58 bits per key at p = 1%, against
- *   9.9 for a blocked filter sized for 1e6 in advance. Start near the
- *   expected size: growth is for the unexpected.
+ * Memory (what bk_scalable_bytes reports: bytes asked of the allocator)
+ *   One allocation holds the handle (96 bytes), stage 0's record and stage
+ *   0's bits, so a filter of 100 items at 1% is 96 + 144 = 240 bytes (its
+ *   1115 bits in whole words). Each later stage is one allocation of its
+ *   bits, its 16-byte record and up to 87 bytes of alignment and
+ *   bookkeeping; the stage directory (8 bytes a slot, doubling, the
+ *   smaller ones kept until free because lock-free readers may hold them)
+ *   adds under 32 bytes per stage. A loaded filter counts the payload
+ *   block it borrows instead of its bits.
  *
  * Limits
  *   At most BK_SCALABLE_MAX_STAGES stages (settable lower) and an optional
@@ -56,31 +87,29 @@
  *   full"); keys already present still answer 0.
  *
  * Concurrency
- *   The stage pointers live in a fixed array inside the struct. A stage is
- *   built completely, then installed with a compare-and-swap of its slot
- *   from NULL (acquire-release), then made visible by raising nstages
- *   (release). Readers load nstages (acquire) and use stages[0 .. n-1],
- *   which never change until clear or free: lookups are lock-free and
- *   safe during growth. Two adds that find the newest stage full both
- *   build a stage; the CAS picks one, the other frees its copy, helps
- *   raise nstages and retries. Stage capacity is checked with relaxed
- *   counters, so a stage may take a few items more than its capacity
- *   under concurrent adds (one per racing thread).
- *
- * Memory accounting
- *   bk_blocked has no byte accessor that does not count bits, so a stage's
- *   bytes are computed when it is made: its payload (bits / 8), the
- *   aligned allocation's slack (64 + a pointer), this file's stage record
- *   and a fixed allowance for the blocked filter's handle. The cap is
- *   checked against that sum.
+ *   Stage 0 lives in the handle; stages 1.. are reached through a
+ *   directory of pointers. A stage is built completely, then installed
+ *   with a compare-and-swap of its directory slot from NULL (acquire-
+ *   release), then made visible by raising nstages (release). A full
+ *   directory is replaced by a copy twice its size with a compare-and-swap
+ *   of the directory pointer; it is only ever replaced when all its slots
+ *   are published, so no install is lost, and the old one is kept until
+ *   free. Readers load nstages (acquire) and then the directory, which
+ *   holds at least that many stages: lookups are lock-free and safe during
+ *   growth. Two adds that find the newest stage full both build a stage;
+ *   the CAS picks one, the other frees its copy, helps raise nstages and
+ *   retries. Stage capacity is checked with relaxed counters, so a stage
+ *   may take a few items more than its capacity under concurrent adds
+ *   (one per racing thread).
  *
  * What it cannot do
- *   Delete or forget (see the window filter); stage rates below about 1e-9
- *   are not reached (a blocked filter places bits with 32 hash bits).
+ *   Delete or forget (see the window filter); blocked stages do not reach
+ *   rates below about 1e-9 (32 hash bits place a key's bits in a block);
+ *   classic stages stop at 64 probes (rates near 1e-19).
  */
-#include <math.h>   /* pow, log1p, expm1, fabs */
+#include <math.h>   /* pow, log, log1p, expm1, fabs */
 #include <stdio.h>  /* snprintf */
-#include <string.h> /* memset */
+#include <string.h> /* memset, memcpy */
 
 #include "filter.h"
 #include "hash.h"
@@ -89,34 +118,151 @@
  * Types
  *==========================================================================*/
 
-/* Allowance for a bk_blocked handle, whose size is private to blocked.c. */
-#define BLOCKED_HANDLE_BYTES 128
+/* The schedule (see above). */
+#define RATIO 0.9        /* r: each stage after stage 1 at r times the last */
+#define LEGACY_RATIO 0.5 /* files without the schedule field */
 
+/* Layout choice: classic when at most this many bits, or when blocked
+ * needs more than BLOCKED_MAX_COST times the classic bits. */
+#define CLASSIC_MAX_BITS 4096
+#define BLOCKED_MAX_COST 1.2
+
+#define BLOCK_BITS 512
+#define BLOCK_WORDS 8
+#define BLOCKED_MAX_HASHES 16 /* BK_BLOCKED_MAX_HASHES */
+#define CLASSIC_MAX_HASHES 64 /* BK_MAX_HASHES */
+
+/* Internal flag: the filter follows the legacy schedule (loaded from a
+ * file written before it). Never set in a file. */
+#define F_LEGACY 0x80u
+#define PUBLIC_FLAGS (BK_SCALABLE_NONSCALING | BK_SCALABLE_BOUNDED)
+
+/* A stage record: 16 bytes, followed in memory by the stage's bits (or, with
+ * SH_POINTER, by a pointer to them). shape = units << 16 | k << 8 | flags,
+ * units being bits (classic) or blocks (blocked). */
 typedef struct stage {
-    bk_blocked *filter;
-    uint64_t capacity;  /* n_i */
-    double fpr;         /* p_i */
-    size_t bytes;       /* accounted memory of this stage */
-    uint64_t items;     /* new items written into it; relaxed atomic */
+    uint64_t items; /* new items written into it; relaxed atomic */
+    uint64_t shape;
 } stage;
+
+#define SH_CLASSIC 1u /* else blocked */
+#define SH_POINTER 2u /* the bits are elsewhere (a loaded payload) */
+
+typedef struct stage_dir {
+    struct stage_dir *retired; /* the smaller directory this one replaced */
+    uint32_t cap;
+    stage *slot[];             /* cap entries; slot[0] is the handle's stage 0 */
+} stage_dir;
 
 struct bk_scalable {
     bk__object obj;       /* first: a bk_scalable is also a bk_filter */
-    stage *stages[BK_SCALABLE_MAX_STAGES]; /* a prefix of nstages is set */
-    uint32_t nstages;     /* published count; release/acquire */
-    uint32_t max_stages;
-    size_t max_bytes;     /* 0: no cap */
-    size_t bytes;         /* struct + stages; relaxed atomic */
-    uint64_t items;       /* adds that returned 1; relaxed atomic */
+    stage_dir *dir;       /* NULL while only stage 0 exists; acquire/release */
     uint64_t seed;
+    double error;         /* P, as created */
     uint64_t capacity;    /* n_0 */
-    double error;         /* as created */
-    double first_fpr;     /* p_0 */
+    size_t max_bytes;     /* 0: no cap; relaxed atomic */
     uint32_t expansion;
-    unsigned flags;
+    uint8_t nstages;      /* published count; release/acquire */
+    uint8_t max_stages;   /* relaxed atomic */
+    uint8_t flags;        /* BK_SCALABLE_* | F_LEGACY */
+    uint8_t reserved;
+    stage first;          /* stage 0; its bits (or a pointer) follow */
 };
 
+/* Stage 0's record must be the last member: its bits follow the struct. */
+_Static_assert(sizeof(struct bk_scalable) ==
+                   offsetof(struct bk_scalable, first) + sizeof(stage),
+               "stage 0's bits follow the handle");
+
+/* Bytes a stage allocation adds to its bits: the raw pointer, the record
+ * and the worst alignment of the bits to a cache line. */
+#define STAGE_SLACK (sizeof(void *) + sizeof(stage) + BK_CACHE_LINE - 1)
+
+/* In-block salts of the blocked layout: lib/blocked.c's, part of the file
+ * format (docs/FORMAT.md, family 2). Never change them. */
+static const uint32_t SALT[BLOCKED_MAX_HASHES] = {
+    0xe220a839u, 0x6e789e6bu, 0x06c45d19u, 0xf88bb8a9u,
+    0x1b39896bu, 0x53cb9f0du, 0x2c829abfu, 0xc584133bu,
+    0x3ee57891u, 0xf3b8488du, 0x657eecddu, 0xc2d326e1u,
+    0x8621a03fu, 0x8e1f7555u, 0xb54e0f17u, 0x84bb3f97u,
+};
+
+/* Keys hashed ahead in a batch lookup: each brings up to one miss per
+ * large stage. */
+#define BATCH_AHEAD 8
+
 static const bk__family_ops scalable_ops; /* at the end of this file */
+
+/*==========================================================================
+ * Internals: stage shapes and memory
+ *==========================================================================*/
+
+static inline uint64_t shape_units(uint64_t shape) { return shape >> 16; }
+static inline uint32_t shape_k(uint64_t shape) { return (uint32_t)(shape >> 8) & 0xffu; }
+static inline int shape_classic(uint64_t shape) { return (shape & SH_CLASSIC) != 0; }
+
+static inline uint64_t make_shape(uint64_t units, uint32_t k, unsigned flags)
+{
+    return units << 16 | (uint64_t)k << 8 | flags;
+}
+
+/* Payload bytes of a shape: whole 64-bit words (classic) or blocks. */
+static uint64_t shape_bytes(uint64_t shape)
+{
+    uint64_t units = shape_units(shape);
+    return shape_classic(shape) ? (units + 63) / 64 * 8 : units * BK_CACHE_LINE;
+}
+
+static uint64_t shape_bits(uint64_t shape)
+{
+    return shape_classic(shape) ? shape_units(shape) : shape_units(shape) * BLOCK_BITS;
+}
+
+static inline uint64_t *stage_words(const stage *s)
+{
+    if (s->shape & SH_POINTER) {
+        uint64_t *p;
+        memcpy(&p, s + 1, sizeof(p));
+        return p;
+    }
+    return (uint64_t *)(uintptr_t)(s + 1);
+}
+
+/* Free a stage of index >= 1: its raw allocation pointer sits just below it. */
+static void stage_free(stage *s)
+{
+    if (s == NULL) return;
+    void *raw;
+    memcpy(&raw, (const char *)s - sizeof(void *), sizeof(raw));
+    bk__free(raw);
+}
+
+/* A stage of index >= 1 with room for `bytes` bytes of bits (0 with
+ * SH_POINTER: room for the pointer), the bits cache-line aligned. */
+static stage *stage_alloc(uint64_t bytes, uint64_t shape)
+{
+    size_t room = (shape & SH_POINTER) ? sizeof(void *) : (size_t)bytes;
+    unsigned char *raw = bk__calloc(1, room + STAGE_SLACK);
+    if (raw == NULL) return NULL;
+    uintptr_t bits = (uintptr_t)raw + sizeof(void *) + sizeof(stage);
+    bits = (bits + BK_CACHE_LINE - 1) & ~(uintptr_t)(BK_CACHE_LINE - 1);
+    stage *s = (stage *)bits - 1;
+    memcpy((char *)s - sizeof(void *), &raw, sizeof(raw));
+    s->shape = shape;
+    return s;
+}
+
+/* Allocation bytes of stage i >= 1. */
+static uint64_t stage_alloc_bytes(const stage *s)
+{
+    return ((s->shape & SH_POINTER) ? sizeof(void *) : shape_bytes(s->shape)) +
+           STAGE_SLACK;
+}
+
+static uint64_t dir_bytes(uint32_t cap)
+{
+    return sizeof(stage_dir) + (uint64_t)cap * sizeof(stage *);
+}
 
 /*==========================================================================
  * Internals: atomics on the stage array
@@ -127,9 +273,18 @@ static inline uint32_t load_nstages(const bk_scalable *f)
     return __atomic_load_n(&f->nstages, __ATOMIC_ACQUIRE);
 }
 
+static inline stage_dir *load_dir(const bk_scalable *f)
+{
+    return __atomic_load_n(&f->dir, __ATOMIC_ACQUIRE);
+}
+
+/* Stage i < a published count (or a slot being installed: may be NULL). */
 static inline stage *load_stage(const bk_scalable *f, uint32_t i)
 {
-    return __atomic_load_n(&f->stages[i], __ATOMIC_ACQUIRE);
+    if (i == 0) return (stage *)(uintptr_t)&f->first;
+    stage_dir *d = load_dir(f);
+    if (d == NULL || i >= d->cap) return NULL;
+    return __atomic_load_n(&d->slot[i], __ATOMIC_ACQUIRE);
 }
 
 static inline size_t load_size(const size_t *p)
@@ -137,70 +292,264 @@ static inline size_t load_size(const size_t *p)
     return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
+static inline uint64_t stage_items(const stage *s)
+{
+    return __atomic_load_n(&s->items, __ATOMIC_RELAXED);
+}
+
 /*==========================================================================
- * Internals: stages
+ * Internals: the schedule and sizing
  *==========================================================================*/
 
-static size_t stage_bytes(uint64_t bits)
+/* Stage 0's rate. */
+static double first_rate(double error, unsigned flags)
 {
-    return (size_t)(bits / 8) + BK_CACHE_LINE + sizeof(void *) +
-           sizeof(stage) + BLOCKED_HANDLE_BYTES;
+    /* legacy files built non-scaling bounded filters at half the rate */
+    if ((flags & BK_SCALABLE_NONSCALING) && !(flags & F_LEGACY)) return error;
+    return (flags & BK_SCALABLE_BOUNDED) ? error / 2 : error;
 }
 
-/* Parameters of the stage after `prev` (or stage 0 when prev is NULL).
- * BK_ESIZE when its capacity overflows. */
-static int next_params(const bk_scalable *f, const stage *prev,
-                       uint64_t *capacity, double *fpr)
+/* Rate of stage i. */
+static double stage_rate(const bk_scalable *f, uint32_t i)
 {
-    if (prev == NULL) {
-        *capacity = f->capacity;
-        *fpr = f->first_fpr;
-        return BK_OK;
-    }
-    if (bk__mul_overflow(prev->capacity, f->expansion, capacity))
-        return BK_ESIZE;
-    *fpr = prev->fpr * BK_SCALABLE_TIGHTENING;
-    if (!(*fpr > 0.0)) return BK_ESIZE; /* underflow: unreachable rates */
+    double p0 = first_rate(f->error, f->flags);
+    if (f->flags & F_LEGACY) return p0 * pow(LEGACY_RATIO, (double)i);
+    if (i == 0) return p0;
+    double rest = (f->flags & BK_SCALABLE_BOUNDED) ? f->error / 2 : f->error;
+    return rest * (1.0 - RATIO) * pow(RATIO, (double)(i - 1));
+}
+
+/* Capacity of stage i, or BK_ESIZE when it overflows. */
+static int stage_capacity(const bk_scalable *f, uint32_t i, uint64_t *out)
+{
+    uint64_t c = f->capacity;
+    for (uint32_t j = 0; j < i; j++)
+        if (bk__mul_overflow(c, f->expansion, &c)) return BK_ESIZE;
+    *out = c;
     return BK_OK;
 }
 
-static void stage_free(stage *s)
+/* The shape of a new stage of n items at rate p (index i). */
+static int plan_stage(uint64_t n, double p, uint32_t i, uint64_t *shape)
 {
-    if (s == NULL) return;
-    bk_blocked_free(s->filter);
-    bk__free(s);
+    uint64_t m;
+    uint32_t k;
+    if (!(p > 0.0)) return BK_ESIZE; /* underflow: unreachable rates */
+    int rc = bk_bloom_optimal(n, p, &m, &k);
+    if (rc == BK_EHASHES) return BK_ESIZE;
+    if (rc != BK_OK) return rc;
+    /* whole words: the bits the allocation holds anyway, and a lower rate */
+    if (m > BK_MAX_BITS - 63) return BK_ESIZE;
+    if ((double)k * k > 0.001 * (double)m) {
+        /* A small filter with many probes misses its rate: probes of one
+         * key collide (about k^2 / 2m of them) and the fill varies, each
+         * costing ~k^2 / 2m of relative rate (measured +8% at 100 keys,
+         * k = 8; +20% at k = 23). Size it for p / (1 + k^2 / m). */
+        double margin = 1.0 + (double)k * k / (double)m;
+        rc = bk_bloom_optimal(n, p / margin, &m, &k);
+        if (rc == BK_EHASHES) return BK_ESIZE;
+        if (rc != BK_OK) return rc;
+        if (m > BK_MAX_BITS - 63) return BK_ESIZE;
+    }
+    m = (m + 63) / 64 * 64;
+    double kr = round((double)m / (double)n * 0.6931471805599453);
+    k = kr < 1.0 ? 1u : kr > CLASSIC_MAX_HASHES ? CLASSIC_MAX_HASHES : (uint32_t)kr;
+    if (i > 0 && m > CLASSIC_MAX_BITS) {
+        uint64_t bm;
+        uint32_t bk;
+        if (bk_blocked_optimal(n, p, &bm, &bk) == BK_OK &&
+            (double)bm <= BLOCKED_MAX_COST * (double)m) {
+            *shape = make_shape(bm / BLOCK_BITS, bk, 0);
+            return BK_OK;
+        }
+    }
+    *shape = make_shape(m, k, SH_CLASSIC);
+    return BK_OK;
 }
 
-/* Build (not publish) a stage of `capacity` items at `fpr`, checking the
- * memory cap against `used` bytes first. */
-static int stage_create(stage **out, const bk_scalable *f, uint64_t capacity,
-                        double fpr, size_t used)
-{
-    stage *s = NULL;
-    uint64_t bits;
-    int rc = bk_blocked_optimal(capacity, fpr, &bits, NULL);
-    *out = NULL;
-    if (rc != BK_OK) goto fail;
-    if (bits / 8 > SIZE_MAX / 2) { rc = BK_ESIZE; goto fail; }
-    size_t bytes = stage_bytes(bits);
-    size_t cap = load_size(&f->max_bytes);
-    if (cap != 0 && (used > cap || bytes > cap - used)) {
-        rc = BK_ELIMIT;
-        goto fail;
-    }
-    s = bk__calloc(1, sizeof(*s));
-    if (s == NULL) { rc = BK_ENOMEM; goto fail; }
-    rc = bk_blocked_create(&s->filter, capacity, fpr, f->seed);
-    if (rc != BK_OK) goto fail;
-    s->capacity = capacity;
-    s->fpr = fpr;
-    s->bytes = bytes;
-    *out = s;
-    return BK_OK;
+/*==========================================================================
+ * Internals: probing a stage
+ *==========================================================================*/
 
-fail:
-    stage_free(s);
-    return rc;
+/* Probe i of a classic stage: z_i = lo + (i + 1) (hi | 1), mixed by a
+ * 64-bit finaliser (Stafford's mix 13), then fast range to [0, m). The
+ * double hashing of lib/bloom.c (x_i = lo + i y + ...) is not used here:
+ * when y maps to less than one bit of a small filter all of a key's
+ * probes fall on one or two bits, and such keys (about 2 / m of them) put
+ * a floor near 1 / m under the rate, far above the rates of late stages
+ * (measured: 3e-5 instead of 1e-7 at m = 3400). Mixed probes are
+ * independent for every key. */
+static inline uint64_t classic_probe(bk_hash h, uint32_t i, uint64_t m)
+{
+    uint64_t z = h.lo + (uint64_t)(i + 1) * (h.hi | 1);
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    z ^= z >> 31;
+    return bk__fastrange64(z, m);
+}
+
+/* The address a lookup of h reads first in a stage (to prefetch). */
+static inline const uint64_t *first_line(const stage *s, bk_hash h)
+{
+    uint64_t shape = s->shape;
+    const uint64_t *w = stage_words(s);
+    if (shape_classic(shape)) return w + (classic_probe(h, 0, shape_units(shape)) >> 6);
+    return w + bk__fastrange64(h.lo, shape_units(shape)) * BLOCK_WORDS;
+}
+
+/* 1 when every bit of h is set in the stage. Bits are tested four at a
+ * time without branches; a group with a clear bit ends the test. */
+static inline int stage_contains(const stage *s, bk_hash h)
+{
+    uint64_t shape = s->shape;
+    uint32_t k = shape_k(shape);
+    const uint64_t *w = stage_words(s);
+    uint64_t ok = 1;
+    if (shape_classic(shape)) {
+        uint64_t m = shape_units(shape);
+        for (uint32_t i = 0; i < k; i++) {
+            uint64_t pos = classic_probe(h, i, m);
+            ok &= bk__load64(&w[pos >> 6]) >> (pos & 63);
+            if ((i & 3) == 3 && !(ok & 1)) return 0;
+        }
+        return (int)(ok & 1);
+    }
+    const uint64_t *line = w + bk__fastrange64(h.lo, shape_units(shape)) * BLOCK_WORDS;
+    uint32_t x = (uint32_t)h.hi;
+    for (uint32_t i = 0; i < k; i++) {
+        uint32_t pos = (uint32_t)(x * SALT[i]) >> 23;
+        ok &= bk__load64(&line[pos >> 6]) >> (pos & 63);
+        if ((i & 3) == 3 && !(ok & 1)) return 0;
+    }
+    return (int)(ok & 1);
+}
+
+static inline void set_bit(uint64_t *word, uint64_t bit)
+{
+    if (!(bk__load64(word) & bit)) bk__fetch_or64(word, bit);
+}
+
+static void stage_add(stage *s, bk_hash h)
+{
+    uint64_t shape = s->shape;
+    uint32_t k = shape_k(shape);
+    uint64_t *w = stage_words(s);
+    if (shape_classic(shape)) {
+        uint64_t m = shape_units(shape);
+        for (uint32_t i = 0; i < k; i++) {
+            uint64_t pos = classic_probe(h, i, m);
+            set_bit(&w[pos >> 6], UINT64_C(1) << (pos & 63));
+        }
+        return;
+    }
+    uint64_t *line = w + bk__fastrange64(h.lo, shape_units(shape)) * BLOCK_WORDS;
+    uint64_t mask[BLOCK_WORDS] = {0};
+    uint32_t x = (uint32_t)h.hi;
+    for (uint32_t i = 0; i < k; i++) {
+        uint32_t pos = (uint32_t)(x * SALT[i]) >> 23;
+        mask[pos >> 6] |= UINT64_C(1) << (pos & 63);
+    }
+    for (int j = 0; j < BLOCK_WORDS; j++)
+        if (mask[j] && (bk__load64(&line[j]) & mask[j]) != mask[j])
+            bk__fetch_or64(&line[j], mask[j]);
+}
+
+/* Bits set, estimated keys and the current rate of a stage. */
+typedef struct census {
+    uint64_t bits_set;
+    double estimated_items;
+    double fpr_now;
+} census;
+
+static census stage_census(const stage *s)
+{
+    census c = {0, 0.0, 0.0};
+    uint64_t shape = s->shape, units = shape_units(shape);
+    uint32_t k = shape_k(shape);
+    const uint64_t *w = stage_words(s);
+    if (shape_classic(shape)) {
+        uint64_t words = (units + 63) / 64;
+        for (uint64_t j = 0; j < words; j++) c.bits_set += bk__popcount64(bk__load64(&w[j]));
+        double fill = (double)c.bits_set / (double)units;
+        c.estimated_items = fill >= 1.0 ? INFINITY
+                                        : -((double)units / k) * log1p(-fill);
+        c.fpr_now = pow(fill, (double)k);
+        return c;
+    }
+    for (uint64_t b = 0; b < units; b++) {
+        uint64_t t = 0;
+        for (int j = 0; j < BLOCK_WORDS; j++)
+            t += bk__popcount64(bk__load64(&w[b * BLOCK_WORDS + j]));
+        c.bits_set += t;
+        c.estimated_items += t >= BLOCK_BITS ? INFINITY
+                                             : -((double)BLOCK_BITS / k) *
+                                                   log1p(-(double)t / BLOCK_BITS);
+        c.fpr_now += pow((double)t / BLOCK_BITS, (double)k);
+    }
+    c.fpr_now /= (double)units;
+    return c;
+}
+
+/*==========================================================================
+ * Internals: lookups and adds
+ *==========================================================================*/
+
+/* Every stage's first line is prefetched, then the stages are tested
+ * newest first. */
+static int contains_in(const bk_scalable *f, uint32_t n, bk_hash h)
+{
+    const stage *st[BK_SCALABLE_MAX_STAGES];
+    st[0] = &f->first;
+    if (n > 1) {
+        stage_dir *d = load_dir(f);
+        for (uint32_t i = 1; i < n; i++) st[i] = __atomic_load_n(&d->slot[i], __ATOMIC_ACQUIRE);
+    }
+    for (uint32_t i = 0; i < n; i++) BK_PREFETCH_READ(first_line(st[i], h));
+    for (uint32_t i = n; i-- > 0;)
+        if (stage_contains(st[i], h)) return 1;
+    return 0;
+}
+
+static int contains_hash(const bk_scalable *f, bk_hash h)
+{
+    return contains_in(f, load_nstages(f), h);
+}
+
+/* Bytes the filter holds now. */
+static size_t total_bytes(const bk_scalable *f)
+{
+    uint64_t total = sizeof(*f);
+    if (f->first.shape & SH_POINTER) total += sizeof(void *);
+    else total += shape_bytes(f->first.shape);
+    if (f->obj.block_kind != BK__BLOCK_NONE) total += f->obj.block_len;
+    uint32_t n = load_nstages(f);
+    stage_dir *d = load_dir(f);
+    for (uint32_t i = 1; i < n; i++) total += stage_alloc_bytes(load_stage(f, i));
+    for (; d != NULL; d = d->retired) total += dir_bytes(d->cap);
+    return total > SIZE_MAX ? SIZE_MAX : (size_t)total;
+}
+
+/* Make the directory hold slot n (n = the published count). */
+static int ensure_dir(bk_scalable *f, uint32_t n)
+{
+    for (;;) {
+        stage_dir *d = load_dir(f);
+        if (d != NULL && d->cap > n) return BK_OK;
+        uint32_t cap = d ? 2 * d->cap : 4;
+        if (cap > BK_SCALABLE_MAX_STAGES) cap = BK_SCALABLE_MAX_STAGES;
+        stage_dir *nd = bk__calloc(1, (size_t)dir_bytes(cap));
+        if (nd == NULL) return BK_ENOMEM;
+        nd->cap = cap;
+        nd->retired = d;
+        nd->slot[0] = &f->first;
+        /* a directory is replaced only when full: all its slots are set */
+        for (uint32_t i = 1; d != NULL && i < d->cap; i++)
+            nd->slot[i] = __atomic_load_n(&d->slot[i], __ATOMIC_ACQUIRE);
+        if (__atomic_compare_exchange_n(&f->dir, &d, nd, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
+            return BK_OK;
+        bk__free(nd); /* another add replaced it first */
+    }
 }
 
 /* Make stage n exist, n being the number of stages the caller saw. BK_OK
@@ -208,48 +557,42 @@ fail:
 static int grow(bk_scalable *f, uint32_t n)
 {
     stage *fresh = NULL, *expected = NULL;
-    uint64_t capacity;
-    double fpr;
+    uint64_t capacity, shape;
     int rc;
 
     if (n >= BK_SCALABLE_MAX_STAGES) return BK_ELIMIT;
     if (load_stage(f, n) != NULL) goto publish; /* a racing add grew it */
-    if (n >= __atomic_load_n(&f->max_stages, __ATOMIC_RELAXED))
-        return BK_ELIMIT;
-    rc = next_params(f, load_stage(f, n - 1), &capacity, &fpr);
+    if (n >= __atomic_load_n(&f->max_stages, __ATOMIC_RELAXED)) return BK_ELIMIT;
+    rc = stage_capacity(f, n, &capacity);
     if (rc != BK_OK) return rc;
-    rc = stage_create(&fresh, f, capacity, fpr, load_size(&f->bytes));
+    rc = plan_stage(capacity, stage_rate(f, n), n, &shape);
     if (rc != BK_OK) return rc;
+    uint64_t bytes = shape_bytes(shape);
+    if (bytes > SIZE_MAX / 2) return BK_ESIZE;
+    uint64_t need = bytes + STAGE_SLACK;
+    stage_dir *d = load_dir(f);
+    if (d == NULL || d->cap <= n) need += dir_bytes(d ? 2 * d->cap : 4);
+    size_t cap = load_size(&f->max_bytes);
+    size_t used = total_bytes(f);
+    if (cap != 0 && (used > cap || need > cap - used)) return BK_ELIMIT;
 
-    /* Count the bytes before publishing so that a racing check of the cap
-     * never sees the stage without them. */
-    __atomic_fetch_add(&f->bytes, fresh->bytes, __ATOMIC_RELAXED);
-    if (!__atomic_compare_exchange_n(&f->stages[n], &expected, fresh, 0,
-                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-        __atomic_fetch_sub(&f->bytes, fresh->bytes, __ATOMIC_RELAXED);
-        stage_free(fresh); /* another add installed stage n first */
+    fresh = stage_alloc(bytes, shape);
+    if (fresh == NULL) return BK_ENOMEM;
+    rc = ensure_dir(f, n);
+    if (rc != BK_OK) {
+        stage_free(fresh);
+        return rc;
     }
+    d = load_dir(f);
+    if (!__atomic_compare_exchange_n(&d->slot[n], &expected, fresh, 0,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        stage_free(fresh); /* another add installed stage n first */
 publish:;
-    /* Publish (or help publish) stage n. */
     uint32_t seen = n;
-    __atomic_compare_exchange_n(&f->nstages, &seen, n + 1, 0,
+    uint8_t want = (uint8_t)seen;
+    __atomic_compare_exchange_n(&f->nstages, &want, (uint8_t)(n + 1), 0,
                                 __ATOMIC_RELEASE, __ATOMIC_RELAXED);
     return BK_OK;
-}
-
-/* Newest stage first: with expansion 2 the newest two stages hold about
- * three quarters of the keys, so a present key is usually found at once.
- * An absent key costs one probe per stage whatever the order. */
-static int contains_in(const bk_scalable *f, uint32_t n, bk_hash h)
-{
-    for (uint32_t i = n; i-- > 0;)
-        if (bk_blocked_contains_hash(load_stage(f, i)->filter, h)) return 1;
-    return 0;
-}
-
-static int contains_hash(const bk_scalable *f, bk_hash h)
-{
-    return contains_in(f, load_nstages(f), h);
 }
 
 /* may_grow 0: a new key that needs a new stage gets BK_EFULL instead. */
@@ -264,16 +607,16 @@ static int add_hash(bk_scalable *f, bk_hash h, int may_grow)
     stage *cur;
     for (;;) {
         cur = load_stage(f, n - 1);
-        if (__atomic_load_n(&cur->items, __ATOMIC_RELAXED) < cur->capacity)
-            break;
+        uint64_t capacity = 0;
+        stage_capacity(f, n - 1, &capacity); /* it exists: no overflow */
+        if (stage_items(cur) < capacity) break;
         if ((f->flags & BK_SCALABLE_NONSCALING) || !may_grow) return BK_EFULL;
         int rc = grow(f, n);
         if (rc != BK_OK) return rc;
         n = load_nstages(f);
     }
-    bk_blocked_add_hash(cur->filter, h);
+    stage_add(cur, h);
     __atomic_fetch_add(&cur->items, 1, __ATOMIC_RELAXED);
-    bk__add64(&f->items, 1);
     return 1;
 }
 
@@ -281,52 +624,85 @@ static int add_hash(bk_scalable *f, bk_hash h, int may_grow)
  * API: life cycle
  *==========================================================================*/
 
-int bk_scalable_create(bk_scalable **out, uint64_t capacity, double error,
-                       uint32_t expansion, unsigned flags, uint64_t seed)
+static int check_create(uint64_t capacity, double error, uint32_t expansion,
+                        unsigned flags)
 {
-    bk_scalable *f = NULL;
-    stage *first = NULL;
-    int rc;
-
-    if (out == NULL) return BK_EINVAL;
-    *out = NULL;
     if (capacity == 0) return BK_ECAPACITY;
     if (bk__check_fpr(error) != BK_OK) return BK_EFPR;
     if (expansion == 0) return BK_EPARAM;
-    if (flags & ~(BK_SCALABLE_NONSCALING | BK_SCALABLE_BOUNDED))
-        return BK_EPARAM;
+    if (flags & ~PUBLIC_FLAGS) return BK_EPARAM;
+    return BK_OK;
+}
 
-    f = bk__calloc(1, sizeof(*f));
-    if (f == NULL) { rc = BK_ENOMEM; goto fail; }
+int bk_scalable_estimate_bytes(uint64_t capacity, double error, unsigned flags,
+                               size_t *bytes)
+{
+    uint64_t shape;
+    if (bytes == NULL) return BK_EINVAL;
+    *bytes = 0;
+    int rc = check_create(capacity, error, 1, flags);
+    if (rc != BK_OK) return rc;
+    rc = plan_stage(capacity, first_rate(error, flags), 0, &shape);
+    if (rc != BK_OK) return rc;
+    if (shape_bytes(shape) > SIZE_MAX / 2) return BK_ESIZE;
+    *bytes = sizeof(bk_scalable) + (size_t)shape_bytes(shape);
+    return BK_OK;
+}
+
+int bk_scalable_create(bk_scalable **out, uint64_t capacity, double error,
+                       uint32_t expansion, unsigned flags, uint64_t seed)
+{
+    uint64_t shape;
+    if (out == NULL) return BK_EINVAL;
+    *out = NULL;
+    int rc = check_create(capacity, error, expansion, flags);
+    if (rc != BK_OK) return rc;
+    rc = plan_stage(capacity, first_rate(error, flags), 0, &shape);
+    if (rc != BK_OK) return rc;
+    uint64_t bytes = shape_bytes(shape);
+    if (bytes > SIZE_MAX / 2) return BK_ESIZE;
+
+    bk_scalable *f = bk__calloc(1, sizeof(*f) + (size_t)bytes);
+    if (f == NULL) return BK_ENOMEM;
     bk__object_init(&f->obj, &scalable_ops);
     f->max_stages = (flags & BK_SCALABLE_NONSCALING) ? 1 : BK_SCALABLE_MAX_STAGES;
     f->seed = seed;
     f->capacity = capacity;
     f->error = error;
-    f->first_fpr = (flags & BK_SCALABLE_BOUNDED)
-                       ? error * (1.0 - BK_SCALABLE_TIGHTENING)
-                       : error;
     f->expansion = expansion;
-    f->flags = flags;
-    f->bytes = sizeof(*f);
-
-    rc = stage_create(&first, f, capacity, f->first_fpr, f->bytes);
-    if (rc != BK_OK) goto fail;
-    f->stages[0] = first;
+    f->flags = (uint8_t)flags;
+    f->first.shape = shape;
     f->nstages = 1;
-    f->bytes += first->bytes;
     *out = f;
     return BK_OK;
+}
 
-fail:
-    bk__free(f);
-    return rc;
+static void free_stages(bk_scalable *f, uint32_t from)
+{
+    stage_dir *d = f->dir;
+    if (d == NULL) return;
+    for (uint32_t i = from; i < d->cap; i++) {
+        stage_free(d->slot[i]);
+        d->slot[i] = NULL;
+    }
+}
+
+static void free_dirs(bk_scalable *f)
+{
+    stage_dir *d = f->dir;
+    while (d != NULL) {
+        stage_dir *next = d->retired;
+        bk__free(d);
+        d = next;
+    }
+    f->dir = NULL;
 }
 
 void bk_scalable_free(bk_scalable *f)
 {
     if (f == NULL) return;
-    for (uint32_t i = 0; i < f->nstages; i++) stage_free(f->stages[i]);
+    free_stages(f, 1);
+    free_dirs(f);
     bk__object_release(&f->obj);
     bk__free(f);
 }
@@ -334,15 +710,11 @@ void bk_scalable_free(bk_scalable *f)
 void bk_scalable_clear(bk_scalable *f)
 {
     if (f == NULL) return;
-    for (uint32_t i = 1; i < f->nstages; i++) {
-        f->bytes -= f->stages[i]->bytes;
-        stage_free(f->stages[i]);
-        f->stages[i] = NULL;
-    }
+    free_stages(f, 1);
+    free_dirs(f);
     f->nstages = 1;
-    bk_blocked_clear(f->stages[0]->filter);
-    f->stages[0]->items = 0;
-    f->items = 0;
+    memset(stage_words(&f->first), 0, (size_t)shape_bytes(f->first.shape));
+    f->first.items = 0;
 }
 
 int bk_scalable_set_max_bytes(bk_scalable *f, size_t max_bytes)
@@ -362,7 +734,7 @@ int bk_scalable_set_max_stages(bk_scalable *f, uint32_t max_stages)
     if (f == NULL) return BK_EINVAL;
     if (max_stages == 0 || max_stages > BK_SCALABLE_MAX_STAGES) return BK_EPARAM;
     if (f->flags & BK_SCALABLE_NONSCALING) return BK_OK; /* always one */
-    __atomic_store_n(&f->max_stages, max_stages, __ATOMIC_RELAXED);
+    __atomic_store_n(&f->max_stages, (uint8_t)max_stages, __ATOMIC_RELAXED);
     return BK_OK;
 }
 
@@ -418,14 +790,37 @@ int64_t bk_scalable_add_batch(bk_scalable *f, const void *const *keys,
     return added;
 }
 
+/* Keys are hashed BATCH_AHEAD ahead and their lines in every stage are
+ * prefetched then, so the misses of several keys and stages overlap. */
 int64_t bk_scalable_contains_batch(const bk_scalable *f,
                                    const void *const *keys, const size_t *lens,
                                    size_t n, uint8_t *results)
 {
+    const stage *st[BK_SCALABLE_MAX_STAGES];
+    bk_hash ring[BATCH_AHEAD];
     int64_t found = 0;
     if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
+    uint32_t ns = load_nstages(f);
+    st[0] = &f->first;
+    if (ns > 1) {
+        stage_dir *d = load_dir(f);
+        for (uint32_t i = 1; i < ns; i++) st[i] = __atomic_load_n(&d->slot[i], __ATOMIC_ACQUIRE);
+    }
+    size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
+    for (size_t i = 0; i < ahead; i++) {
+        ring[i] = bk__hash(keys[i], lens[i], f->seed);
+        for (uint32_t s = 0; s < ns; s++) BK_PREFETCH_READ(first_line(st[s], ring[i]));
+    }
     for (size_t i = 0; i < n; i++) {
-        int r = contains_hash(f, bk__hash(keys[i], lens[i], f->seed));
+        bk_hash h = ring[i % BATCH_AHEAD];
+        size_t next = i + BATCH_AHEAD;
+        if (next < n) {
+            bk_hash g = bk__hash(keys[next], lens[next], f->seed);
+            ring[i % BATCH_AHEAD] = g;
+            for (uint32_t s = 0; s < ns; s++) BK_PREFETCH_READ(first_line(st[s], g));
+        }
+        int r = 0;
+        for (uint32_t s = ns; s-- > 0 && !r;) r = stage_contains(st[s], h);
         found += r;
         if (results != NULL) results[i] = (uint8_t)r;
     }
@@ -438,9 +833,16 @@ int64_t bk_scalable_contains_batch(const bk_scalable *f,
 
 uint64_t bk_scalable_seed(const bk_scalable *f) { return f->seed; }
 uint32_t bk_scalable_stages(const bk_scalable *f) { return load_nstages(f); }
-uint64_t bk_scalable_items(const bk_scalable *f) { return bk__load64(&f->items); }
 double bk_scalable_error(const bk_scalable *f) { return f->error; }
-size_t bk_scalable_bytes(const bk_scalable *f) { return load_size(&f->bytes); }
+size_t bk_scalable_bytes(const bk_scalable *f) { return total_bytes(f); }
+
+uint64_t bk_scalable_items(const bk_scalable *f)
+{
+    uint64_t total = 0;
+    uint32_t n = load_nstages(f);
+    for (uint32_t i = 0; i < n; i++) total += stage_items(load_stage(f, i));
+    return total;
+}
 
 uint32_t bk_scalable_expansion(const bk_scalable *f)
 {
@@ -452,7 +854,8 @@ uint64_t bk_scalable_capacity(const bk_scalable *f)
     uint64_t total = 0;
     uint32_t n = load_nstages(f);
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t c = load_stage(f, i)->capacity;
+        uint64_t c = UINT64_MAX;
+        stage_capacity(f, i, &c);
         total = total > UINT64_MAX - c ? UINT64_MAX : total + c;
     }
     return total;
@@ -461,22 +864,22 @@ uint64_t bk_scalable_capacity(const bk_scalable *f)
 int bk_scalable_get_stage_stats(const bk_scalable *f, uint32_t i,
                                 bk_scalable_stage_stats *out)
 {
-    bk_blocked_stats bs;
     if (f == NULL || out == NULL) return BK_EINVAL;
     if (i >= load_nstages(f)) return BK_EPARAM;
     const stage *s = load_stage(f, i);
-    int rc = bk_blocked_get_stats(s->filter, &bs);
-    if (rc != BK_OK) return rc;
+    census c = stage_census(s);
     memset(out, 0, sizeof(*out));
-    out->capacity = s->capacity;
-    out->target_fpr = s->fpr;
-    out->items = __atomic_load_n(&s->items, __ATOMIC_RELAXED);
-    out->bits = bs.bits;
-    out->hashes = bs.hashes;
-    out->fill = bs.fill;
-    out->estimated_items = bs.estimated_items;
-    out->fpr_now = bs.fpr_now;
-    out->bytes = s->bytes;
+    stage_capacity(f, i, &out->capacity);
+    out->target_fpr = stage_rate(f, i);
+    out->items = stage_items(s);
+    out->bits = shape_bits(s->shape);
+    out->hashes = shape_k(s->shape);
+    out->fill = (double)c.bits_set / (double)out->bits;
+    out->estimated_items = c.estimated_items;
+    out->fpr_now = c.fpr_now;
+    out->bytes = i == 0 ? (size_t)shape_bytes(s->shape)
+                        : (size_t)stage_alloc_bytes(s);
+    if (i == 0 && (s->shape & SH_POINTER)) out->bytes = sizeof(void *);
     return BK_OK;
 }
 
@@ -495,9 +898,10 @@ static int collect_stats(const bk_scalable *f, bk_scalable_stats *out,
     out->max_bytes = bk_scalable_max_bytes(f);
     out->items = bk_scalable_items(f);
     out->bytes = bk_scalable_bytes(f);
-    out->fpr_limit = out->nonscaling
-                         ? f->first_fpr
-                         : f->first_fpr / (1.0 - BK_SCALABLE_TIGHTENING);
+    double p0 = first_rate(f->error, f->flags);
+    if (out->nonscaling) out->fpr_limit = p0;
+    else if (f->flags & F_LEGACY) out->fpr_limit = p0 / (1.0 - LEGACY_RATIO);
+    else out->fpr_limit = p0 + ((f->flags & BK_SCALABLE_BOUNDED) ? f->error / 2 : f->error);
 
     /* Products of (1 - p) as sums of log1p(-p): exact for tiny rates. */
     double log_miss_bound = 0.0, log_miss_now = 0.0, bits_set = 0.0;
@@ -533,12 +937,15 @@ int bk_scalable_get_stats(const bk_scalable *f, bk_scalable_stats *out)
 /*==========================================================================
  * The generic filter and the file format
  *
- * Image: one part per stage, each a blocked filter's part (blocked.c) whose
- * capacity, fpr and items are the stage's own; header: capacity n_0, fpr =
- * the error asked for, items, param[0] = expansion, param[1] = the stage
- * cap, param[2] = the memory cap, flags = BK_SCALABLE_* flags. Restore
- * checks that the stages follow the growth rule. Clone goes through the
- * format (filter.c); merge is stage by stage and needs identical stages.
+ * Image: one part per stage; header: capacity n_0, fpr = the error asked
+ * for, items, param[0] = expansion, param[1] = the stage cap, param[2] =
+ * the memory cap, param[3] = the ratio r as binary64 bits (0: the legacy
+ * schedule), flags = BK_SCALABLE_* flags. A part is a blocked filter's part
+ * (param = 512, m = bits, k) or a classic filter's (param = 1: "blocks of
+ * one bit", m = bits, k, payload ceil(m / 64) words with the bits past m
+ * zero); its capacity, fpr and items are the stage's own. Restore checks
+ * that the stages follow the growth rule. Clone goes through the format
+ * (filter.c); merge is stage by stage and needs identical stages.
  *==========================================================================*/
 
 BK__FAMILY_CASTS(scalable, scalable_ops)
@@ -591,6 +998,13 @@ static int ops_info(const void *vf, bk_filter_info *out)
 
 static uint32_t ops_nparts(const void *f) { return load_nstages(f); }
 
+static uint64_t ratio_bits(double r)
+{
+    uint64_t u;
+    memcpy(&u, &r, sizeof(u));
+    return u;
+}
+
 static int ops_describe(const void *vf, bk__image *img)
 {
     const bk_scalable *f = vf;
@@ -598,83 +1012,114 @@ static int ops_describe(const void *vf, bk__image *img)
     img->seed = f->seed;
     img->capacity = f->capacity;
     img->fpr = f->error;
-    img->items = bk__load64(&f->items);
+    img->items = bk_scalable_items(f);
     img->param[0] = f->expansion;
     img->param[1] = f->max_stages;
     img->param[2] = f->max_bytes;
-    img->flags = f->flags;
+    img->param[3] = (f->flags & F_LEGACY) ? 0 : ratio_bits(RATIO);
+    img->flags = f->flags & PUBLIC_FLAGS;
     for (uint32_t i = 0; i < img->nparts; i++) {
         const stage *st = load_stage(f, i);
         bk__part *p = &img->parts[i];
-        bk__blocked_describe_part(st->filter, p);
-        p->capacity = st->capacity;
-        p->fpr = st->fpr;
-        p->items = __atomic_load_n(&st->items, __ATOMIC_RELAXED);
+        p->m = shape_bits(st->shape);
+        p->k = shape_k(st->shape);
+        p->param = shape_classic(st->shape) ? 1 : BLOCK_BITS;
+        stage_capacity(f, i, &p->capacity);
+        p->fpr = stage_rate(f, i);
+        p->items = stage_items(st);
+        p->data = stage_words(st);
+        p->length = shape_bytes(st->shape);
     }
     return BK_OK;
 }
 
-/* Stage rates follow p_i = p_0 * 0.5^i: equal up to rounding of the
- * multiplications, which may differ in the last bits between machines. */
+/* Stage rates are computed with pow: equal up to rounding, which may
+ * differ in the last bits between machines. */
 static int same_rate(double a, double b)
 {
     return fabs(a - b) <= 1e-12 * fabs(b);
+}
+
+/* The shape of a stored part, or 0 when the part is not a valid stage. */
+static uint64_t part_shape(const bk__part *p, int legacy)
+{
+    if (p->param == BLOCK_BITS) {
+        if (p->m == 0 || p->m % BLOCK_BITS != 0 || p->m / BLOCK_BITS > (UINT64_C(1) << 40))
+            return 0;
+        if (p->k == 0 || p->k > BLOCKED_MAX_HASHES) return 0;
+        if (p->length != p->m / 8) return 0;
+        return make_shape(p->m / BLOCK_BITS, p->k, SH_POINTER);
+    }
+    if (p->param == 1 && !legacy) {
+        if (p->m == 0 || p->m > BK_MAX_BITS) return 0;
+        if (p->k == 0 || p->k > CLASSIC_MAX_HASHES) return 0;
+        if (p->length != (p->m + 63) / 64 * 8) return 0;
+        if (p->m % 64) { /* bits past m are never set */
+            const unsigned char *last = (const unsigned char *)p->data + p->length - 8;
+            for (unsigned b = (unsigned)(p->m % 64); b < 64; b++)
+                if (last[b / 8] >> (b % 8) & 1) return 0;
+        }
+        return make_shape(p->m, p->k, SH_CLASSIC | SH_POINTER);
+    }
+    return 0;
 }
 
 static int ops_restore(const bk__image *img, void **out)
 {
     bk_scalable *f = NULL;
     int rc = BK_ECORRUPT;
+    int legacy = img->param[3] == 0;
+    if (!legacy && img->param[3] != ratio_bits(RATIO)) return BK_ECORRUPT;
     if (img->nparts == 0 || img->nparts > BK_SCALABLE_MAX_STAGES) return BK_ECORRUPT;
     if (img->capacity == 0 || !(img->fpr > 0.0 && img->fpr < 1.0)) return BK_ECORRUPT;
     if (img->param[0] == 0 || img->param[0] > UINT32_MAX) return BK_ECORRUPT;
     if (img->param[1] == 0 || img->param[1] > BK_SCALABLE_MAX_STAGES ||
         img->nparts > img->param[1] || img->param[2] > SIZE_MAX)
         return BK_ECORRUPT;
-    if (img->flags & ~(uint64_t)(BK_SCALABLE_NONSCALING | BK_SCALABLE_BOUNDED))
-        return BK_ECORRUPT;
+    if (img->flags & ~(uint64_t)PUBLIC_FLAGS) return BK_ECORRUPT;
     if ((img->flags & BK_SCALABLE_NONSCALING) && img->param[1] != 1) return BK_ECORRUPT;
 
-    f = bk__calloc(1, sizeof(*f));
+    f = bk__calloc(1, sizeof(*f) + sizeof(void *));
     if (f == NULL) return BK_ENOMEM;
     bk__object_init(&f->obj, &scalable_ops);
     f->seed = img->seed;
     f->capacity = img->capacity;
     f->error = img->fpr;
-    f->first_fpr = (img->flags & BK_SCALABLE_BOUNDED)
-                       ? img->fpr * (1.0 - BK_SCALABLE_TIGHTENING)
-                       : img->fpr;
     f->expansion = (uint32_t)img->param[0];
-    f->max_stages = (uint32_t)img->param[1];
+    f->max_stages = (uint8_t)img->param[1];
     f->max_bytes = (size_t)img->param[2];
-    f->flags = (unsigned)img->flags;
-    f->items = img->items;
-    f->bytes = sizeof(*f);
+    f->flags = (uint8_t)(img->flags | (legacy ? F_LEGACY : 0));
+    f->nstages = 1;
+    if (img->nparts > 1) {
+        uint32_t cap = 4;
+        while (cap < img->nparts) cap *= 2;
+        f->dir = bk__calloc(1, (size_t)dir_bytes(cap));
+        if (f->dir == NULL) { rc = BK_ENOMEM; goto fail; }
+        f->dir->cap = cap;
+        f->dir->slot[0] = &f->first;
+    }
 
     uint64_t items = 0;
     for (uint32_t i = 0; i < img->nparts; i++) {
         const bk__part *p = &img->parts[i];
-        uint64_t capacity;
-        double fpr;
-        rc = next_params(f, i ? f->stages[i - 1] : NULL, &capacity, &fpr);
-        if (rc != BK_OK || p->capacity != capacity || !same_rate(p->fpr, fpr)) {
-            rc = BK_ECORRUPT;
+        uint64_t capacity, shape = part_shape(p, legacy);
+        rc = BK_ECORRUPT;
+        if (shape == 0 || stage_capacity(f, i, &capacity) != BK_OK ||
+            p->capacity != capacity || !same_rate(p->fpr, stage_rate(f, i)) ||
+            p->items > capacity + 64) /* a few over: concurrent adds */
             goto fail;
+        stage *st;
+        if (i == 0) {
+            st = &f->first;
+            st->shape = shape;
+        } else {
+            st = stage_alloc(0, shape);
+            if (st == NULL) { rc = BK_ENOMEM; goto fail; }
+            f->dir->slot[i] = st;
         }
-        stage *st = bk__calloc(1, sizeof(*st));
-        if (st == NULL) { rc = BK_ENOMEM; goto fail; }
-        rc = bk__blocked_restore_part(p, img->seed, &st->filter);
-        if (rc != BK_OK) {
-            bk__free(st);
-            goto fail;
-        }
-        st->capacity = p->capacity;
-        st->fpr = p->fpr;
+        memcpy(st + 1, &p->data, sizeof(void *));
         st->items = p->items;
-        st->bytes = stage_bytes(p->m);
-        f->stages[i] = st;
-        f->nstages = i + 1;
-        f->bytes += st->bytes;
+        f->nstages = (uint8_t)(i + 1);
         items += p->items;
     }
     if (items != img->items) { rc = BK_ECORRUPT; goto fail; }
@@ -700,12 +1145,14 @@ static int ops_incompatibility(const void *va, const void *vb, char *buf, size_t
         return 1;
     }
     for (uint32_t i = 0; i < na; i++) {
-        const bk_blocked *x = load_stage(a, i)->filter, *y = load_stage(b, i)->filter;
-        if (bk_blocked_bits(x) != bk_blocked_bits(y) ||
-            bk_blocked_hashes(x) != bk_blocked_hashes(y)) {
-            snprintf(buf, cap, "stage %u differs: %llu bits, %u hashes vs %llu bits, %u hashes",
-                     i, (unsigned long long)bk_blocked_bits(x), bk_blocked_hashes(x),
-                     (unsigned long long)bk_blocked_bits(y), bk_blocked_hashes(y));
+        uint64_t x = load_stage(a, i)->shape & ~(uint64_t)SH_POINTER;
+        uint64_t y = load_stage(b, i)->shape & ~(uint64_t)SH_POINTER;
+        if (x != y) {
+            snprintf(buf, cap, "stage %u differs: %s %llu bits, %u hashes vs %s %llu bits, %u hashes",
+                     i, shape_classic(x) ? "classic" : "blocked",
+                     (unsigned long long)shape_bits(x), shape_k(x),
+                     shape_classic(y) ? "classic" : "blocked",
+                     (unsigned long long)shape_bits(y), shape_k(y));
             return 1;
         }
     }
@@ -719,16 +1166,17 @@ static int ops_merge(void *vd, const void *vs, int op)
     const bk_scalable *s = vs;
     char why[8];
     if (ops_incompatibility(d, s, why, sizeof(why))) return BK_EINCOMPAT;
-    uint64_t items = 0;
-    for (uint32_t i = 0; i < d->nstages; i++) {
-        stage *x = d->stages[i];
-        const bk_blocked *y = load_stage(s, i)->filter;
-        int rc = op ? bk_blocked_intersect(x->filter, y) : bk_blocked_union(x->filter, y);
-        if (rc != BK_OK) return rc;
-        x->items = bk_blocked_items(x->filter);
-        items += x->items;
+    uint32_t n = load_nstages(d);
+    for (uint32_t i = 0; i < n; i++) {
+        stage *x = load_stage(d, i);
+        const stage *y = load_stage(s, i);
+        uint64_t *wx = stage_words(x);
+        const uint64_t *wy = stage_words(y);
+        uint64_t words = shape_bytes(x->shape) / 8;
+        for (uint64_t j = 0; j < words; j++) wx[j] = op ? wx[j] & wy[j] : wx[j] | wy[j];
+        double e = stage_census(x).estimated_items;
+        x->items = e < 9.0e18 ? (uint64_t)(e + 0.5) : UINT64_C(9000000000000000000);
     }
-    d->items = items;
     return BK_OK;
 }
 

@@ -146,7 +146,7 @@ static const sample samples[] = {
     {"deletable-v1.bkf", make_deletable},
     {"cuckoo-v1.bkf", make_cuckoo},
     {"cuckoo12-v1.bkf", make_cuckoo12},
-    {"scalable-v1.bkf", make_scalable},
+    {"scalable-r09-v1.bkf", make_scalable}, /* the 0.9 schedule; scalable-v1.bkf: below */
     {"window-v1.bkf", make_window},
     {"dleft-v1.bkf", make_dleft},
     {"varcount-v1.bkf", make_varcount},
@@ -495,6 +495,43 @@ static void test_golden_files(void **state)
     }
 }
 
+/* scalable-v1.bkf was written by the schedule before the 0.9 one (stage
+ * rates halving, header param[3] = 0): it still loads, holds its keys,
+ * saves back to the same bytes and keeps growing by its own schedule. */
+static void test_golden_scalable_legacy(void **state)
+{
+    (void)state;
+    char path[512], key[TU_KEY_LEN];
+    snprintf(path, sizeof(path), "%s/scalable-v1.bkf", GOLDEN_DIR);
+    size_t glen, len;
+    unsigned char *golden = read_file(path, &glen);
+    if (golden == NULL) fail_msg("missing golden file %s", path);
+    bk_filter *g;
+    assert_int_equal(bk_filter_load(&g, path), BK_OK);
+    bk_scalable *s = bk_filter_as_scalable(g);
+    assert_non_null(s);
+    assert_int_equal(bk_scalable_stages(s), 5);
+    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
+        tu_key(key, i, 1);
+        assert_int_equal(bk_scalable_contains(s, key, sizeof(key)), 1);
+    }
+    unsigned char *buf = serialize(g, &len);
+    assert_true(len == glen);
+    assert_memory_equal(buf, golden, len);
+    free(buf);
+    /* growth continues with the file's schedule: stage i at p/2 * 0.5^i */
+    for (uint64_t i = 0; bk_scalable_stages(s) < 7; i++) {
+        tu_key(key, i, 3);
+        assert_true(bk_scalable_add(s, key, sizeof(key)) >= 0);
+    }
+    bk_scalable_stage_stats st;
+    assert_int_equal(bk_scalable_get_stage_stats(s, 6, &st), BK_OK);
+    assert_true(st.target_fpr == 0.005 / 64);
+    assert_true(st.capacity == 6400);
+    bk_filter_free(g);
+    free(golden);
+}
+
 /*--------------------------------------------------------------------------
  * Damage: truncation, flipped bytes, foreign files
  *--------------------------------------------------------------------------*/
@@ -712,6 +749,7 @@ int main(void)
         cmocka_unit_test(test_chunked_errors),
         cmocka_unit_test(test_round_trip_beyond_2_32_bits),
         cmocka_unit_test(test_golden_files),
+        cmocka_unit_test(test_golden_scalable_legacy),
         cmocka_unit_test(test_truncation),
         cmocka_unit_test(test_flipped_header_bytes),
         cmocka_unit_test(test_specific_errors),
