@@ -35,6 +35,19 @@ static size_t family_params(bk_filter *f, param *out)
         out[n++] = (param){"blocks", "blocks", bk_blocked_blocks(blocked)};
         out[n++] = (param){"hashes", "hashes", bk_blocked_hashes(blocked)};
     }
+    bk_window *window = bk_filter_as_window(f);
+    if (window != NULL) {
+        /* time mode: wall-clock milliseconds (clock.c); count mode: adds */
+        int by_time = bk_window_mode(window) == BK_WINDOW_TIME;
+        out[n++] = (param){by_time ? "window_ms" : "window_adds",
+                           by_time ? "window (ms)" : "window (adds)",
+                           bk_window_window(window)};
+        out[n++] = (param){"generations", "generations",
+                           bk_window_generations(window)};
+        out[n++] = (param){by_time ? "clock_ms" : "clock_adds",
+                           by_time ? "clock (ms)" : "clock (adds)",
+                           bk_window_now(window)};
+    }
     return n;
 }
 

@@ -262,7 +262,10 @@ KEYS_SECTION
 "                       (0: unknown), target_fpr, items, estimated_items,\n"
 "                       fill (0..1), fpr_now, fpr_at_capacity, bytes\n"
 "                       (memory), file_bytes, parts, seed (hex string),\n"
-"                       can_remove, lockfree_add\n"
+"                       can_remove, lockfree_add; a window filter adds\n"
+"                       window_ms, generations and clock_ms (wall-clock\n"
+"                       milliseconds since 1970; window_adds, clock_adds\n"
+"                       with --window-by-count)\n"
 HELP_SECTION
 "\n"
 "EXIT STATUS\n"
