@@ -27,6 +27,10 @@ set -eu
 # zlib1g-dev     the CLI reads gzip-compressed key files (crawl logs,
 #                blocklists) without a separate gunzip
 # libzstd-dev    ... and zstd-compressed ones, the other common format
+# nodejs npm     node-redis 5 (npm's `redis`, pinned by tests/node/package-lock.json,
+#                installed into tests/node/node_modules by `npm ci` below): a real
+#                RESP3 client whose typed BF/CF API the tests drive. Checked as
+#                commands, so a nodejs packaged elsewhere (with its npm) counts.
 packages="cmake make gcc g++ pkg-config libxxhash-dev libcmocka-dev clang libclang-rt-14-dev libuv1-dev redis-tools python3-redis redis-server libhiredis-dev zlib1g-dev libzstd-dev"
 
 for arg in "$@"; do
@@ -35,6 +39,16 @@ for arg in "$@"; do
         *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
     esac
 done
+command -v node >/dev/null 2>&1 || packages="$packages nodejs"
+command -v npm >/dev/null 2>&1 || packages="$packages npm"
+
+# tests/node/node_modules from the committed lock file, only when missing
+node_modules() {
+    dir="$(dirname "$0")/../tests/node"
+    [ -d "$dir/node_modules/redis" ] && return 0
+    echo "install-deps.sh: npm ci in tests/node (node-redis for the tests)" >&2
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+}
 
 missing=""
 for p in $packages; do
@@ -45,7 +59,10 @@ for p in $packages; do
     esac
 done
 
-[ -z "$missing" ] && exit 0
+if [ -z "$missing" ]; then
+    node_modules
+    exit 0
+fi
 
 echo "install-deps.sh: installing:$missing" >&2
 SUDO=""
@@ -58,3 +75,4 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -qq --no-install-recommends $missing
+node_modules

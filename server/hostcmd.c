@@ -39,8 +39,12 @@ bks_server g_srv;
 
 extern _Thread_local int bks_tl_log_failed;
 
+_Thread_local uint64_t bks_tl_frozen_ms;
+
 uint64_t bks_now_ms(void)
 {
+    if (bks_tl_frozen_ms)
+        return bks_tl_frozen_ms;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
@@ -364,6 +368,12 @@ static void cmd_select(hctx *x, int argc, const bkc_str *argv)
     R_SIMPLE(x, "OK");
 }
 
+/* MULTI, EXEC, DISCARD, WATCH, UNWATCH (multi.c) */
+static void cmd_txn(hctx *x, int argc, const bkc_str *argv)
+{
+    bks_multi_command(x->client, x->s, x->r, x->resp, argc, argv);
+}
+
 static void cmd_quit(hctx *x, int argc, const bkc_str *argv)
 {
     (void)argc;
@@ -621,8 +631,9 @@ static void cmd_flushall(hctx *x, int argc, const bkc_str *argv)
     }
     bks_pause_all();
     bks_ks_flush(x->s->ks);
-    if (x->s->persist) {
-        bkc_str log[1] = {{"FLUSHALL", 8}};
+    bkc_str log[1] = {{"FLUSHALL", 8}};
+    /* WATCHes see it; inside EXEC it joins the transaction's record */
+    if (!bks_multi_wrote(1, log) && x->s->persist) {
         if (bks_persist_log(x->s->persist, 1, log) < 0) {
             bks_tl_log_failed = 1;
             atomic_store(&g_srv.write_error, 1);
@@ -886,6 +897,8 @@ typedef void (*host_fn)(hctx *x, int argc, const bkc_str *argv);
 
 #define HC_NOAUTH 1u   /* allowed before AUTH */
 #define HC_WRITE 2u    /* refused once the log cannot be written */
+#define HC_TXN 4u      /* runs at once even after MULTI (multi.c) */
+#define HC_NOMULTI 8u  /* refused inside MULTI: it would split the transaction's log */
 
 typedef struct host_cmd {
     const char *name;   /* lower case, sorted */
@@ -897,13 +910,15 @@ typedef struct host_cmd {
 
 static const host_cmd host_cmds[] = {
     {"auth", -2, HC_NOAUTH, cmd_auth, "Authenticate the connection"},
-    {"bgsave", -1, 0, cmd_bgsave, "Save a snapshot in the background"},
+    {"bgsave", -1, HC_NOMULTI, cmd_bgsave, "Save a snapshot in the background"},
     {"client", -2, 0, cmd_client, "Connection: ID, GETNAME, SETNAME, LIST, INFO"},
     {"command", -1, 0, NULL, "Information about commands"},
     {"config", -2, 0, cmd_config, "CONFIG GET: the server's settings"},
     {"dbsize", 1, 0, cmd_dbsize, "Number of keys"},
     {"del", -2, HC_WRITE, cmd_del, "Delete keys"},
+    {"discard", 1, HC_TXN, cmd_txn, "Forget the commands queued since MULTI"},
     {"echo", 2, 0, cmd_echo, "Return the argument"},
+    {"exec", -1, HC_TXN, cmd_txn, "Run the commands queued since MULTI, all at once"},
     {"exists", -2, 0, cmd_exists, "Count the keys that exist"},
     {"expire", -3, HC_WRITE, cmd_expire, "Set a key's time to live in seconds"},
     {"expireat", -3, HC_WRITE, cmd_expire, "Set a key's expiry as a UNIX time in seconds"},
@@ -913,22 +928,25 @@ static const host_cmd host_cmds[] = {
     {"info", -1, 0, cmd_info, "Information and statistics about the server"},
     {"keys", 2, 0, cmd_keys, "Keys matching a pattern"},
     {"lastsave", 1, 0, cmd_lastsave, "UNIX time of the last successful save"},
+    {"multi", 1, HC_TXN, cmd_txn, "Start a transaction: queue commands until EXEC"},
     {"persist", 2, HC_WRITE, cmd_persist, "Remove a key's expiry"},
     {"pexpire", -3, HC_WRITE, cmd_expire, "Set a key's time to live in milliseconds"},
     {"pexpireat", -3, HC_WRITE, cmd_expire, "Set a key's expiry as a UNIX time in ms"},
     {"ping", -1, 0, cmd_ping, "Ping the server"},
     {"pttl", 2, 0, cmd_ttl, "A key's time to live in milliseconds"},
-    {"quit", -1, HC_NOAUTH, cmd_quit, "Close the connection"},
+    {"quit", -1, HC_NOAUTH | HC_TXN, cmd_quit, "Close the connection"},
     {"rename", 3, HC_WRITE, cmd_rename, "Rename a key"},
     {"renamenx", 3, HC_WRITE, cmd_rename, "Rename a key if the new name is free"},
-    {"save", 1, 0, cmd_save, "Save a snapshot now"},
+    {"save", 1, HC_NOMULTI, cmd_save, "Save a snapshot now"},
     {"scan", -2, 0, cmd_scan, "Iterate over the keys"},
     {"select", 2, 0, cmd_select, "Select database 0 (the only one)"},
-    {"shutdown", -1, 0, cmd_shutdown, "Save (unless NOSAVE) and stop the server"},
+    {"shutdown", -1, HC_NOMULTI, cmd_shutdown, "Save (unless NOSAVE) and stop the server"},
     {"time", 1, 0, cmd_time, "The server's time"},
     {"ttl", 2, 0, cmd_ttl, "A key's time to live in seconds"},
     {"type", 2, 0, cmd_type, "The type of a key's value"},
     {"unlink", -2, HC_WRITE, cmd_del, "Delete keys"},
+    {"unwatch", 1, 0, cmd_txn, "Forget every WATCHed key"},
+    {"watch", -2, HC_TXN, cmd_txn, "Make EXEC fail if one of these keys changes"},
 };
 #define NHOST (sizeof host_cmds / sizeof host_cmds[0])
 
@@ -1126,6 +1144,45 @@ static int is_write_command(bkc_str name)
     return c && (c->flags & BKC_CMD_WRITE);
 }
 
+/* After MULTI: a request is checked as it would be run (a known command,
+ * its arity, allowed in a transaction) and queued with +QUEUED; a refused
+ * one gets its error and marks the transaction for EXECABORT (Redis). */
+static void queue_request(bks_client *c, bks_session *s, bkc_reply *r, int resp,
+                          const host_cmd *h, int argc, const bkc_str *argv)
+{
+    if (h) {
+        hctx x = {c, s, r, resp};
+        if ((h->arity > 0 && argc != h->arity) || (h->arity < 0 && argc < -h->arity)) {
+            arity_error(&x, h->name);
+            bks_multi_flag_dirty(c);
+            return;
+        }
+        if (h->flags & HC_NOMULTI) {
+            R_ERR(&x, "ERR Command not allowed inside a transaction");
+            bks_multi_flag_dirty(c);
+            return;
+        }
+    } else {
+        bkc_ctx ctx = {r, &bks_host_vt, s, resp, bks_now_ms()};
+        const bkc_command *cmd = bkc_lookup(argv[0]);
+        if (!cmd || !cmd->handler) {
+            bkc_reply_unknown(&ctx, argc, argv);
+            bks_multi_flag_dirty(c);
+            return;
+        }
+        if (!bkc_check_arity(&ctx, cmd, argc)) {
+            bks_multi_flag_dirty(c);
+            return;
+        }
+    }
+    if (bks_multi_queue(c, argc, argv) < 0) {
+        r->vt->error(r, "ERR out of memory: the transaction is too large");
+        bks_multi_flag_dirty(c);
+        return;
+    }
+    r->vt->simple(r, "QUEUED");
+}
+
 void bks_execute(bks_client *c, bks_session *s, bkc_reply *r, int resp, int argc,
                  const bkc_str *argv)
 {
@@ -1136,6 +1193,10 @@ void bks_execute(bks_client *c, bks_session *s, bkc_reply *r, int resp, int argc
     if (c && g_srv.cfg.requirepass[0] && !bks_client_authed(c) &&
         !(h && (h->flags & HC_NOAUTH))) {
         r->vt->error(r, "NOAUTH Authentication required.");
+        return;
+    }
+    if (c && bks_multi_queueing(c) && !(h && (h->flags & HC_TXN))) {
+        queue_request(c, s, r, resp, h, argc, argv);
         return;
     }
     if (h) {
@@ -1292,7 +1353,8 @@ void bks_execute_batch(bks_client *c, bks_session *s, bks_outbuf *out, int resp,
         if (c && bks_client_closing(c))
             break;      /* QUIT, SHUTDOWN: nothing after it runs */
         int add = 0;
-        if (can_batch && argcs[i] == 3 &&
+        /* after MULTI every request is queued, one by one */
+        if (can_batch && argcs[i] == 3 && !bks_multi_queueing(c) &&
             ((add = is_cmd(argvs[i][0], "bf.add", 6)) || is_cmd(argvs[i][0], "bf.exists", 9))) {
             int j = i + 1;
             while (j < nreq && argcs[j] == 3 && argvs[j][0].len == argvs[i][0].len &&

@@ -288,6 +288,10 @@ _Thread_local int bks_tl_log_failed;
 
 static void log_argv(bks_session *s, int argc, const bkc_str *argv)
 {
+    /* WATCHes see every write; inside EXEC the write joins the
+     * transaction's one record (multi.c) */
+    if (bks_multi_wrote(argc, argv))
+        return;
     if (!s || !s->persist)
         return;
     if (bks_persist_log(s->persist, argc, argv) < 0) {

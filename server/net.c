@@ -88,6 +88,7 @@ struct bks_client {
     uv_write_t wreq;
     int writing;
     bks_session session;
+    bks_multi *multi;            /* MULTI queue and WATCHes (multi.c), or NULL */
 };
 
 struct bks_worker {
@@ -189,6 +190,7 @@ int bks_client_resp(const bks_client *c) { return c->resp; }
 void bks_client_set_resp(bks_client *c, int resp) { c->resp = resp; }
 void bks_client_close_after_reply(bks_client *c) { c->closing = 1; }
 int bks_client_closing(const bks_client *c) { return c->closing; }
+bks_multi **bks_client_multi(bks_client *c) { return &c->multi; }
 
 const char *bks_client_name(const bks_client *c)
 {
@@ -262,6 +264,7 @@ static void on_client_closed(uv_handle_t *h)
     free(c->req_off);
     free(c->argcs);
     free(c->argvs);
+    bks_multi_free(c->multi);
     bks_outbuf_free(&c->out);
     bks_outbuf_free(&c->wbuf);
     free(c->name);

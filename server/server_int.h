@@ -55,6 +55,9 @@ typedef struct bks_server {
 extern bks_server g_srv;
 
 uint64_t bks_now_ms(void);
+/* When non-zero, what bks_now_ms answers in this thread: EXEC freezes the
+ * clock for its whole transaction (and replay for a logged one). */
+extern _Thread_local uint64_t bks_tl_frozen_ms;
 
 /*==========================================================================
  * Clients (net.c)
@@ -103,6 +106,30 @@ void bks_execute(bks_client *c, bks_session *s, bkc_reply *r, int resp,
  * BF.MADD / BF.MEXISTS and their replies split again. */
 void bks_execute_batch(bks_client *c, bks_session *s, bks_outbuf *out, int resp,
                        int nreq, const int *argcs, const bkc_str *const *argvs);
+
+/*==========================================================================
+ * Transactions (multi.c)
+ *==========================================================================*/
+
+typedef struct bks_multi bks_multi;   /* a client's MULTI queue and WATCHes */
+
+/* The client's slot for it (net.c; NULL until the first MULTI or WATCH). */
+bks_multi **bks_client_multi(bks_client *c);
+void bks_multi_free(bks_multi *m);    /* at disconnect; NULL is fine */
+/* 1 between MULTI and EXEC/DISCARD: requests are to be queued. */
+int bks_multi_queueing(bks_client *c);
+/* Queue a copy of a checked request: 0, or -1 (out of memory, or the
+ * queue would outgrow client-query-buffer-limit). */
+int bks_multi_queue(bks_client *c, int argc, const bkc_str *argv);
+/* A request was refused while queueing: EXEC will answer EXECABORT. */
+void bks_multi_flag_dirty(bks_client *c);
+/* MULTI, EXEC, DISCARD, WATCH, UNWATCH (the host table's entries); with
+ * c NULL, EXEC replays a transaction record of the log. */
+void bks_multi_command(bks_client *c, bks_session *s, bkc_reply *r, int resp, int argc,
+                       const bkc_str *argv);
+/* keyspace.c's log_argv: every write goes through here first (WATCH
+ * versions); returns 1 when it was kept for EXEC's one log record. */
+int bks_multi_wrote(int argc, const bkc_str *argv);
 
 /*==========================================================================
  * Keyspace internals used by the host commands (keyspace.c)
