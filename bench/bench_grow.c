@@ -2,6 +2,19 @@
  * bench_grow.c - filters that grow (scalable) and filters that forget
  * (window), each beside a plain blocked filter of the same memory.
  *
+ * RedisBloom table (issue 13): the same command streams as the issue's
+ * measurements of RedisBloom 2.6.28, replayed through the command layer
+ * (commands/, as bloomkit-server runs them, with a one-process host): the
+ * BF.INFO / CF.INFO Size (and the value's bytes, what MEMORY USAGE
+ * reports), the measured false-positive rate where keys were added (by
+ * BF.MEXISTS on absent keys), RedisBloom's figure and a verdict. Sizes are
+ * deterministic; no timing.
+ *
+ * Lookup table (issue 12): a scalable filter grown from 100 keys to --n
+ * (BF.ADD's defaults) beside one blocked filter holding the same keys,
+ * absent-key lookups one at a time and in batches of 1024; the target is a
+ * ratio <= 1.5.
+ *
  * Scalable table: n keys added to a filter created for --start keys
  * (RedisBloom's default 100), which grows by stages; rows for RedisBloom's
  * rule (stage 0 at p: compound bound 2p) and the bounded rule (compound
@@ -29,6 +42,7 @@
 #include <time.h>
 
 #include "bloomkit.h"
+#include "command.h" /* the command layer, for the RedisBloom table */
 
 /*==========================================================================
  * Options and keys
@@ -43,7 +57,13 @@ typedef struct options {
     uint32_t generations;
     uint64_t absent;
     uint64_t seed;
+    unsigned sections;     /* SEC_* bits */
 } options;
+
+#define SEC_REDISBLOOM 1u
+#define SEC_LOOKUPS 2u
+#define SEC_SCALABLE 4u
+#define SEC_WINDOW 8u
 
 static void usage(FILE *out)
 {
@@ -58,6 +78,8 @@ static void usage(FILE *out)
         "  --absent N         absent keys for FPR and negative lookups\n"
         "                     (default 1e6)\n"
         "  --seed S           key generator seed (default 1)\n"
+        "  --only LIST        sections to run, comma-separated: redisbloom,\n"
+        "                     lookups, scalable, window (default: all)\n"
         "  --help             this text\n"
         "Keys take 16 bytes each: n + windows * window-items + absent.\n");
 }
@@ -82,6 +104,7 @@ static int parse_options(int argc, char **argv, options *o)
     o->generations = 4;
     o->absent = 1000000;
     o->seed = 1;
+    o->sections = SEC_REDISBLOOM | SEC_LOOKUPS | SEC_SCALABLE | SEC_WINDOW;
     for (int i = 1; i < argc; i += 2) { /* option, value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t g;
@@ -94,6 +117,19 @@ static int parse_options(int argc, char **argv, options *o)
         else if (strcmp(a, "--windows") == 0) bad = parse_u64(v, &o->windows);
         else if (strcmp(a, "--absent") == 0) bad = parse_u64(v, &o->absent);
         else if (strcmp(a, "--seed") == 0) bad = parse_u64(v, &o->seed);
+        else if (strcmp(a, "--only") == 0) {
+            static const char *const names[] = {"redisbloom", "lookups", "scalable", "window"};
+            char list[128];
+            snprintf(list, sizeof(list), "%s", v);
+            o->sections = 0;
+            for (char *t = strtok(list, ","); t != NULL; t = strtok(NULL, ",")) {
+                unsigned bit = 0;
+                for (unsigned j = 0; j < 4; j++)
+                    if (strcmp(t, names[j]) == 0) bit = 1u << j;
+                if (bit == 0) return -1;
+                o->sections |= bit;
+            }
+        }
         else if (strcmp(a, "--generations") == 0) {
             bad = parse_u64(v, &g) || g < 2 || g > BK_WINDOW_MAX_GENERATIONS;
             o->generations = (uint32_t)g;
@@ -324,6 +360,371 @@ static void run_window(row *r, const keyset *stream, const keyset *out,
     (void)sink;
 }
 
+/*==========================================================================
+ * A one-process host for the command layer (the RedisBloom table)
+ *==========================================================================*/
+
+#define HOST_KEYS 16
+
+struct bkc_key {
+    bkc_value *value;
+    char name[32];
+};
+
+typedef struct host {
+    struct bkc_key keys[HOST_KEYS];
+} host;
+
+/* What one command answered: its error, and each "Name: integer" pair of
+ * an *.INFO map (the last integer otherwise). */
+typedef struct capture {
+    char error[160];
+    char pending[48];
+    struct { char name[48]; long long v; } pairs[16];
+    int npairs;
+    long long last_int;
+    uint64_t ones; /* integer or boolean replies equal to 1 */
+} capture;
+
+static void r_simple(bkc_reply *r, const char *s)
+{
+    capture *c = r->impl;
+    snprintf(c->pending, sizeof(c->pending), "%s", s);
+}
+static void r_error(bkc_reply *r, const char *s)
+{
+    capture *c = r->impl;
+    snprintf(c->error, sizeof(c->error), "%s", s);
+}
+static void r_integer(bkc_reply *r, long long v)
+{
+    capture *c = r->impl;
+    c->last_int = v;
+    c->ones += v == 1;
+    if (c->pending[0] && c->npairs < 16) {
+        snprintf(c->pairs[c->npairs].name, sizeof(c->pairs[0].name), "%s", c->pending);
+        c->pairs[c->npairs++].v = v;
+    }
+    c->pending[0] = 0;
+}
+static void r_bulk(bkc_reply *r, const void *p, size_t n) { (void)r; (void)p; (void)n; }
+static void r_null(bkc_reply *r) { ((capture *)r->impl)->pending[0] = 0; }
+static void r_array(bkc_reply *r, size_t n) { (void)r; (void)n; }
+static void r_map(bkc_reply *r, size_t n) { (void)r; (void)n; }
+static void r_dbl(bkc_reply *r, double d) { (void)r; (void)d; }
+static void r_boolean(bkc_reply *r, int v) { r_integer(r, v); }
+
+static const bkc_reply_vt reply_vt = {
+    .simple = r_simple, .error = r_error, .integer = r_integer, .bulk = r_bulk,
+    .null = r_null, .array = r_array, .map = r_map, .dbl = r_dbl, .boolean = r_boolean,
+};
+
+static bkc_key *h_open(void *hp, bkc_str name, bkc_open_mode mode)
+{
+    host *h = hp;
+    (void)mode;
+    struct bkc_key *free_slot = NULL;
+    for (int i = 0; i < HOST_KEYS; i++) {
+        struct bkc_key *k = &h->keys[i];
+        if (k->name[0] && strlen(k->name) == name.len && memcmp(k->name, name.ptr, name.len) == 0)
+            return k;
+        if (!k->name[0] && free_slot == NULL) free_slot = k;
+    }
+    if (free_slot == NULL || name.len >= sizeof(free_slot->name)) return NULL;
+    memcpy(free_slot->name, name.ptr, name.len);
+    free_slot->name[name.len] = 0;
+    return free_slot;
+}
+static bkc_kind h_kind(bkc_key *k) { return k->value ? k->value->kind : BKC_KIND_NONE; }
+static bkc_value *h_value(bkc_key *k) { return k->value; }
+static int h_set(bkc_key *k, bkc_value *v)
+{
+    bkc_value_free(k->value);
+    k->value = v;
+    if (v == NULL) k->name[0] = 0;
+    return BK_OK;
+}
+static void h_resized(bkc_key *k) { (void)k; }
+static void h_close(bkc_key *k)
+{
+    if (k->value == NULL) k->name[0] = 0; /* opened, never created */
+}
+static void h_wrote(void *hp, int argc, const bkc_str *argv) { (void)hp; (void)argc; (void)argv; }
+static size_t h_memory_left(void *hp) { (void)hp; return SIZE_MAX; }
+
+static const bkc_host_vt host_vt = {
+    .open = h_open, .kind = h_kind, .value = h_value, .set = h_set,
+    .resized = h_resized, .close = h_close, .wrote = h_wrote,
+    .memory_left = h_memory_left,
+};
+
+/* Run one command given as argc C strings; its answers land in *cap. */
+static void run_argv(host *h, capture *cap, int argc, const bkc_str *argv)
+{
+    bkc_reply reply = {&reply_vt, cap};
+    bkc_ctx ctx;
+    memset(&ctx, 0, sizeof(ctx));
+    ctx.reply = &reply;
+    ctx.host_vt = &host_vt;
+    ctx.host = h;
+    ctx.resp = 2;
+    memset(cap, 0, sizeof(*cap));
+    bkc_dispatch(&ctx, argc, argv);
+}
+
+static void run_words(host *h, capture *cap, const char *line)
+{
+    char buf[256];
+    bkc_str argv[16];
+    int argc = 0;
+    snprintf(buf, sizeof(buf), "%s", line);
+    for (char *t = strtok(buf, " "); t != NULL && argc < 16; t = strtok(NULL, " "))
+        argv[argc++] = (bkc_str){t, strlen(t)};
+    run_argv(h, cap, argc, argv);
+    if (cap->error[0]) {
+        fprintf(stderr, "bench_grow: %s: %s\n", line, cap->error);
+        exit(1);
+    }
+}
+
+static long long info_field(const capture *cap, const char *name)
+{
+    for (int i = 0; i < cap->npairs; i++)
+        if (strcmp(cap->pairs[i].name, name) == 0) return cap->pairs[i].v;
+    return -1;
+}
+
+static size_t key_bytes(host *h, const char *name)
+{
+    for (int i = 0; i < HOST_KEYS; i++)
+        if (strcmp(h->keys[i].name, name) == 0) return bkc_value_bytes(h->keys[i].value);
+    return 0;
+}
+
+static void drop_key(host *h, const char *name)
+{
+    for (int i = 0; i < HOST_KEYS; i++)
+        if (strcmp(h->keys[i].name, name) == 0) h_set(&h->keys[i], NULL);
+}
+
+#define MADD_BATCH 1000
+
+/* cmd (BF.MADD / BF.MEXISTS) name key[from .. from + n) in batches; the
+ * number of 1 answers. */
+static uint64_t run_batches(host *h, const char *cmd, const char *name, const keyset *ks,
+                            uint64_t from, uint64_t n)
+{
+    static bkc_str argv[MADD_BATCH + 2];
+    capture cap;
+    uint64_t ones = 0;
+    argv[0] = (bkc_str){cmd, strlen(cmd)};
+    argv[1] = (bkc_str){name, strlen(name)};
+    for (uint64_t i = 0; i < n; i += MADD_BATCH) {
+        uint64_t m = n - i < MADD_BATCH ? n - i : MADD_BATCH;
+        for (uint64_t j = 0; j < m; j++) argv[2 + j] = (bkc_str){key(ks, from + i + j), KEY_LEN};
+        run_argv(h, &cap, (int)m + 2, argv);
+        if (cap.error[0]) {
+            fprintf(stderr, "bench_grow: %s %s: %s\n", cmd, name, cap.error);
+            exit(1);
+        }
+        ones += cap.ones;
+    }
+    return ones;
+}
+
+static int verdict_rows_failed;
+
+static void rb_row(const char *name, double redisbloom, double ours, size_t value_bytes,
+                   double limit, const char *extra)
+{
+    int ok = ours <= limit;
+    verdict_rows_failed += !ok;
+    printf("| %-52s | %13.0f | %13.0f | %5.3f | %13zu | %-34s | %s |\n", name, redisbloom, ours,
+           ours / redisbloom, value_bytes, extra, ok ? "ok" : "MISSED");
+}
+
+static void run_redisbloom(const keyset *in, const keyset *out)
+{
+    host *h = calloc(1, sizeof(*h));
+    capture cap;
+    char extra[96];
+    if (h == NULL) exit(1);
+    printf("\nRedisBloom 2.6.28 cases (issue 13), replayed through the command layer; "
+           "Size = BF.INFO / CF.INFO Size, value = bytes the key's value holds "
+           "(MEMORY USAGE); FPR by BF.MEXISTS of %.3g absent keys\n\n", (double)out->n);
+    printf("| %-52s | %13s | %13s | %5s | %13s | %-34s | %s |\n", "case", "RedisBloom B",
+           "bloomkit B", "ratio", "value B", "detail", "verdict");
+    printf("|------------------------------------------------------|--------------:|"
+           "--------------:|------:|--------------:|------------------------------------|---|\n");
+
+    /* growth from BF.MADD's defaults: 3e6 and 4.8e6 keys */
+    static const struct { uint64_t n; double rb; long long stages; const char *name; } grow[] = {
+        {3000000, 12199968, 15, "3e6 keys by BF.MADD, defaults (15 filters)"},
+        {4800000, 25600000, 16, "4.8e6 keys by BF.MADD, defaults (16 filters)"},
+    };
+    for (size_t g = 0; g < 2; g++) {
+        if (grow[g].n > in->n) {
+            printf("| %-52s | (needs --n >= %.3g) |\n", grow[g].name, (double)grow[g].n);
+            continue;
+        }
+        run_batches(h, "BF.MADD", "grow", in, 0, grow[g].n);
+        uint64_t fp = run_batches(h, "BF.MEXISTS", "grow", out, 0, out->n);
+        run_words(h, &cap, "BF.INFO grow");
+        long long size = info_field(&cap, "Size");
+        long long stages = info_field(&cap, "Number of filters");
+        long long capacity = info_field(&cap, "Capacity");
+        double fpr = (double)fp / (double)out->n;
+        double bpk = 8.0 * (double)size / (double)grow[g].n;
+        snprintf(extra, sizeof(extra), "%.2f bits/key, FPR %.3f%%, %lld filt.", bpk,
+                 100.0 * fpr, stages);
+        /* the default path: <= 0.75x RedisBloom (24 bits/key) at FPR <= 1% */
+        double limit = g == 0 ? 0.75 * grow[g].rb : grow[g].rb;
+        if (fpr > 0.01 || stages != grow[g].stages ||
+            capacity != (long long)(100 * ((UINT64_C(1) << stages) - 1)))
+            limit = -1; /* a wrong rate, stage count or capacity fails the row */
+        rb_row(grow[g].name, grow[g].rb, (double)size, key_bytes(h, "grow"), limit, extra);
+        drop_key(h, "grow");
+    }
+
+    /* reserves */
+    static const struct { const char *cmds; double rb; const char *name; } reserve[] = {
+        {"BF.RESERVE k 0.01 100|BF.ADD k x", 240, "BF.RESERVE k 0.01 100, one BF.ADD"},
+        {"BF.RESERVE k 0.01 1000000 NONSCALING", 1198232, "BF.RESERVE k 0.01 1000000 NONSCALING"},
+        {"BF.RESERVE k 0.01 1000000", 1378568, "BF.RESERVE k 0.01 1000000"},
+        {"BF.RESERVE k 0.000001 30000000", 113242112, "BF.RESERVE k 0.000001 30000000"},
+        /* the issue gives RedisBloom's size as 1.132 GB: at most 1.1325e9 */
+        {"BF.RESERVE k 0.000001 300000000", 1132500000,
+         "BF.RESERVE k 0.000001 300000000 (RB 1.132 GB)"},
+    };
+    for (size_t r = 0; r < sizeof(reserve) / sizeof(reserve[0]); r++) {
+        char cmds[128];
+        snprintf(cmds, sizeof(cmds), "%s", reserve[r].cmds);
+        char *next = cmds;
+        while (next != NULL) {
+            char *bar = strchr(next, '|');
+            if (bar) *bar = 0;
+            run_words(h, &cap, next);
+            next = bar ? bar + 1 : NULL;
+        }
+        run_words(h, &cap, "BF.INFO k");
+        snprintf(extra, sizeof(extra), "capacity %lld, %lld filter",
+                 info_field(&cap, "Capacity"), info_field(&cap, "Number of filters"));
+        rb_row(reserve[r].name, reserve[r].rb, (double)info_field(&cap, "Size"),
+               key_bytes(h, "k"), reserve[r].rb, extra);
+        drop_key(h, "k");
+    }
+
+    /* cuckoo */
+    static const struct { const char *cmd; double rb; long long buckets; const char *name; } cf[] = {
+        {"CF.RESERVE c 1000", 1080, 512, "CF.RESERVE k 1000 (512 buckets)"},
+        {"CF.RESERVE c 1000000", 1048632, 524288, "CF.RESERVE k 1000000 (524288 buckets)"},
+    };
+    for (size_t r = 0; r < 2; r++) {
+        run_words(h, &cap, cf[r].cmd);
+        run_words(h, &cap, "CF.INFO c");
+        long long buckets = info_field(&cap, "Number of buckets");
+        snprintf(extra, sizeof(extra), "%lld buckets", buckets);
+        rb_row(cf[r].name, cf[r].rb, (double)info_field(&cap, "Size"), key_bytes(h, "c"),
+               buckets == cf[r].buckets ? cf[r].rb : -1, extra);
+        drop_key(h, "c");
+    }
+    /* a chain created for 50 items, grown to 32 stages by CF.ADD */
+    run_words(h, &cap, "CF.RESERVE c 50");
+    static bkc_str argv[3];
+    argv[0] = (bkc_str){"CF.ADD", 6};
+    argv[1] = (bkc_str){"c", 1};
+    uint64_t added = 0;
+    for (uint64_t i = 0; i < in->n; i++) {
+        argv[2] = (bkc_str){key(in, i), KEY_LEN};
+        run_argv(h, &cap, 3, argv);
+        if (cap.error[0]) break;
+        added++;
+    }
+    run_words(h, &cap, "CF.INFO c");
+    snprintf(extra, sizeof(extra), "%lld filters, %llu items added",
+             info_field(&cap, "Number of filters"), (unsigned long long)added);
+    rb_row("CF.RESERVE k 50, CF.ADD to 32 stages", 2600, (double)info_field(&cap, "Size"),
+           key_bytes(h, "c"), info_field(&cap, "Number of filters") == 32 ? 2600 : -1, extra);
+    drop_key(h, "c");
+    printf("\n%d row(s) missed their target\n", verdict_rows_failed);
+    free(h);
+}
+
+/*==========================================================================
+ * Scalable lookups beside one blocked filter (issue 12)
+ *==========================================================================*/
+
+#define LOOKUP_BATCH 1024
+
+static double time_single(const void *f, int scalable, const keyset *out, uint64_t *found)
+{
+    uint64_t hits = 0;
+    double t0 = now_ns();
+    for (uint64_t i = 0; i < out->n; i++)
+        hits += (uint64_t)(scalable ? bk_scalable_contains(f, key(out, i), KEY_LEN)
+                                    : bk_blocked_contains(f, key(out, i), KEY_LEN));
+    double t1 = now_ns();
+    *found = hits;
+    return (t1 - t0) / (double)out->n;
+}
+
+static double time_batch(const void *f, int scalable, const keyset *out)
+{
+    static const void *ptrs[LOOKUP_BATCH];
+    static size_t lens[LOOKUP_BATCH];
+    static uint8_t res[LOOKUP_BATCH];
+    volatile int64_t sink = 0;
+    double t0 = now_ns();
+    for (uint64_t i = 0; i < out->n; i += LOOKUP_BATCH) {
+        size_t m = out->n - i < LOOKUP_BATCH ? (size_t)(out->n - i) : LOOKUP_BATCH;
+        for (size_t j = 0; j < m; j++) {
+            ptrs[j] = key(out, i + j);
+            lens[j] = KEY_LEN;
+        }
+        sink += scalable ? bk_scalable_contains_batch(f, ptrs, lens, m, res)
+                         : bk_blocked_contains_batch(f, ptrs, lens, m, res);
+    }
+    double t1 = now_ns();
+    (void)sink;
+    return (t1 - t0) / (double)out->n;
+}
+
+static void run_lookups(const keyset *in, const keyset *out, const options *o)
+{
+    bk_scalable *s;
+    bk_blocked *b;
+    if (bk_scalable_create(&s, BK_SCALABLE_DEFAULT_CAPACITY, o->p, BK_SCALABLE_DEFAULT_EXPANSION,
+                           BK_SCALABLE_BOUNDED, 7) != BK_OK ||
+        bk_blocked_create(&b, in->n, o->p, 7) != BK_OK) {
+        fprintf(stderr, "bench_grow: create failed\n");
+        exit(1);
+    }
+    for (uint64_t i = 0; i < in->n; i++) {
+        if (bk_scalable_add(s, key(in, i), KEY_LEN) < 0) exit(1);
+        bk_blocked_add(b, key(in, i), KEY_LEN);
+    }
+    uint64_t fs, fb;
+    double ss = time_single(s, 1, out, &fs), sb = time_single(b, 0, out, &fb);
+    double bs = time_batch(s, 1, out), bb = time_batch(b, 0, out);
+    printf("\nAbsent-key lookups (issue 12): a scalable filter grown from %d keys to %.3g "
+           "(BF.ADD's defaults, %u stages, %.2f bits/key) beside one blocked filter holding "
+           "the same keys (%.2f bits/key); %.3g absent keys, batches of %d\n\n",
+           BK_SCALABLE_DEFAULT_CAPACITY, (double)in->n, bk_scalable_stages(s),
+           8.0 * (double)bk_scalable_bytes(s) / (double)in->n,
+           (double)bk_blocked_bits(b) / (double)in->n, (double)out->n, LOOKUP_BATCH);
+    printf("| %-22s | %10s | %10s | %6s | %s |\n", "lookup", "scalable ns", "blocked ns",
+           "ratio", "verdict (<= 1.5)");
+    printf("|------------------------|------------:|-----------:|-------:|---|\n");
+    printf("| %-22s | %11.1f | %10.1f | %6.2f | %s |\n", "absent, one at a time", ss, sb,
+           ss / sb, ss <= 1.5 * sb ? "ok" : "MISSED");
+    printf("| %-22s | %11.1f | %10.1f | %6.2f | %s |\n", "absent, batch", bs, bb, bs / bb,
+           bs <= 1.5 * bb ? "ok" : "MISSED");
+    printf("\nmeasured FPR: scalable %.4f%%, blocked %.4f%%\n", 100.0 * (double)fs / (double)out->n,
+           100.0 * (double)fb / (double)out->n);
+    bk_scalable_free(s);
+    bk_blocked_free(b);
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -332,7 +733,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    uint64_t stream_n = o.windows * o.window_items;
+    uint64_t stream_n = (o.sections & SEC_WINDOW) ? o.windows * o.window_items : 1;
     if (make_keys(&in, o.n, 'i', o.seed) || make_keys(&out, o.absent, 'o', o.seed) ||
         make_keys(&stream, stream_n, 's', o.seed)) {
         fprintf(stderr, "bench_grow: out of memory for keys\n");
@@ -341,15 +742,19 @@ int main(int argc, char **argv)
     printf("bloomkit %s, blocked path %s\n", bk_version_string(),
            bk_blocked_simd_name(bk_blocked_simd_level()));
 
+    if (o.sections & SEC_REDISBLOOM) run_redisbloom(&in, &out);
+    if (o.sections & SEC_LOOKUPS) run_lookups(&in, &out, &o);
+    row r;
+    uint64_t bits;
+    if (!(o.sections & SEC_SCALABLE)) goto window;
+
     /* Scalable */
     printf("\nScalable: %.3g keys into a filter created for %llu, p = %g, "
            "expansion 2; FPR on %.3g absent keys\n\n",
            (double)o.n, (unsigned long long)o.start, o.p, (double)o.absent);
     print_header();
-    row r;
-    uint64_t bits;
     memset(&r, 0, sizeof(r));
-    r.name = "scalable (RedisBloom rule)";
+    r.name = "scalable (unbounded, < 2p)";
     run_scalable(&r, &in, &out, &o, 0, &bits);
     print_row(&r);
     uint64_t scalable_bits = bits;
@@ -369,6 +774,8 @@ int main(int argc, char **argv)
     strncat(r.note, " (memory of the first row)", sizeof(r.note) - strlen(r.note) - 1);
     print_row(&r);
 
+window:
+    if (!(o.sections & SEC_WINDOW)) goto done;
     /* Window */
     printf("\nWindow: a stream of %.3g keys (%llu windows of %.3g), "
            "p = %g; FPR at the end on %.3g absent keys\n\n",
@@ -386,6 +793,7 @@ int main(int argc, char **argv)
     run_blocked(&r, &stream, &out, bits, wk, 0, 0, o.window_items, last_window);
     print_row(&r);
 
+done:
     free(in.bytes);
     free(out.bytes);
     free(stream.bytes);
