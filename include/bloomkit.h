@@ -1629,6 +1629,72 @@ BK_API bk_filter *bk_hybrid_as_filter(bk_hybrid *f);
 BK_API bk_hybrid *bk_filter_as_hybrid(bk_filter *f);
 
 /*==========================================================================
+ * Frequency-estimating filter of probabilistic (Morris) counters
+ * (seed 002, "Probabilistic Counting")
+ *
+ * "About how many times was x seen?" in 8 bits per counter: blocks of 64
+ * one-byte counters, k per key (one cache line), each an exponent c
+ * standing for (b^c - 1) / (b - 1) events, b = 1.08 by default. An add
+ * raises the key's smallest counters together with probability b^-min
+ * (conservative update); the count is the estimate of the minimum.
+ *
+ * Error bound: the minimum never falls below the Morris counter of the
+ * key's own adds, so the estimate is at least an unbiased Morris estimate
+ * of the true count x: relative standard deviation sqrt((b - 1)/2) = 20%
+ * at b = 1.08 (bk_morris_relative_error), plus only upward error from
+ * other keys sharing all k counters (count-min excess). Counts up to
+ * (b^255 - 1)/(b - 1) = 4.3e9; a counter reaching 255 sticks (an overflow
+ * event). Membership (all k counters nonzero) is exact for added keys, with
+ * the false-positive rate of a blocked filter of 64 cells per block: about
+ * 99 bits per key at 1%, 200 at 0.1% (bk_morris_optimal).
+ *
+ * Remove: not supported (BK_ENOTSUP). A probabilistic decrement is
+ * unbiased on average but can zero a counter another present key relies
+ * on (a false negative); the seed says as much ("deletion unreliable").
+ *
+ * Threads: lookups and counts may run concurrently with each other; adds
+ * need exclusive access (the coin generator is shared state).
+ *==========================================================================*/
+
+typedef struct bk_morris bk_morris;
+
+#define BK_MORRIS_DEFAULT_BASE 1.08
+#define BK_MORRIS_MAX_HASHES 16
+#define BK_MORRIS_MAX_BLOCKS (UINT64_C(1) << 40)
+
+/* Blocks and counters per key k holding n keys at membership rate p in
+ * the fewest blocks. Returns BK_OK, BK_ECAPACITY, BK_EFPR or BK_ESIZE. */
+BK_API int bk_morris_optimal(uint64_t n, double p, uint64_t *blocks, uint32_t *k);
+
+/* Create a filter for `capacity` keys at membership rate `fpr` with
+ * counter base `base` (0 means BK_MORRIS_DEFAULT_BASE; 1 < base <= 2: a
+ * smaller base is more precise and counts less far). Returns BK_OK and
+ * *out, BK_EINVAL, BK_EPARAM (base), an error of bk_morris_optimal or
+ * BK_ENOMEM. */
+BK_API int bk_morris_create(bk_morris **out, uint64_t capacity, double fpr,
+                            double base, uint64_t seed);
+
+/* Release a filter. Accepts NULL. */
+BK_API void bk_morris_free(bk_morris *f);
+
+/* The key's estimated count as a real number (bk_filter_count rounds it).
+ * 0 when the key is certainly absent. Thread-safe with other lookups. */
+BK_API double bk_morris_estimate(const bk_morris *f, const void *key, size_t len);
+
+/* sqrt((b - 1)/2): the relative standard deviation of an estimate. */
+BK_API double bk_morris_relative_error(const bk_morris *f);
+
+/* Fill *out (overflows = adds that found a counter at 255). O(size). */
+BK_API int bk_morris_get_stats(const bk_morris *f, bk_delete_stats *out);
+
+BK_API double bk_morris_base(const bk_morris *f);
+BK_API uint64_t bk_morris_blocks(const bk_morris *f);
+BK_API uint32_t bk_morris_hashes(const bk_morris *f);
+
+BK_API bk_filter *bk_morris_as_filter(bk_morris *f);
+BK_API bk_morris *bk_filter_as_morris(bk_filter *f);
+
+/*==========================================================================
  * Any filter: the generic handle
  *
  * Every family's handle is also a bk_filter: bk_<family>_as_filter() views
@@ -1654,6 +1720,7 @@ typedef enum bk_family {
     BK_FAMILY_VARCOUNT = 9,  /* variable-length counters (bk_varcount) */
     BK_FAMILY_HIER = 10,     /* hierarchical counting filter (bk_hier) */
     BK_FAMILY_HYBRID = 11,   /* hybrid bits + counters (bk_hybrid) */
+    BK_FAMILY_MORRIS = 12,   /* Morris-counter frequency filter (bk_morris) */
     BK_FAMILY_STATIC = 16,   /* static filter, binary fuse (bk_static) */
     BK_FAMILY_MAP = 17       /* static map, Bloomier filter (bk_map) */
 } bk_family;

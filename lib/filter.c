@@ -27,6 +27,7 @@ const bk__family_ops *bk__family_lookup(uint32_t family)
         bk__varcount_family,
         bk__hier_family,
         bk__hybrid_family,
+        bk__morris_family,
         bk__static_family,
         bk__map_family,
     };
@@ -37,7 +38,7 @@ const bk__family_ops *bk__family_lookup(uint32_t family)
 
 static const char *const family_names[] = {
     NULL, "bloom", "blocked", "counting", "deletable", "cuckoo", "scalable",
-    "window", "dleft", "varcount", "hier", "hybrid",
+    "window", "dleft", "varcount", "hier", "hybrid", "morris",
 };
 
 const char *bk_family_name(bk_family family)

@@ -120,6 +120,7 @@ extern const bk__family_ops *const bk__dleft_family;
 extern const bk__family_ops *const bk__varcount_family;
 extern const bk__family_ops *const bk__hier_family;
 extern const bk__family_ops *const bk__hybrid_family;
+extern const bk__family_ops *const bk__morris_family;
 extern const bk__family_ops *const bk__static_family;
 extern const bk__family_ops *const bk__map_family;
 

@@ -109,6 +109,7 @@ static bk_filter *make_dleft(void) { return make_generic(BK_FAMILY_DLEFT, NULL);
 static bk_filter *make_varcount(void) { return make_generic(BK_FAMILY_VARCOUNT, NULL); }
 static bk_filter *make_hier(void) { return make_generic(BK_FAMILY_HIER, NULL); }
 static bk_filter *make_hybrid(void) { return make_generic(BK_FAMILY_HYBRID, NULL); }
+static bk_filter *make_morris(void) { return make_generic(BK_FAMILY_MORRIS, NULL); }
 
 /* A scalable filter made for 100 keys that grew to five stages. */
 static bk_filter *make_scalable(void)
@@ -152,6 +153,7 @@ static const sample samples[] = {
     {"varcount-v1.bkf", make_varcount},
     {"hier-v1.bkf", make_hier},
     {"hybrid-v1.bkf", make_hybrid},
+    {"morris-v1.bkf", make_morris},
 };
 #define NSAMPLES (sizeof(samples) / sizeof(samples[0]))
 
