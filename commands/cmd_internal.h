@@ -106,8 +106,8 @@ uint64_t bkc__memory_budget(bkc_ctx *c);
 /* 1 when a new value (or growth) of `bytes` fits; otherwise replies
  * BKC_ERR_MAXMEMORY / BKC_ERR_TOO_LARGE and returns 0. */
 int bkc__fits(bkc_ctx *c, uint64_t bytes);
-/* The same for a filter being created: BKC_ERR_CREATE_MEM in place of
- * BKC_ERR_TOO_LARGE. */
+/* The same for a BF/CF filter being created: BKC_ERR_CREATE_MEM for
+ * either limit (RedisBloom's text). */
 int bkc__fits_create(bkc_ctx *c, uint64_t bytes);
 
 /*==========================================================================

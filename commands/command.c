@@ -445,11 +445,11 @@ uint64_t bkc__memory_budget(bkc_ctx *c)
     return (uint64_t)left < phys ? (uint64_t)left : phys;
 }
 
-static int fits(bkc_ctx *c, uint64_t bytes, const char *too_large)
+static int fits(bkc_ctx *c, uint64_t bytes, const char *over_limit, const char *too_large)
 {
     size_t left = c->host_vt->memory_left(c->host);
     if (left != SIZE_MAX && bytes > (uint64_t)left) {
-        bkc__err(c, BKC_ERR_MAXMEMORY);
+        bkc__err(c, over_limit);
         return 0;
     }
     if (bytes > physical_memory()) {
@@ -459,8 +459,16 @@ static int fits(bkc_ctx *c, uint64_t bytes, const char *too_large)
     return 1;
 }
 
-int bkc__fits(bkc_ctx *c, uint64_t bytes) { return fits(c, bytes, BKC_ERR_TOO_LARGE); }
-int bkc__fits_create(bkc_ctx *c, uint64_t bytes) { return fits(c, bytes, BKC_ERR_CREATE_MEM); }
+int bkc__fits(bkc_ctx *c, uint64_t bytes)
+{
+    return fits(c, bytes, BKC_ERR_MAXMEMORY, BKC_ERR_TOO_LARGE);
+}
+
+/* RedisBloom answers one text for a reserve over any limit */
+int bkc__fits_create(bkc_ctx *c, uint64_t bytes)
+{
+    return fits(c, bytes, BKC_ERR_CREATE_MEM, BKC_ERR_CREATE_MEM);
+}
 
 int bkc__arg_error_rate(bkc_ctx *c, bkc_str s, double *out)
 {

@@ -590,7 +590,7 @@ static void test_bf_memory(void **state)
     EXPECT("BF.INSERT big CAPACITY 1000000000000 ITEMS a",
            "-ERR Insufficient memory to create filter\r\n");
     H.memory_left = 4000;
-    EXPECT("BF.RESERVE big 0.01 100000", "-ERR filter would exceed maxmemory\r\n");
+    EXPECT("BF.RESERVE big 0.01 100000", "-ERR Insufficient memory to create filter\r\n");
     EXPECT("BF.ADD big2 a", ":1\r\n"); /* the default filter is small */
     assert_int_equal(kind_of("big"), BKC_KIND_NONE);
     /* growth stops at the budget: an error, nothing half-done */
@@ -999,7 +999,7 @@ static void test_cf_reserve(void **state)
     const char *r = run("CF.INFO k");
     assert_non_null(strstr(r, "+Bucket size\r\n:4\r\n+Expansion rate\r\n:2\r\n+Max iterations\r\n:50\r\n"));
     H.memory_left = 100;
-    EXPECT("CF.RESERVE m 100000", "-ERR filter would exceed maxmemory\r\n");
+    EXPECT("CF.RESERVE m 100000", "-ERR Insufficient memory to create filter\r\n");
     H.memory_left = SIZE_MAX;
     EXPECT("CF.RESERVE m 1000000000000000", "-ERR Insufficient memory to create filter\r\n");
     assert_int_equal(H.wrote, 1);
