@@ -285,8 +285,10 @@ static int load_slots(cluster *c, cluster_node *n)
     const char *argv[] = {"CLUSTER", "SLOTS"};
     redisReply *r = redisCommandArgv(n->ctx, 2, argv, NULL);
     if (r != NULL && r->type == REDIS_REPLY_ERROR &&
-        strstr(r->str, "cluster support disabled") != NULL) {
-        /* a standalone server: every slot is its own */
+        (strstr(r->str, "cluster support disabled") != NULL ||
+         strncmp(r->str, "ERR unknown command", 19) == 0)) {
+        /* a standalone server (Redis says "cluster support disabled", an
+         * older bloomkit-server has no CLUSTER command): every slot is its own */
         freeReplyObject(r);
         int32_t self;
         if (find_or_add_node(c, n->host, n->port, &self) == NULL) return -1;

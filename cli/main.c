@@ -71,7 +71,7 @@ static const struct {
     {"create", cmd_create}, {"add", cmd_add},         {"check", cmd_check},
     {"dedup", cmd_dedup},   {"remove", cmd_remove},   {"info", cmd_info},
     {"merge", cmd_merge},   {"intersect", cmd_intersect},
-    {"cluster", cmd_cluster},
+    {"cluster", cmd_cluster}, {"copy", cmd_copy},
 };
 
 int main(int argc, char **argv)

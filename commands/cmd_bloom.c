@@ -49,9 +49,9 @@ typedef struct bf_opts {
 
 static void opts_default(bf_opts *o)
 {
-    o->error = BK_SCALABLE_DEFAULT_ERROR;
-    o->capacity = BK_SCALABLE_DEFAULT_CAPACITY;
-    o->expansion = BK_SCALABLE_DEFAULT_EXPANSION;
+    o->error = bkc_defaults_in_force.bf_error_rate;
+    o->capacity = bkc_defaults_in_force.bf_initial_size;
+    o->expansion = bkc_defaults_in_force.bf_expansion;
     o->nonscaling = 0;
     o->expansion_given = 0;
 }

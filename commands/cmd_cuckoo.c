@@ -25,10 +25,7 @@
 
 #include "cmd_internal.h"
 
-#define CF_DEFAULT_CAPACITY 1024
-#define CF_DEFAULT_BUCKET_SIZE 2
-#define CF_DEFAULT_MAX_ITERATIONS 20
-#define CF_DEFAULT_EXPANSION 1
+/* the defaults of a new chain: bkc_defaults_in_force (command.c) */
 #define CF_MAX_EXPANSION 32768
 #define CF_MAX_ITERATIONS 65535
 #define CF_STAGE_FPR 0.01
@@ -103,7 +100,9 @@ static const char *fit_error(bkc_ctx *c, uint64_t bytes)
 static const char *grow(bkc_ctx *c, bkc_key *k, bkc_value *v)
 {
     if (v->cf_expansion == 0) return ERR_FULL;
-    if (v->nfilters >= BKC_CF_MAX_STAGES) return ERR_MAX_EXPANSIONS;
+    if (v->nfilters >= BKC_CF_MAX_STAGES ||
+        v->nfilters >= bkc_defaults_in_force.cf_max_expansions)
+        return ERR_MAX_EXPANSIONS;
     uint64_t cap = stage_capacity(v, v->nfilters);
     if (cap == 0) return ERR_FULL;
     const char *err = fit_error(c, bkc__cf_stage_bytes(cap, v->cf_bucket_size));
@@ -162,10 +161,10 @@ typedef struct cf_opts {
 
 static void opts_default(cf_opts *o)
 {
-    o->capacity = CF_DEFAULT_CAPACITY;
-    o->bucket_size = CF_DEFAULT_BUCKET_SIZE;
-    o->max_iterations = CF_DEFAULT_MAX_ITERATIONS;
-    o->expansion = CF_DEFAULT_EXPANSION;
+    o->capacity = bkc_defaults_in_force.cf_initial_size;
+    o->bucket_size = bkc_defaults_in_force.cf_bucket_size;
+    o->max_iterations = bkc_defaults_in_force.cf_max_iterations;
+    o->expansion = bkc_defaults_in_force.cf_expansion;
 }
 
 static int parse_capacity(bkc_ctx *c, bkc_str s, uint64_t *out)

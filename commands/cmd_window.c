@@ -25,6 +25,10 @@
 #include "cmd_internal.h"
 
 #define ERR_BAD_WINDOW "ERR bad window"
+/* The longest window: ten years. Longer ones are surely a unit mistake, and
+ * the generation arithmetic (now_ms + window) must not overflow. */
+#define MAX_WINDOW_MS 315360000000LL
+#define ERR_WINDOW_RANGE "ERR bad window: at most 315360000000 ms (10 years)"
 #define ERR_BAD_GENERATIONS "ERR generations must be between 2 and 64"
 
 /* Bytes the filter will take: g generations of a blocked filter sized like
@@ -50,6 +54,10 @@ void bkc_cmd_wf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
     long long g = BK_WINDOW_DEFAULT_GENERATIONS, w;
     if (!bkc__arg_error_rate(c, argv[2], &error)) return;
     if (!bkc__arg_capacity(c, argv[3], &capacity)) return;
+    if (bkc_parse_ll(argv[4], &w) && w > MAX_WINDOW_MS) {
+        bkc__err(c, ERR_WINDOW_RANGE);
+        return;
+    }
     if (!bkc_parse_ll(argv[4], &w) || w <= 0) {
         bkc__err(c, ERR_BAD_WINDOW);
         return;

@@ -242,6 +242,24 @@ void bkc_reply_unknown(bkc_ctx *c, int argc, const bkc_str *argv);
  * for everything but its own BKC_CMD_HOST commands. */
 void bkc_dispatch(bkc_ctx *c, int argc, const bkc_str *argv);
 
+/* The settings of filters created without them: auto-created by BF.ADD /
+ * CF.ADD / *.INSERT, or options left out of BF.RESERVE / CF.RESERVE.
+ * Initially RedisBloom's defaults (bf: 0.01, 100, expansion 2; cf: 1024,
+ * bucket 2, 20 iterations, expansion 1, 32 stages). The module sets them
+ * from its load arguments (ERROR_RATE, INITIAL_SIZE, CF_MAX_EXPANSIONS ...),
+ * before any command runs; nothing changes them afterwards. */
+typedef struct bkc_defaults {
+    double bf_error_rate;
+    uint64_t bf_initial_size;
+    uint32_t bf_expansion;
+    uint64_t cf_initial_size;
+    uint32_t cf_bucket_size;
+    uint32_t cf_max_iterations;
+    uint32_t cf_expansion;
+    uint32_t cf_max_expansions;   /* stages a chain may have (at most 32) */
+} bkc_defaults;
+extern bkc_defaults bkc_defaults_in_force;
+
 /*==========================================================================
  * Argument parsing helpers (Redis's rules and error texts)
  *==========================================================================*/

@@ -34,9 +34,12 @@
  * it) go through RedisModule_TryAlloc/Alloc by bk_set_allocator, so Redis
  * counts them in used_memory and maxmemory applies.
  */
+#include <errno.h>  /* strtod/strtoll range errors */
+#include <stddef.h> /* offsetof */
 #include <stdint.h> /* SIZE_MAX */
 #include <stdlib.h> /* free: bkc_value_encode's buffers come from malloc */
 #include <string.h>
+#include <strings.h> /* strncasecmp */
 
 #include "bloomkit.h"
 #include "command.h"
@@ -473,17 +476,121 @@ static int create_types(RedisModuleCtx *ctx)
  * Loading
  *==========================================================================*/
 
+/* RedisBloom's load arguments, so that a redis.conf written for it loads
+ * this module: "name value" pairs setting the defaults of filters created
+ * without settings (bkc_defaults_in_force). The names of RedisBloom 2.x
+ * (ERROR_RATE, INITIAL_SIZE, CF_MAX_EXPANSIONS) and of Redis 8's
+ * configuration (bf-error-rate ... cf-max-expansions), any case. */
+typedef enum { ARG_RATE, ARG_U64, ARG_U32 } arg_type;
+
+static const struct load_arg {
+    const char *name, *alias;
+    arg_type type;
+    size_t offset;
+    double min, max;
+} load_args[] = {
+    {"ERROR_RATE", "bf-error-rate", ARG_RATE, offsetof(bkc_defaults, bf_error_rate), 0, 1},
+    {"INITIAL_SIZE", "bf-initial-size", ARG_U64, offsetof(bkc_defaults, bf_initial_size), 1,
+     1 << 30},
+    {"EXPANSION", "bf-expansion-factor", ARG_U32, offsetof(bkc_defaults, bf_expansion), 0,
+     32768},
+    {"CF_INITIAL_SIZE", "cf-initial-size", ARG_U64, offsetof(bkc_defaults, cf_initial_size), 4,
+     1 << 30},
+    {"CF_BUCKET_SIZE", "cf-bucket-size", ARG_U32, offsetof(bkc_defaults, cf_bucket_size), 1,
+     255},
+    {"CF_MAX_ITERATIONS", "cf-max-iterations", ARG_U32,
+     offsetof(bkc_defaults, cf_max_iterations), 1, 65535},
+    {"CF_EXPANSION", "cf-expansion-factor", ARG_U32, offsetof(bkc_defaults, cf_expansion), 0,
+     32768},
+    {"CF_MAX_EXPANSIONS", "cf-max-expansions", ARG_U32,
+     offsetof(bkc_defaults, cf_max_expansions), 1, 65536},
+};
+
+static int parse_load_args(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    bkc_defaults d = bkc_defaults_in_force;
+    if (argc % 2) {
+        RedisModule_Log(ctx, "warning",
+                        "bloomkit: load arguments come in pairs (NAME value), got %d", argc);
+        return REDISMODULE_ERR;
+    }
+    for (int i = 0; i < argc; i += 2) {
+        size_t nlen, vlen;
+        const char *name = RedisModule_StringPtrLen(argv[i], &nlen);
+        const char *value = RedisModule_StringPtrLen(argv[i + 1], &vlen);
+        const struct load_arg *a = NULL;
+        for (size_t j = 0; j < sizeof load_args / sizeof load_args[0] && !a; j++)
+            if ((strlen(load_args[j].name) == nlen &&
+                 !strncasecmp(load_args[j].name, name, nlen)) ||
+                (strlen(load_args[j].alias) == nlen &&
+                 !strncasecmp(load_args[j].alias, name, nlen)))
+                a = &load_args[j];
+        if (!a) {
+            RedisModule_Log(ctx, "warning",
+                            "bloomkit: unknown load argument '%.*s' (known: ERROR_RATE, "
+                            "INITIAL_SIZE, EXPANSION, CF_INITIAL_SIZE, CF_BUCKET_SIZE, "
+                            "CF_MAX_ITERATIONS, CF_EXPANSION, CF_MAX_EXPANSIONS)",
+                            (int)(nlen > 64 ? 64 : nlen), name);
+            return REDISMODULE_ERR;
+        }
+        double x = 0;
+        long long n = 0;
+        char num[64], *end = NULL;
+        int ok = vlen > 0 && vlen < sizeof num;
+        if (ok) {
+            memcpy(num, value, vlen);
+            num[vlen] = '\0';
+            errno = 0;
+            if (a->type == ARG_RATE) {
+                x = strtod(num, &end);
+                ok = !errno && *end == '\0' && x > a->min && x < a->max;
+            } else {
+                n = strtoll(num, &end, 10);
+                ok = !errno && *end == '\0' && n >= a->min && n <= a->max;
+            }
+        }
+        if (!ok) {
+            RedisModule_Log(ctx, "warning",
+                            "bloomkit: load argument %s: '%.*s' is not %s %g and %g", a->name,
+                            (int)(vlen > 64 ? 64 : vlen), value,
+                            a->type == ARG_RATE ? "a number strictly between"
+                                                : "an integer from",
+                            a->min, a->max);
+            return REDISMODULE_ERR;
+        }
+        char *field = (char *)&d + a->offset;
+        if (a->type == ARG_RATE)
+            memcpy(field, &x, sizeof x);
+        else if (a->type == ARG_U64)
+            *(uint64_t *)(void *)field = (uint64_t)n;
+        else
+            *(uint32_t *)(void *)field = (uint32_t)n;
+    }
+    if (d.cf_initial_size < 2ull * d.cf_bucket_size) {
+        RedisModule_Log(ctx, "warning",
+                        "bloomkit: CF_INITIAL_SIZE %llu is below bucket size x 2 (%u)",
+                        (unsigned long long)d.cf_initial_size, 2 * d.cf_bucket_size);
+        return REDISMODULE_ERR;
+    }
+    if (d.cf_max_expansions > 32) {
+        RedisModule_Log(ctx, "notice",
+                        "bloomkit: CF_MAX_EXPANSIONS %u: a cuckoo chain has at most 32 "
+                        "stages here",
+                        d.cf_max_expansions);
+        d.cf_max_expansions = 32;
+    }
+    bkc_defaults_in_force = d;
+    return REDISMODULE_OK;
+}
+
 BKM_EXPORT int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 
 int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
-    (void)argv;
     if (bkm_init(ctx, BKM_NAME, BKM_VERSION, REDISMODULE_APIVER_1) != REDISMODULE_OK)
         return REDISMODULE_ERR;
-    if (argc != 0) {
-        RedisModule_Log(ctx, "warning", "bloomkit: the module takes no arguments");
+    if (parse_load_args(ctx, argv, argc) != REDISMODULE_OK)
         return REDISMODULE_ERR;
-    }
     /* commands first: a clash with RedisBloom stops the load before any
      * data type exists */
     if (register_commands(ctx) != REDISMODULE_OK) return REDISMODULE_ERR;

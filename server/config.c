@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h> /* sysconf, getpid */
 
+#include "ops.h"
 #include "server_int.h"
 
 /*==========================================================================
@@ -87,6 +88,10 @@ static const opt options[] = {
     {"loglevel", NULL, OPT_LOGLEVEL, F(loglevel), 0, 0,
      "debug | verbose | notice | warning (notice)"},
     {"logfile", NULL, OPT_STR, F(logfile), 0, 0, "log file, \"\": stderr (\"\")"},
+    {"slowlog-log-slower-than", NULL, OPT_INT, F(slowlog_log_slower_than), -1, 0x7fffffff,
+     "SLOWLOG: commands taking at least this many microseconds, -1 none (10000)"},
+    {"slowlog-max-len", NULL, OPT_U32, F(slowlog_max_len), 0, 0x7fffffff,
+     "SLOWLOG: entries kept (128)"},
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
@@ -114,6 +119,8 @@ void bks_config_defaults(bks_config *c)
     c->map_threshold = 64ULL << 20;
     c->repair_aof = 0;
     c->loglevel = BKS_LOG_INFO;
+    c->slowlog_log_slower_than = 10000;
+    c->slowlog_max_len = 128;
 }
 
 static const opt *find_option(const char *name)
@@ -434,13 +441,160 @@ void bks_config_get(const bks_config *c, const char *pattern, size_t plen,
             fn(arg, fixed[i][0], fixed[i][1]);
 }
 
+/* The log's state (the Log section below; CONFIG SET loglevel too). */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static FILE *log_file;                    /* NULL: stderr */
+static _Atomic int log_level = BKS_LOG_INFO;
+
+/*==========================================================================
+ * CONFIG SET and CONFIG REWRITE
+ *==========================================================================*/
+
+/* The options CONFIG SET may change, and how a new value takes effect.
+ * The server is paused meanwhile, so commands (the only readers of most
+ * of these) see the old value or the new one; the few that net.c reads
+ * outside commands are read with atomic loads. */
+static int apply_runtime(const opt *o, const bks_config *nc)
+{
+    bks_config *c = &g_srv.cfg;
+    if (!strcmp(o->name, "loglevel")) {
+        c->loglevel = nc->loglevel;
+        atomic_store(&log_level, nc->loglevel);
+    } else if (!strcmp(o->name, "maxmemory")) {
+        __atomic_store_n(&c->maxmemory, nc->maxmemory, __ATOMIC_RELAXED);
+        bks_keyspace_set_maxmemory(g_srv.ks, nc->maxmemory);
+    } else if (!strcmp(o->name, "requirepass")) {
+        /* net.c reads the first byte outside commands (atomically): store it last */
+        memcpy(c->requirepass + 1, nc->requirepass + 1, sizeof c->requirepass - 1);
+        __atomic_store_n(&c->requirepass[0], nc->requirepass[0], __ATOMIC_RELAXED);
+    } else if (!strcmp(o->name, "maxclients")) {
+        __atomic_store_n(&c->maxclients, nc->maxclients, __ATOMIC_RELAXED);
+    } else if (!strcmp(o->name, "slowlog-log-slower-than")) {
+        __atomic_store_n(&c->slowlog_log_slower_than, nc->slowlog_log_slower_than,
+                         __ATOMIC_RELAXED);
+    } else if (!strcmp(o->name, "slowlog-max-len")) {
+        __atomic_store_n(&c->slowlog_max_len, nc->slowlog_max_len, __ATOMIC_RELAXED);
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+static int runtime_settable(const opt *o)
+{
+    static const char *names[] = {"loglevel", "maxmemory", "requirepass", "maxclients",
+                                  "slowlog-log-slower-than", "slowlog-max-len"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(o->name, names[i]))
+            return 1;
+    return 0;
+}
+
+int bks_config_set(const char *name, const char *value, char *err, size_t errlen)
+{
+    const opt *o = find_option(name);
+    if (!o) {
+        if (!strcasecmp(name, "save") && !value[0])
+            return 0;   /* no save points to clear: snapshots follow the log's growth */
+        snprintf(err, errlen, "ERR Unknown option or number of arguments for CONFIG SET - '%s'",
+                 name);
+        return -1;
+    }
+    if (!runtime_settable(o)) {
+        snprintf(err, errlen,
+                 "ERR CONFIG SET failed (possibly related to argument '%s') - can't set "
+                 "immutable config (restart with the new value)",
+                 o->name);
+        return -1;
+    }
+    static bks_config nc;   /* ~6 KB: not on a worker's stack; the server is paused */
+    nc = g_srv.cfg;
+    char msg[512];
+    if (set_option(&nc, o, value, msg, sizeof msg) < 0) {
+        snprintf(err, errlen, "ERR CONFIG SET failed (possibly related to argument '%s') - %s",
+                 o->name, msg);
+        return -1;
+    }
+    apply_runtime(o, &nc);
+    bks_log(BKS_LOG_INFO, "CONFIG SET %s", o->name);
+    return 0;
+}
+
+/* A value as a config file line needs it: quoted when empty or with blanks. */
+static void write_option(FILE *f, const opt *o)
+{
+    char value[1100];
+    option_value(&g_srv.cfg, o, value, sizeof value);
+    if (!value[0] || strpbrk(value, " \t#\"'"))
+        fprintf(f, "%s \"%s\"\n", o->name, value);
+    else
+        fprintf(f, "%s %s\n", o->name, value);
+}
+
+int bks_config_rewrite(const char *file, char *err, size_t errlen)
+{
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.rewrite-tmp", file);
+    FILE *in = fopen(file, "r");
+    FILE *out = fopen(tmp, "w");
+    int written[NOPTIONS] = {0};
+    bks_config defaults;
+    bks_config_defaults(&defaults);
+    if (!out) {
+        snprintf(err, errlen, "ERR Rewriting config file: %s: %s", tmp, strerror(errno));
+        if (in)
+            fclose(in);
+        return -1;
+    }
+    char line[4096];
+    while (in && fgets(line, sizeof line, in)) {
+        char copy[4096], *name, *value;
+        memcpy(copy, line, sizeof copy);
+        const opt *o = split_line(copy, &name, &value) ? find_option(name) : NULL;
+        if (!o) {
+            fputs(line, out);
+            if (!strchr(line, '\n'))
+                fputc('\n', out);
+            continue;
+        }
+        size_t idx = (size_t)(o - options);
+        if (!written[idx])
+            write_option(out, o);   /* a repeated option keeps only its first line */
+        written[idx] = 1;
+    }
+    int header = 0;
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        if (written[i])
+            continue;
+        char now[1100], def[1100];
+        option_value(&g_srv.cfg, &options[i], now, sizeof now);
+        option_value(&defaults, &options[i], def, sizeof def);
+        if (!strcmp(now, def))
+            continue;
+        if (!header++)
+            fprintf(out, "# Generated by CONFIG REWRITE\n");
+        write_option(out, &options[i]);
+    }
+    int bad = ferror(out) != 0;
+    if (in)
+        fclose(in);
+    if (fflush(out) != 0 || fsync(fileno(out)) != 0)
+        bad = 1;
+    if (fclose(out) != 0)
+        bad = 1;
+    if (bad || rename(tmp, file) != 0) {
+        snprintf(err, errlen, "ERR Rewriting config file: %s", strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    bks_log(BKS_LOG_INFO, "CONFIG REWRITE executed with success.");
+    return 0;
+}
+
 /*==========================================================================
  * Log
  *==========================================================================*/
 
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static FILE *log_file;                    /* NULL: stderr */
-static _Atomic int log_level = BKS_LOG_INFO;
 
 void bks_log_open(const bks_config *c)
 {
@@ -458,6 +612,26 @@ void bks_log_open(const bks_config *c)
         }
     }
     pthread_mutex_unlock(&log_lock);
+}
+
+void bks_log_reopen(void)
+{
+    pthread_mutex_lock(&log_lock);
+    if (g_srv.cfg.logfile[0]) {
+        FILE *f = fopen(g_srv.cfg.logfile, "a");
+        if (f) {
+            if (log_file)
+                fclose(log_file);
+            log_file = f;
+        }
+        /* else: keep writing to the old file rather than lose lines */
+    }
+    pthread_mutex_unlock(&log_lock);
+}
+
+int bks_log_enabled(bks_log_level level)
+{
+    return (int)level >= atomic_load_explicit(&log_level, memory_order_relaxed);
 }
 
 void bks_log_close(void)

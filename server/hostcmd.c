@@ -29,10 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>      /* strncasecmp */
-#include <sys/resource.h> /* getrusage: INFO cpu */
 #include <time.h>
 #include <unistd.h>
 
+#include "ops.h"
 #include "server_int.h"
 
 bks_server g_srv;
@@ -307,6 +307,8 @@ static void cmd_client(hctx *x, int argc, const bkc_str *argv)
             return;
         }
         R_SIMPLE(x, "OK");
+    } else if (bkc_streq(sub, "KILL") && argc >= 3) {
+        bks_cmd_client_kill(x->client, x->s, x->r, argc, argv);
     } else if (bkc_streq(sub, "SETINFO") && argc == 4) {
         R_SIMPLE(x, "OK");
     } else if ((bkc_streq(sub, "LIST") || bkc_streq(sub, "INFO")) && argc >= 2) {
@@ -339,7 +341,9 @@ static void cmd_client(hctx *x, int argc, const bkc_str *argv)
             "GETNAME", "    Return the name of the current connection.",
             "SETNAME <name>", "    Assign the name <name> to the current connection.",
             "LIST", "    Return information about client connections.",
-            "INFO", "    Return information about the current client connection."};
+            "INFO", "    Return information about the current client connection.",
+            "KILL <ip:port> | <filter> <value> [<filter> <value> ...]",
+            "    Kill connections: filters ID, ADDR, LADDR, USER, TYPE, MAXAGE, SKIPME."};
         R_ARRAY(x, sizeof lines / sizeof lines[0]);
         for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
             R_SIMPLE(x, lines[i]);
@@ -742,9 +746,12 @@ static void cmd_config(hctx *x, int argc, const bkc_str *argv)
         strlist_free(&p.names);
         strlist_free(&p.values);
     } else if (bkc_streq(argv[1], "RESETSTAT") && argc == 2) {
+        bks_ops_reset();
         R_SIMPLE(x, "OK");
-    } else if (bkc_streq(argv[1], "SET")) {
-        R_ERR(x, "ERR CONFIG SET is not supported: restart with the new setting");
+    } else if (bkc_streq(argv[1], "SET") && argc >= 4 && argc % 2 == 0) {
+        bks_cmd_config_set(x->client, x->s, x->r, argc, argv);
+    } else if (bkc_streq(argv[1], "REWRITE") && argc == 2) {
+        bks_cmd_config_rewrite(x->client, x->s, x->r, argc, argv);
     } else {
         char buf[256];
         snprintf(buf, sizeof buf,
@@ -755,138 +762,16 @@ static void cmd_config(hctx *x, int argc, const bkc_str *argv)
     }
 }
 
-typedef struct textbuf {
-    char *p;
-    size_t len, cap;
-} textbuf;
-
-static void tb_printf(textbuf *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-#include <stdarg.h>
-static void tb_printf(textbuf *t, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        size_t room = t->cap - t->len;
-        int n = vsnprintf(t->p ? t->p + t->len : NULL, room, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-            return;
-        if ((size_t)n < room) {
-            t->len += (size_t)n;
-            return;
-        }
-        size_t cap = t->cap ? t->cap * 2 : 1024;
-        while (cap - t->len <= (size_t)n)
-            cap *= 2;
-        char *p = realloc(t->p, cap);
-        if (!p)
-            return;
-        t->p = p;
-        t->cap = cap;
-    }
-}
-
-static int section_wanted(int argc, const bkc_str *argv, const char *name, int dflt)
-{
-    if (argc < 2)
-        return dflt;
-    for (int i = 1; i < argc; i++) {
-        if (bkc_streq(argv[i], name) || bkc_streq(argv[i], "all") ||
-            bkc_streq(argv[i], "everything") || (dflt && bkc_streq(argv[i], "default")))
-            return 1;
-    }
-    return 0;
-}
-
-static void human_bytes(char *buf, size_t cap, uint64_t n)
-{
-    const char *u[] = {"B", "K", "M", "G", "T"};
-    double d = (double)n;
-    int i = 0;
-    while (d >= 1024 && i < 4) {
-        d /= 1024;
-        i++;
-    }
-    snprintf(buf, cap, "%.2f%s", d, u[i]);
-}
-
 static void cmd_info(hctx *x, int argc, const bkc_str *argv)
 {
-    textbuf t = {0};
-    const bks_config *c = &g_srv.cfg;
-    uint64_t now = bks_now_ms();
-    if (section_wanted(argc, argv, "server", 1)) {
-        tb_printf(&t,
-                  "# Server\r\nredis_version:%s\r\nbloomkit_version:%s\r\n"
-                  "redis_mode:standalone\r\nos:Linux\r\nmultiplexing_api:libuv\r\n"
-                  "process_id:%d\r\ntcp_port:%d\r\nuptime_in_seconds:%llu\r\n"
-                  "uptime_in_days:%llu\r\nio_threads_active:%d\r\nexecutable:%s\r\n"
-                  "config_file:%s\r\n\r\n",
-                  BKS_REDIS_VERSION, BKS_VERSION, (int)getpid(), c->port,
-                  (unsigned long long)((now - g_srv.start_ms) / 1000),
-                  (unsigned long long)((now - g_srv.start_ms) / 86400000), c->threads,
-                  g_srv.executable, g_srv.config_file ? g_srv.config_file : "");
-    }
-    if (section_wanted(argc, argv, "clients", 1)) {
-        tb_printf(&t, "# Clients\r\nconnected_clients:%llu\r\nmaxclients:%u\r\n\r\n",
-                  (unsigned long long)atomic_load(&g_srv.connected_clients), c->maxclients);
-    }
-    if (section_wanted(argc, argv, "memory", 1)) {
-        char h1[32], h2[32];
-        uint64_t used = bks_keyspace_memory(x->s->ks);
-        human_bytes(h1, sizeof h1, used);
-        human_bytes(h2, sizeof h2, c->maxmemory);
-        tb_printf(&t,
-                  "# Memory\r\nused_memory:%llu\r\nused_memory_human:%s\r\n"
-                  "maxmemory:%llu\r\nmaxmemory_human:%s\r\nmaxmemory_policy:noeviction\r\n\r\n",
-                  (unsigned long long)used, h1, (unsigned long long)c->maxmemory, h2);
-    }
-    if (section_wanted(argc, argv, "persistence", 1)) {
-        tb_printf(&t,
-                  "# Persistence\r\nloading:0\r\npersistence_enabled:%d\r\n"
-                  "aof_enabled:%d\r\naof_last_write_status:%s\r\nrdb_last_save_time:%llu\r\n"
-                  "dir:%s\r\n\r\n",
-                  g_srv.persist != NULL, g_srv.persist && c->appendonly,
-                  atomic_load(&g_srv.write_error) ? "err" : "ok",
-                  (unsigned long long)(g_srv.persist ? bks_persist_lastsave(g_srv.persist)
-                                                     : g_srv.start_ms / 1000),
-                  c->dir);
-    }
-    if (section_wanted(argc, argv, "stats", 1)) {
-        tb_printf(&t,
-                  "# Stats\r\ntotal_connections_received:%llu\r\n"
-                  "total_commands_processed:%llu\r\nrejected_connections:%llu\r\n"
-                  "expired_keys:%llu\r\ntotal_error_replies:0\r\n"
-                  "protocol_errors:%llu\r\nclient_output_buffer_limit_disconnections:%llu\r\n\r\n",
-                  (unsigned long long)atomic_load(&g_srv.total_connections),
-                  (unsigned long long)atomic_load(&g_srv.total_commands),
-                  (unsigned long long)atomic_load(&g_srv.rejected_connections),
-                  (unsigned long long)atomic_load(&g_srv.expired_keys),
-                  (unsigned long long)atomic_load(&g_srv.protocol_errors),
-                  (unsigned long long)atomic_load(&g_srv.output_limit_disconnects));
-    }
-    if (section_wanted(argc, argv, "cpu", 1)) {
-        struct rusage ru;
-        getrusage(RUSAGE_SELF, &ru);
-        tb_printf(&t, "# CPU\r\nused_cpu_sys:%ld.%06ld\r\nused_cpu_user:%ld.%06ld\r\n\r\n",
-                  (long)ru.ru_stime.tv_sec, (long)ru.ru_stime.tv_usec,
-                  (long)ru.ru_utime.tv_sec, (long)ru.ru_utime.tv_usec);
-    }
-    if (section_wanted(argc, argv, "keyspace", 1)) {
-        tb_printf(&t, "# Keyspace\r\n");
-        uint64_t n = bks_keyspace_size(x->s->ks);
-        if (n)
-            tb_printf(&t, "db0:keys=%llu,expires=%llu,avg_ttl=0\r\n", (unsigned long long)n,
-                      (unsigned long long)bks_ks_expires(x->s->ks));
-    }
-    if (!t.p) {
-        R_BULK(x, "", 0);
+    size_t len = 0;
+    char *text = bks_info_text(x->s, argc, argv, &len);
+    if (!text) {
+        R_ERR(x, "ERR out of memory");
         return;
     }
-    R_BULK(x, t.p, t.len);
-    free(t.p);
+    R_BULK(x, text, len);
+    free(text);
 }
 
 /*==========================================================================
@@ -908,15 +793,33 @@ typedef struct host_cmd {
     const char *summary;
 } host_cmd;
 
+/* The ops commands live in opscmd.c and dump.c (ops.h). */
+#define OPS_CMD(name)                                                   \
+    static void cmd_##name(hctx *x, int argc, const bkc_str *argv)      \
+    {                                                                   \
+        bks_cmd_##name(x->client, x->s, x->r, argc, argv);              \
+    }
+OPS_CMD(cluster)
+OPS_CMD(debug)
+OPS_CMD(dump)
+OPS_CMD(memory)
+OPS_CMD(monitor)
+OPS_CMD(restore)
+OPS_CMD(slowlog)
+#undef OPS_CMD
+
 static const host_cmd host_cmds[] = {
     {"auth", -2, HC_NOAUTH, cmd_auth, "Authenticate the connection"},
     {"bgsave", -1, HC_NOMULTI, cmd_bgsave, "Save a snapshot in the background"},
     {"client", -2, 0, cmd_client, "Connection: ID, GETNAME, SETNAME, LIST, INFO"},
+    {"cluster", -2, 0, cmd_cluster, "Cluster support is disabled (a standalone server)"},
     {"command", -1, 0, NULL, "Information about commands"},
     {"config", -2, 0, cmd_config, "CONFIG GET: the server's settings"},
     {"dbsize", 1, 0, cmd_dbsize, "Number of keys"},
+    {"debug", -2, 0, cmd_debug, "DEBUG SLEEP | RELOAD | HELP"},
     {"del", -2, HC_WRITE, cmd_del, "Delete keys"},
     {"discard", 1, HC_TXN, cmd_txn, "Forget the commands queued since MULTI"},
+    {"dump", 2, 0, cmd_dump, "Serialize a filter (Redis's DUMP format)"},
     {"echo", 2, 0, cmd_echo, "Return the argument"},
     {"exec", -1, HC_TXN, cmd_txn, "Run the commands queued since MULTI, all at once"},
     {"exists", -2, 0, cmd_exists, "Count the keys that exist"},
@@ -928,6 +831,8 @@ static const host_cmd host_cmds[] = {
     {"info", -1, 0, cmd_info, "Information and statistics about the server"},
     {"keys", 2, 0, cmd_keys, "Keys matching a pattern"},
     {"lastsave", 1, 0, cmd_lastsave, "UNIX time of the last successful save"},
+    {"memory", -2, 0, cmd_memory, "MEMORY USAGE | STATS | DOCTOR | HELP"},
+    {"monitor", 1, 0, cmd_monitor, "Stream every command the server runs"},
     {"multi", 1, HC_TXN, cmd_txn, "Start a transaction: queue commands until EXEC"},
     {"persist", 2, HC_WRITE, cmd_persist, "Remove a key's expiry"},
     {"pexpire", -3, HC_WRITE, cmd_expire, "Set a key's time to live in milliseconds"},
@@ -937,10 +842,12 @@ static const host_cmd host_cmds[] = {
     {"quit", -1, HC_NOAUTH | HC_TXN, cmd_quit, "Close the connection"},
     {"rename", 3, HC_WRITE, cmd_rename, "Rename a key"},
     {"renamenx", 3, HC_WRITE, cmd_rename, "Rename a key if the new name is free"},
+    {"restore", -4, HC_WRITE, cmd_restore, "Create a key from a DUMP payload"},
     {"save", 1, HC_NOMULTI, cmd_save, "Save a snapshot now"},
     {"scan", -2, 0, cmd_scan, "Iterate over the keys"},
     {"select", 2, 0, cmd_select, "Select database 0 (the only one)"},
     {"shutdown", -1, HC_NOMULTI, cmd_shutdown, "Save (unless NOSAVE) and stop the server"},
+    {"slowlog", -2, 0, cmd_slowlog, "SLOWLOG GET | LEN | RESET"},
     {"time", 1, 0, cmd_time, "The server's time"},
     {"ttl", 2, 0, cmd_ttl, "A key's time to live in seconds"},
     {"type", 2, 0, cmd_type, "The type of a key's value"},
@@ -1002,10 +909,10 @@ static size_t all_commands(cmd_desc *out, size_t cap)
         const host_cmd *h = &host_cmds[i];
         if (bkc_lookup((bkc_str){h->name, strlen(h->name)}))
             continue;
-        int keyed = strstr("expireat pexpireat renamenx", h->name) != NULL;
+        int keyed = strstr("expireat pexpireat renamenx dump restore", h->name) != NULL;
         out[n++] = (cmd_desc){h->name, h->arity,
                               BKC_CMD_HOST | ((h->flags & HC_WRITE) ? BKC_CMD_WRITE : 0),
-                              keyed, keyed ? (h->name[0] == 'r' ? 2 : 1) : 0, keyed,
+                              keyed, keyed ? (!strcmp(h->name, "renamenx") ? 2 : 1) : 0, keyed,
                               h->summary};
     }
     return n;
@@ -1183,8 +1090,8 @@ static void queue_request(bks_client *c, bks_session *s, bkc_reply *r, int resp,
     r->vt->simple(r, "QUEUED");
 }
 
-void bks_execute(bks_client *c, bks_session *s, bkc_reply *r, int resp, int argc,
-                 const bkc_str *argv)
+static void execute_one(bks_client *c, bks_session *s, bkc_reply *r, int resp, int argc,
+                        const bkc_str *argv)
 {
     if (argc < 1)
         return;
@@ -1222,6 +1129,33 @@ void bks_execute(bks_client *c, bks_session *s, bkc_reply *r, int resp, int argc
     }
     bkc_ctx ctx = {r, &bks_host_vt, s, resp, bks_now_ms()};
     bkc_dispatch(&ctx, argc, argv);
+}
+
+/* A client's command: executed, then counted (INFO commandstats, errorstats),
+ * slow-logged and shown to MONITOR clients (ops.c). The error, if any, is
+ * read back from the encoded reply. */
+void bks_execute(bks_client *c, bks_session *s, bkc_reply *r, int resp, int argc,
+                 const bkc_str *argv)
+{
+    if (!c || argc < 1) {
+        execute_one(c, s, r, resp, argc, argv);
+        return;
+    }
+    bks_outbuf *out = r->vt == &bks_reply_vt ? ((bks_encoder *)r->impl)->out : NULL;
+    size_t mark = out ? out->len : 0;
+    uint64_t start = bks_ops_clock_us();
+    execute_one(c, s, r, resp, argc, argv);
+    const char *err = NULL;
+    size_t errlen = 0;
+    if (out && out->len > mark && !out->oom && out->p[mark] == '-') {
+        err = out->p + mark + 1;
+        const char *eol = memchr(err, '\r', out->len - mark - 1);
+        errlen = eol ? (size_t)(eol - err) : out->len - mark - 1;
+    }
+    const host_cmd *h = host_lookup(argv[0]);
+    const bkc_command *cmd = h ? NULL : bkc_lookup(argv[0]);
+    bks_ops_record(c, h ? h->name : cmd ? cmd->name : NULL, 1, argc, argv, start, err,
+                   errlen);
 }
 
 void bks_replay(bks_session *s, bkc_reply *reply, int argc, const bkc_str *argv)
@@ -1326,7 +1260,10 @@ static void run_coalesced(bks_client *c, bks_session *s, bks_outbuf *out, int re
     bks_tl_log_failed = 0;
     atomic_fetch_add_explicit(&g_srv.total_commands, n - 1, memory_order_relaxed);
     bkc_ctx ctx = {&r, &bks_host_vt, s, resp, bks_now_ms()};
+    uint64_t start = bks_ops_clock_us();
     bkc_dispatch(&ctx, (int)n + 2, argv);
+    if (c && !sink.bad)
+        bks_ops_record(c, bkc_lookup(argvs[i][0])->name, n, (int)n + 2, argv, start, NULL, 0);
     if (argv != stack)
         free(argv);
     if (bks_tl_log_failed) {
@@ -1348,7 +1285,9 @@ void bks_execute_batch(bks_client *c, bks_session *s, bks_outbuf *out, int resp,
 {
     bks_encoder enc;
     bkc_reply r;
-    int can_batch = !(c && g_srv.cfg.requirepass[0] && !bks_client_authed(c));
+    /* MONITOR shows each request as sent: no coalescing while one watches */
+    int can_batch = !(c && g_srv.cfg.requirepass[0] && !bks_client_authed(c)) &&
+                    atomic_load_explicit(&bks_monitors, memory_order_relaxed) == 0;
     for (int i = 0; i < nreq;) {
         if (c && bks_client_closing(c))
             break;      /* QUIT, SHUTDOWN: nothing after it runs */

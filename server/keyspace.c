@@ -47,6 +47,7 @@
 #include <string.h>
 #include <sys/random.h> /* getrandom: the hash seed */
 
+#include "ops.h"
 #include "server_int.h"
 
 /*==========================================================================
@@ -422,6 +423,8 @@ int bks_keyspace_foreach(bks_keyspace *ks, bks_key_fn fn, void *arg)
 }
 
 uint64_t bks_keyspace_size(bks_keyspace *ks) { return atomic_load(&ks->nkeys); }
+void bks_keyspace_set_maxmemory(bks_keyspace *ks, uint64_t maxmemory) { ks->maxmemory = maxmemory; }
+size_t bks_ks_entry_bytes(size_t name_len) { return sizeof(ks_entry) + name_len; }
 uint64_t bks_keyspace_memory(bks_keyspace *ks) { return atomic_load(&ks->used); }
 uint64_t bks_ks_expires(bks_keyspace *ks) { return atomic_load(&ks->nexpires); }
 
@@ -553,6 +556,8 @@ static bkc_key *host_open(void *host, bkc_str name, bkc_open_mode mode)
         free(k);
         return NULL;
     }
+    if (mode == BKC_OPEN_READ && s->client)
+        bks_ops_lookup(k->e != NULL);    /* INFO keyspace_hits / keyspace_misses */
     return k;
 }
 

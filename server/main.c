@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ops.h"
 #include "server_int.h"
 
 /* mkdir -p */
@@ -119,6 +120,7 @@ out:
 #endif
     g_srv.persist = NULL;
     bks_net_free();
+    bks_ops_free();
     bks_keyspace_free(g_srv.ks);
     if (g_srv.cfg.unixsocket[0])
         unlink(g_srv.cfg.unixsocket);

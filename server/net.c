@@ -42,7 +42,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>        /* open: the spare descriptor */
+#include <sys/resource.h> /* RLIMIT_NOFILE */
 #include <sys/socket.h>
+#include <sys/stat.h>     /* chmod: unixsocketperm */
+#include <time.h>         /* nanosleep */
 #include <unistd.h>
 #include <uv.h>
 
@@ -51,6 +55,9 @@
 #define MAX_BINDS 16
 #define BATCH_MAX 1024            /* requests executed per exec-lock hold */
 #define READ_CHUNK (16 * 1024)    /* the least free room offered to a read */
+#define QBUF_KEEP (1024 * 1024)   /* an idle client keeps at most this query buffer */
+#define UNAUTH_MAX_ARGS 10        /* before AUTH: arguments per request */
+#define UNAUTH_MAX_BULK 16384     /* before AUTH: bytes per argument */
 
 typedef struct bks_worker bks_worker;
 
@@ -70,6 +77,7 @@ struct bks_client {
     int authed;
     int closing;                 /* close once the output is written */
     int closed;                  /* uv_close called */
+    int over_clients_cap;        /* refused room by maxmemory-clients */
     int counted;                 /* in g_srv.connected_clients */
     /* input */
     char *qbuf;
@@ -107,6 +115,8 @@ struct bks_worker {
     int has_unix;
     bks_client *clients;
     bks_session timer_session;
+    int spare_fd;                /* kept open to accept-and-close when out of fds */
+    uint64_t emfile_logged_ms;   /* last "out of descriptors" warning */
 };
 
 static bks_worker *g_workers;
@@ -117,6 +127,8 @@ static uv_loop_t g_main_loop;
 static uv_async_t g_main_async;
 static uv_signal_t g_sigterm, g_sigint;
 static _Atomic int g_main_ready;
+/* Bytes of query buffer held by all clients together (maxmemory-clients). */
+static _Atomic uint64_t g_client_qbytes;
 
 static _Thread_local bks_worker *tl_worker;
 static _Thread_local int tl_holding;       /* tl_worker->exec is held */
@@ -258,6 +270,7 @@ static void on_client_closed(uv_handle_t *h)
     pthread_mutex_unlock(&w->list_lock);
     if (c->counted)
         atomic_fetch_sub(&g_srv.connected_clients, 1);
+    atomic_fetch_sub(&g_client_qbytes, c->qcap);
     free(c->qbuf);
     bks_parser_free(&c->parser);
     free(c->pool);
@@ -362,10 +375,23 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
             cap *= 2;
         if (cap > limit)
             cap = limit;
-        char *p = realloc(c->qbuf, cap);
-        if (p) {
-            c->qbuf = p;
-            c->qcap = cap;
+        uint64_t cap_all = cfg->maxmemory_clients;
+        uint64_t grow = cap - c->qcap;
+        uint64_t held = atomic_fetch_add(&g_client_qbytes, grow) + grow;
+        if (cap_all && held > cap_all && c->qcap >= READ_CHUNK) {
+            /* this client would take all clients' buffers past the cap: it
+             * gets no more room, and on_read closes it once what it has is
+             * full (UV_ENOBUFS) */
+            atomic_fetch_sub(&g_client_qbytes, grow);
+            c->over_clients_cap = 1;
+        } else {
+            char *p = realloc(c->qbuf, cap);
+            if (p) {
+                c->qbuf = p;
+                c->qcap = cap;
+            } else {
+                atomic_fetch_sub(&g_client_qbytes, grow);
+            }
         }
     }
     buf->base = c->qbuf ? c->qbuf + c->qlen : NULL;
@@ -422,7 +448,6 @@ static void batch_run(bks_client *c)
 static void client_process(bks_client *c)
 {
     const bks_config *cfg = &g_srv.cfg;
-    bks_limits lim = {cfg->max_bulk_len, cfg->max_args, cfg->max_inline_len};
     bks_worker *w = c->w;
     exec_lock(w);
     for (;;) {
@@ -431,7 +456,20 @@ static void client_process(bks_client *c)
         const char *err = NULL;
         size_t need = 0;
         bks_parse_result rc = BKS_PARSE_MORE;
-        while (c->nreq < BATCH_MAX && !c->closing) {
+        /* Before AUTH a client may send only small requests, one at a time
+         * (so that an AUTH takes effect before the next request is parsed):
+         * at most UNAUTH_MAX_ARGS arguments of UNAUTH_MAX_BULK bytes, as
+         * Redis does. Nothing it sends can make the server buffer more. */
+        int unauthed = cfg->requirepass[0] && !c->authed;
+        bks_limits lim = {cfg->max_bulk_len, cfg->max_args, cfg->max_inline_len};
+        if (unauthed) {
+            lim.max_bulk_len = UNAUTH_MAX_BULK;
+            lim.max_args = UNAUTH_MAX_ARGS;
+            if (lim.max_inline_len > UNAUTH_MAX_BULK)
+                lim.max_inline_len = UNAUTH_MAX_BULK;
+        }
+        int batch_max = unauthed ? 1 : BATCH_MAX;
+        while (c->nreq < batch_max && !c->closing) {
             rc = bks_parse(&c->parser, c->qbuf, c->qlen, &lim, &argc, &argv, &need, &err);
             if (rc != BKS_PARSE_DONE)
                 break;
@@ -445,6 +483,10 @@ static void client_process(bks_client *c)
             break;
         if (rc == BKS_PARSE_ERROR) {
             atomic_fetch_add(&g_srv.protocol_errors, 1);
+            if (unauthed && err && strstr(err, "invalid multibulk length"))
+                err = "ERR Protocol error: unauthenticated multibulk length";
+            else if (unauthed && err && strstr(err, "invalid bulk length"))
+                err = "ERR Protocol error: unauthenticated bulk length";
             bks_log(BKS_LOG_INFO, "client %s: %s: closing", c->addr, err);
             client_fail(c, err);
             break;
@@ -469,6 +511,14 @@ static void client_process(bks_client *c)
         memmove(c->qbuf, c->qbuf + used, c->qlen - used);
         c->qlen -= used;
         bks_parser_shift(&c->parser, used);
+    }
+    if (c->qlen == 0 && c->qcap > QBUF_KEEP && !c->closing) {
+        /* a large request is done: give its buffer back */
+        atomic_fetch_sub(&g_client_qbytes, c->qcap);
+        free(c->qbuf);
+        c->qbuf = NULL;
+        c->qcap = 0;
+        c->need = 0;
     }
     if (!c->closing && c->qlen > cfg->max_query_buffer) {
         bks_log(BKS_LOG_WARNING, "client %s: query buffer limit reached: closing", c->addr);
@@ -496,6 +546,16 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     (void)buf;
     bks_client *c = s->data;
     if (nread < 0) {
+        if (nread == UV_ENOBUFS && c->over_clients_cap) {
+            bks_log(BKS_LOG_WARNING,
+                    "client %s: all clients' query buffers would pass maxmemory-clients "
+                    "(%llu bytes): closing",
+                    c->addr, (unsigned long long)g_srv.cfg.maxmemory_clients);
+            client_fail(c, "ERR client query buffers of all clients reached maxmemory-clients: "
+                           "closing this client");
+            client_flush(c);
+            return;
+        }
         if (nread == UV_ENOBUFS) {
             bks_log(BKS_LOG_WARNING, "client %s: query buffer limit reached: closing", c->addr);
             client_fail(c, "ERR Protocol error: query buffer limit reached");
@@ -531,11 +591,53 @@ static int peer_is_loopback(const struct sockaddr_storage *ss)
     return 0;
 }
 
+/* accept() failed with EMFILE/ENFILE: the process is out of descriptors.
+ * libuv then retries at once, for ever, unless the pending connections are
+ * taken off the queue: close the worker's spare descriptor, accept and
+ * close everything waiting (those clients see the connection closed), and
+ * take the spare again. maxclients is capped at start-up (fd_budget) so
+ * that clients alone never get here; other open files can. */
+static void accept_overflow(bks_worker *w, uv_stream_t *server, int status)
+{
+    uint64_t now = bks_now_ms();
+    if (now - w->emfile_logged_ms >= 1000) {
+        w->emfile_logged_ms = now;
+        bks_log(BKS_LOG_WARNING,
+                "accept: %s: out of file descriptors; refusing new connections until "
+                "some close (raise ulimit -n or lower maxclients)",
+                uv_strerror(status));
+    }
+    uv_os_fd_t lfd;
+    if (uv_fileno((uv_handle_t *)server, &lfd) < 0)
+        return;
+    if (w->spare_fd >= 0) {
+        close(w->spare_fd);
+        w->spare_fd = -1;
+    }
+    for (;;) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            break;
+        close(fd);
+        atomic_fetch_add(&g_srv.rejected_connections, 1);
+    }
+    w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (w->spare_fd < 0) {
+        /* another thread took the descriptor: back off instead of spinning */
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
+    bks_worker *w = server->data;
+    if (status == UV_EMFILE || status == UV_ENFILE) {
+        accept_overflow(w, server, status);
+        return;
+    }
     if (status < 0)
         return;
-    bks_worker *w = server->data;
     int is_unix = server->type == UV_NAMED_PIPE;
     bks_client *c = calloc(1, sizeof *c);
     if (!c)
@@ -694,6 +796,38 @@ static int parse_bind(const char *addr, int port, struct sockaddr_storage *ss,
     return -1;
 }
 
+/* Descriptors the server needs beyond one per client: listeners, loops,
+ * the log, snapshots, the data directory, a spare per worker (as Redis's
+ * CONFIG_MIN_RESERVED_FDS, plus a few per worker thread). */
+#define FD_RESERVED(threads) (32u + 4u * (unsigned)(threads))
+
+/* Make RLIMIT_NOFILE fit maxclients: raise the soft limit towards the hard
+ * one if needed, and if that is not enough, lower maxclients with a
+ * warning (as Redis does), so that clients never exhaust descriptors. */
+static void fd_budget(int threads)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return;
+    uint64_t reserved = FD_RESERVED(threads);
+    uint64_t want = (uint64_t)g_srv.cfg.maxclients + reserved;
+    if (rl.rlim_cur >= want)
+        return;
+    struct rlimit nr = rl;
+    nr.rlim_cur = (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want) ? want : rl.rlim_max;
+    if (nr.rlim_cur > rl.rlim_cur && setrlimit(RLIMIT_NOFILE, &nr) == 0)
+        rl = nr;
+    if (rl.rlim_cur >= want)
+        return;
+    uint64_t cap = rl.rlim_cur > reserved + 1 ? rl.rlim_cur - reserved : 1;
+    bks_log(BKS_LOG_WARNING,
+            "maxclients %u needs %llu file descriptors, but the process may open only "
+            "%llu (ulimit -n): maxclients reduced to %llu",
+            g_srv.cfg.maxclients, (unsigned long long)want, (unsigned long long)rl.rlim_cur,
+            (unsigned long long)cap);
+    g_srv.cfg.maxclients = (uint32_t)cap;
+}
+
 int bks_net_start(void)
 {
     const bks_config *cfg = &g_srv.cfg;
@@ -745,12 +879,15 @@ int bks_net_start(void)
         bks_log(BKS_LOG_WARNING, "protected mode: no password and listening beyond "
                                  "loopback, so only loopback clients are accepted");
 
+    fd_budget(n);
+
     bks_worker *ws = calloc((size_t)n, sizeof *ws);
     if (!ws)
         return -1;
     for (int i = 0; i < n; i++) {
         bks_worker *w = &ws[i];
         w->index = i;
+        w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         pthread_mutex_init(&w->exec, NULL);
         pthread_mutex_init(&w->list_lock, NULL);
         uv_loop_init(&w->loop);
@@ -791,6 +928,20 @@ int bks_net_start(void)
         w0->unix_listener.data = w0;
         w0->has_unix = 1;
         int rc = uv_pipe_bind(&w0->unix_listener, cfg->unixsocket);
+        if (rc == 0 && cfg->unixsocketperm[0]) {
+            char *end;
+            unsigned long mode = strtoul(cfg->unixsocketperm, &end, 8);
+            if (*end || mode > 0777) {
+                bks_log(BKS_LOG_ERROR, "unixsocketperm: '%s' is not an octal mode such as 700",
+                        cfg->unixsocketperm);
+                return -1;
+            }
+            if (chmod(cfg->unixsocket, (mode_t)mode) < 0) {
+                bks_log(BKS_LOG_ERROR, "unixsocketperm: chmod %s: %s", cfg->unixsocket,
+                        strerror(errno));
+                return -1;
+            }
+        }
         if (rc == 0)
             rc = uv_listen((uv_stream_t *)&w0->unix_listener, 511, on_connection);
         if (rc < 0) {
@@ -884,6 +1035,8 @@ void bks_net_free(void)
         on_wake(&w->wake);
         uv_run(&w->loop, UV_RUN_DEFAULT);
         uv_loop_close(&w->loop);
+        if (w->spare_fd >= 0)
+            close(w->spare_fd);
         pthread_mutex_destroy(&w->exec);
         pthread_mutex_destroy(&w->list_lock);
     }

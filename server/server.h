@@ -69,6 +69,8 @@ typedef struct bks_config {
     int repair_aof;              /* --repair-aof: truncate a corrupt log and go on */
     bks_log_level loglevel;
     char logfile[1024];          /* "" = stderr */
+    int slowlog_log_slower_than; /* microseconds; < 0 off, 0 every command (10000) */
+    uint32_t slowlog_max_len;    /* entries kept (128) */
 } bks_config;
 
 void bks_config_defaults(bks_config *c);
@@ -81,6 +83,8 @@ int bks_config_load(bks_config *c, const char *file, int argc, char **argv,
 /* Leveled logging to the configured log file (thread-safe). */
 void bks_log(bks_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Whether a message of this level would be written (skip costly formatting). */
+int bks_log_enabled(bks_log_level level);
 
 /*==========================================================================
  * The keyspace (keyspace.c)

@@ -1248,6 +1248,10 @@ static void test_wf(void **state)
     EXPECT("WF.RESERVE w x 100 1000", "-ERR bad error rate\r\n");
     EXPECT("WF.RESERVE w 0.01 0 1000", "-ERR (capacity should be larger than 0)\r\n");
     EXPECT("WF.RESERVE w 0.01 100 0", "-ERR bad window\r\n");
+    EXPECT("WF.RESERVE w 0.01 100 9223372036854775807",
+           "-ERR bad window: at most 315360000000 ms (10 years)\r\n");
+    EXPECT("WF.RESERVE w 0.01 100 315360000001",
+           "-ERR bad window: at most 315360000000 ms (10 years)\r\n");
     EXPECT("WF.RESERVE w 0.01 100 1000 GENERATIONS 1", "-ERR generations must be between 2 and 64\r\n");
     EXPECT("WF.RESERVE w 0.01 100 1000 GENERATIONS 65", "-ERR generations must be between 2 and 64\r\n");
     EXPECT("WF.RESERVE w 0.01 100 1000 BOGUS 3", "-Unknown argument received\r\n");
