@@ -12,7 +12,9 @@
     "                       are powers of 1000; 1e6 works too)\n"              \
     "  -e, --error P        target false-positive rate, in (0, 1)\n"           \
     "  -t, --type TYPE      blocked (default), classic, counting, deletable,\n" \
-    "                       cuckoo, scalable or window\n"                      \
+    "                       cuckoo, scalable, window, or the counting kinds\n" \
+    "                       dleft, varcount, hier, hybrid, morris (remove:\n" \
+    "                       all but morris; see docs/CLI.md)\n"              \
     "      --seed S         64-bit hash seed, decimal or 0x-hex (filters are\n" \
     "                       only combinable with equal seeds)\n"               \
     "  family options (each only with its --type):\n"                          \
@@ -69,7 +71,8 @@ static const struct {
 "  check FILE [INPUT...]        print the keys the filter probably holds\n"
 "  dedup [INPUT...] --capacity N --error P\n"
 "                               print each line the first time it is seen\n"
-"  remove FILE [INPUT...]       remove keys (counting, deletable, cuckoo)\n"
+"  remove FILE [INPUT...]       remove keys (counting, deletable, cuckoo,\n"
+"                               dleft, varcount, hier, hybrid)\n"
 "  info FILE [--json]           describe a filter file\n"
 "  merge OUT IN...              union of filters\n"
 "  intersect OUT IN...          intersection of filters\n"
@@ -172,7 +175,8 @@ KEYS_SECTION
 "  -v, --invert         print the keys that are certainly absent\n"
 "  -c, --total          print only the number of lines that would be printed\n"
 "      --count          print every line after its count estimate and a tab\n"
-"                       (counting, cuckoo: copies; other types: 0 or 1)\n"
+"                       (counting, cuckoo, dleft, varcount, hier, hybrid:\n"
+"                       copies; morris: estimated copies; others: 0 or 1)\n"
 INPUT_OPTIONS
 HELP_SECTION
 "\n"
@@ -226,7 +230,8 @@ KEYS_SECTION
 "\n"
 "DESCRIPTION\n"
 "  Removes every key of the INPUTs from FILE and saves it atomically.\n"
-"  Only counting, deletable and cuckoo filters can remove. Remove only\n"
+"  Only counting, deletable, cuckoo, dleft, varcount, hier and hybrid\n"
+"  filters can remove. Remove only\n"
 "  keys that were added: removing a false positive can make the filter\n"
 "  forget another key. Keys certainly absent are skipped and counted;\n"
 "  a deletable filter cannot remove a key whose bits all lie in collided\n"

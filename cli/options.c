@@ -88,6 +88,9 @@ static const struct {
     {"counting", BK_FAMILY_COUNTING},   {"deletable", BK_FAMILY_DELETABLE},
     {"cuckoo", BK_FAMILY_CUCKOO},       {"scalable", BK_FAMILY_SCALABLE},
     {"window", BK_FAMILY_WINDOW},
+    {"dleft", BK_FAMILY_DLEFT},         {"varcount", BK_FAMILY_VARCOUNT},
+    {"hier", BK_FAMILY_HIER},           {"hybrid", BK_FAMILY_HYBRID},
+    {"morris", BK_FAMILY_MORRIS},
 };
 
 const char *cli_family_name(bk_family family)
@@ -227,7 +230,8 @@ static int set_option(const char *cmd, const optdef *d, const char *shown,
                 return 0;
             }
         cli_error("%s: %s: unknown filter type '%s' (blocked, classic, "
-                  "counting, deletable, cuckoo, scalable, window)",
+                  "counting, deletable, cuckoo, scalable, window, dleft, "
+                  "varcount, hier, hybrid, morris)",
                   cmd, shown, value);
         return -1;
     case OPT_DELIMITER:
