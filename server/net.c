@@ -50,6 +50,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "ops.h"
 #include "server_int.h"
 
 #define MAX_BINDS 16
@@ -79,6 +80,14 @@ struct bks_client {
     int closed;                  /* uv_close called */
     int over_clients_cap;        /* refused room by maxmemory-clients */
     int counted;                 /* in g_srv.connected_clients */
+    int unix_sock;               /* came in on the Unix socket */
+    int monitor;                 /* MONITOR: in g_monitors */
+    _Atomic int kill;            /* CLIENT KILL from another worker: close */
+    char laddr[64];              /* the local address (CLIENT LIST laddr) */
+    uint64_t created_ms;         /* monotonic */
+    _Atomic uint64_t last_ms;    /* monotonic: the last command (idle) */
+    const char *_Atomic last_cmd; /* its name (static), NULL: none yet */
+    bks_outbuf mon_pending;      /* MONITOR lines not yet moved to out (g_mon_lock) */
     /* input */
     char *qbuf;
     size_t qlen, qcap, need;
@@ -107,6 +116,8 @@ struct bks_worker {
     pthread_mutex_t exec;
     pthread_mutex_t list_lock;
     uv_async_t wake;
+    uv_async_t notify;           /* CLIENT KILL and MONITOR lines for its clients */
+    int stopping;                /* notify is closing (under list_lock and g_mon_lock) */
     uv_timer_t timer;
     int has_timer;
     uv_tcp_t tcp[MAX_BINDS];
@@ -127,6 +138,14 @@ static uv_loop_t g_main_loop;
 static uv_async_t g_main_async;
 static uv_signal_t g_sigterm, g_sigint;
 static _Atomic int g_main_ready;
+static uv_signal_t g_sighup;
+
+/* MONITOR clients, any worker's, under g_mon_lock. */
+_Atomic int bks_monitors;
+static pthread_mutex_t g_mon_lock = PTHREAD_MUTEX_INITIALIZER;
+static bks_client **g_mons;
+static size_t g_nmons, g_mons_cap;
+
 /* Bytes of query buffer held by all clients together (maxmemory-clients). */
 static _Atomic uint64_t g_client_qbytes;
 
@@ -202,6 +221,17 @@ int bks_client_resp(const bks_client *c) { return c->resp; }
 void bks_client_set_resp(bks_client *c, int resp) { c->resp = resp; }
 void bks_client_close_after_reply(bks_client *c) { c->closing = 1; }
 int bks_client_closing(const bks_client *c) { return c->closing; }
+int bks_client_is_unix(const bks_client *c) { return c->unix_sock; }
+
+static uint64_t mono_ms(void) { return bks_ops_clock_us() / 1000; }
+
+void bks_client_note_command(bks_client *c, const char *name, uint64_t now_ms)
+{
+    atomic_store_explicit(&c->last_ms, now_ms, memory_order_relaxed);
+    if (name)
+        atomic_store_explicit(&c->last_cmd, name, memory_order_relaxed);
+}
+
 bks_multi **bks_client_multi(bks_client *c) { return &c->multi; }
 
 const char *bks_client_name(const bks_client *c)
@@ -230,15 +260,29 @@ int bks_client_set_name(bks_client *c, const char *name, size_t len)
 char *bks_clients_describe(size_t *len)
 {
     bks_outbuf b = {0};
+    uint64_t now = mono_ms();
     for (int i = 0; i < g_nworkers; i++) {
         bks_worker *w = &g_workers[i];
         pthread_mutex_lock(&w->list_lock);
         for (bks_client *c = w->clients; c; c = c->next) {
-            char line[512];
-            int n = snprintf(line, sizeof line, "id=%llu addr=%s name=%s db=0 resp=%d worker=%d\n",
-                             (unsigned long long)c->id, c->addr, c->name ? c->name : "",
-                             c->resp, w->index);
-            bks_outbuf_append(&b, line, (size_t)n);
+            if (c->closed || !c->id)
+                continue;
+            char line[768];
+            const char *cmd = atomic_load_explicit(&c->last_cmd, memory_order_relaxed);
+            uint64_t last = atomic_load_explicit(&c->last_ms, memory_order_relaxed);
+            /* Redis's fields; those we have no use for hold Redis's idle values */
+            int n = snprintf(line, sizeof line,
+                             "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu "
+                             "flags=%s db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 "
+                             "argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 "
+                             "tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d "
+                             "worker=%d\n",
+                             (unsigned long long)c->id, c->addr, c->laddr, -1,
+                             c->name ? c->name : "",
+                             (unsigned long long)((now - c->created_ms) / 1000),
+                             (unsigned long long)((now - (last ? last : c->created_ms)) / 1000),
+                             c->monitor ? "O" : "N", cmd ? cmd : "NULL", c->resp, w->index);
+            bks_outbuf_append(&b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
         }
         pthread_mutex_unlock(&w->list_lock);
     }
@@ -250,6 +294,96 @@ char *bks_clients_describe(size_t *len)
         b.p = calloc(1, 1);
     *len = b.len;
     return b.p;
+}
+
+/* CLIENT KILL: mark the matches; their workers close them (notify). */
+uint64_t bks_clients_kill(bks_client *self, const bks_kill_filter *f)
+{
+    uint64_t n = 0, now = mono_ms();
+    for (int i = 0; i < g_nworkers; i++) {
+        bks_worker *w = &g_workers[i];
+        int any = 0;
+        pthread_mutex_lock(&w->list_lock);
+        for (bks_client *c = w->clients; c; c = c->next) {
+            if (c->closed || !c->id || atomic_load(&c->kill))
+                continue;
+            if ((f->id && c->id != f->id) || (f->addr && strcmp(f->addr, c->addr)) ||
+                (f->laddr && strcmp(f->laddr, c->laddr)) ||
+                (f->user && strcmp(f->user, "default")) || f->type == 2 ||
+                (f->maxage && (long long)((now - c->created_ms) / 1000) < f->maxage) ||
+                (f->skipme && c == self))
+                continue;
+            n++;
+            if (c == self) {
+                c->closing = 1;       /* after this reply, on this thread */
+                continue;
+            }
+            atomic_store(&c->kill, 1);
+            any = 1;
+        }
+        if (any && !w->stopping)
+            uv_async_send(&w->notify);
+        pthread_mutex_unlock(&w->list_lock);
+    }
+    return n;
+}
+
+int bks_client_monitor(bks_client *c)
+{
+    pthread_mutex_lock(&g_mon_lock);
+    if (!c->monitor) {
+        if (g_nmons == g_mons_cap) {
+            size_t cap = g_mons_cap ? g_mons_cap * 2 : 4;
+            bks_client **m = realloc(g_mons, cap * sizeof *m);
+            if (!m) {
+                pthread_mutex_unlock(&g_mon_lock);
+                return -1;
+            }
+            g_mons = m;
+            g_mons_cap = cap;
+        }
+        g_mons[g_nmons++] = c;
+        c->monitor = 1;
+        atomic_fetch_add(&bks_monitors, 1);
+    }
+    pthread_mutex_unlock(&g_mon_lock);
+    return 0;
+}
+
+static void monitor_remove(bks_client *c)
+{
+    pthread_mutex_lock(&g_mon_lock);
+    for (size_t i = 0; i < g_nmons; i++) {
+        if (g_mons[i] == c) {
+            g_mons[i] = g_mons[--g_nmons];
+            atomic_fetch_sub(&bks_monitors, 1);
+            break;
+        }
+    }
+    c->monitor = 0;
+    bks_outbuf_free(&c->mon_pending);
+    if (g_nmons == 0) {
+        free(g_mons);
+        g_mons = NULL;
+        g_mons_cap = 0;
+    }
+    pthread_mutex_unlock(&g_mon_lock);
+}
+
+void bks_monitor_feed(const char *line, size_t len)
+{
+    pthread_mutex_lock(&g_mon_lock);
+    for (size_t i = 0; i < g_nmons; i++) {
+        bks_client *c = g_mons[i];
+        if (c->mon_pending.len + len > g_srv.cfg.max_output_buffer) {
+            atomic_store(&c->kill, 1);  /* a monitor that does not read */
+        } else {
+            bks_outbuf_append(&c->mon_pending, line, len);
+        }
+        if (!c->w->stopping)
+            uv_async_send(&c->w->notify);
+    }
+    pthread_mutex_unlock(&g_mon_lock);
 }
 
 /*==========================================================================
@@ -268,8 +402,12 @@ static void on_client_closed(uv_handle_t *h)
     if (c->next)
         c->next->prev = c->prev;
     pthread_mutex_unlock(&w->list_lock);
-    if (c->counted)
+    if (c->monitor)
+        monitor_remove(c);
+    if (c->counted) {
         atomic_fetch_sub(&g_srv.connected_clients, 1);
+        bks_log(BKS_LOG_DEBUG, "client id=%llu %s closed", (unsigned long long)c->id, c->addr);
+    }
     atomic_fetch_sub(&g_client_qbytes, c->qcap);
     free(c->qbuf);
     bks_parser_free(&c->parser);
@@ -661,10 +799,14 @@ static void on_connection(uv_stream_t *server, int status)
         return;
     }
     c->id = atomic_fetch_add(&g_srv.next_client_id, 1) + 1;
+    c->created_ms = mono_ms();
+    c->unix_sock = is_unix;
     c->session.ks = g_srv.ks;
     c->session.persist = g_srv.persist;
     c->session.client = c;
-    c->authed = 0;
+    /* without a password a client is the default user, authenticated: it
+     * stays so if CONFIG SET requirepass adds one later (as in Redis) */
+    c->authed = __atomic_load_n(&g_srv.cfg.requirepass[0], __ATOMIC_RELAXED) == '\0';
     atomic_fetch_add(&g_srv.total_connections, 1);
     uint64_t n = atomic_fetch_add(&g_srv.connected_clients, 1) + 1;
     c->counted = 1;
@@ -672,6 +814,7 @@ static void on_connection(uv_stream_t *server, int status)
     int local = 1;
     if (is_unix) {
         snprintf(c->addr, sizeof c->addr, "%.60s:0", g_srv.cfg.unixsocket);
+        snprintf(c->laddr, sizeof c->laddr, "%.60s:0", g_srv.cfg.unixsocket);
     } else {
         struct sockaddr_storage ss;
         int len = sizeof ss;
@@ -688,9 +831,24 @@ static void on_connection(uv_stream_t *server, int status)
             local = peer_is_loopback(&ss);
         }
         snprintf(c->addr, sizeof c->addr, "%s:%d", ip, port);
+        len = sizeof ss;
+        if (uv_tcp_getsockname(&c->h.tcp, (struct sockaddr *)&ss, &len) == 0) {
+            char lip[INET6_ADDRSTRLEN] = "?";
+            int lport;
+            if (ss.ss_family == AF_INET) {
+                uv_ip4_name((struct sockaddr_in *)&ss, lip, sizeof lip);
+                lport = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+            } else {
+                uv_ip6_name((struct sockaddr_in6 *)&ss, lip, sizeof lip);
+                lport = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+            }
+            snprintf(c->laddr, sizeof c->laddr, "%s:%d", lip, lport);
+        }
         uv_tcp_nodelay(&c->h.tcp, 1);
     }
-    if (n > g_srv.cfg.maxclients) {
+    bks_log(BKS_LOG_DEBUG, "client id=%llu %s connected (%llu clients)",
+            (unsigned long long)c->id, c->addr, (unsigned long long)n);
+    if (n > __atomic_load_n(&g_srv.cfg.maxclients, __ATOMIC_RELAXED)) {
         atomic_fetch_add(&g_srv.rejected_connections, 1);
         bks_outbuf_error(&c->out, "ERR max number of clients reached");
         c->closing = 1;
@@ -722,9 +880,42 @@ static void close_handle_if_open(uv_handle_t *h)
         uv_close(h, NULL);
 }
 
+/* Another worker killed some of ours, or MONITOR lines are waiting. */
+static void on_notify(uv_async_t *a)
+{
+    bks_worker *w = a->data;
+    for (bks_client *c = w->clients, *next; c; c = next) {
+        next = c->next;
+        if (c->closed)
+            continue;
+        if (atomic_load(&c->kill)) {
+            client_close(c);
+            continue;
+        }
+        if (c->monitor) {
+            pthread_mutex_lock(&g_mon_lock);
+            if (c->mon_pending.len) {
+                bks_outbuf_append(&c->out, c->mon_pending.p, c->mon_pending.len);
+                c->mon_pending.len = 0;
+            }
+            pthread_mutex_unlock(&g_mon_lock);
+            if (c->out.oom)
+                client_close(c);
+            else
+                client_flush(c);
+        }
+    }
+}
+
 static void on_wake(uv_async_t *a)
 {
     bks_worker *w = a->data;
+    pthread_mutex_lock(&w->list_lock);
+    pthread_mutex_lock(&g_mon_lock);
+    w->stopping = 1;
+    pthread_mutex_unlock(&g_mon_lock);
+    pthread_mutex_unlock(&w->list_lock);
+    close_handle_if_open((uv_handle_t *)&w->notify);
     /* stop: close every handle; the loop then ends */
     for (int i = 0; i < w->ntcp; i++)
         close_handle_if_open((uv_handle_t *)&w->tcp[i]);
@@ -743,6 +934,7 @@ static void on_timer(uv_timer_t *t)
     exec_lock(w);
     bks_ks_active_expire(g_srv.ks, &w->timer_session, bks_now_ms());
     exec_unlock(w);
+    bks_ops_tick();
     if (g_srv.persist)
         bks_persist_tick(g_srv.persist);
 }
@@ -893,6 +1085,8 @@ int bks_net_start(void)
         uv_loop_init(&w->loop);
         uv_async_init(&w->loop, &w->wake, on_wake);
         w->wake.data = w;
+        uv_async_init(&w->loop, &w->notify, on_notify);
+        w->notify.data = w;
         w->timer_session.ks = g_srv.ks;
         w->timer_session.persist = g_srv.persist;
     }
@@ -981,6 +1175,15 @@ static void on_main_async(uv_async_t *a)
         uv_stop(&g_main_loop);
 }
 
+/* SIGHUP (logrotate): reopen the log file; the server goes on. */
+static void on_sighup(uv_signal_t *s, int signum)
+{
+    (void)s;
+    (void)signum;
+    bks_log_reopen();
+    bks_log(BKS_LOG_INFO, "Received SIGHUP: log file reopened");
+}
+
 static void on_signal(uv_signal_t *s, int signum)
 {
     (void)s;
@@ -1007,11 +1210,14 @@ int bks_net_run(void)
     uv_signal_init(&g_main_loop, &g_sigint);
     uv_signal_start(&g_sigterm, on_signal, SIGTERM);
     uv_signal_start(&g_sigint, on_signal, SIGINT);
+    uv_signal_init(&g_main_loop, &g_sighup);
+    uv_signal_start(&g_sighup, on_sighup, SIGHUP);
     g_main_ready = 1;
     if (atomic_load(&g_srv.shutdown_mode) == BKS_SHUTDOWN_NONE)
         uv_run(&g_main_loop, UV_RUN_DEFAULT);
     uv_signal_stop(&g_sigterm);
     uv_signal_stop(&g_sigint);
+    uv_signal_stop(&g_sighup);
     return 0;
 }
 
@@ -1048,6 +1254,7 @@ void bks_net_free(void)
         uv_close((uv_handle_t *)&g_main_async, NULL);
         uv_close((uv_handle_t *)&g_sigterm, NULL);
         uv_close((uv_handle_t *)&g_sigint, NULL);
+        uv_close((uv_handle_t *)&g_sighup, NULL);
         uv_run(&g_main_loop, UV_RUN_DEFAULT);
         uv_loop_close(&g_main_loop);
     }
