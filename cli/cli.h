@@ -251,6 +251,7 @@ int cmd_info(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_intersect(int argc, char **argv);
 int cmd_cluster(int argc, char **argv);
+int cmd_verify(int argc, char **argv);   /* cmd_verify.c */
 int cmd_copy(int argc, char **argv);
 
 /* Help texts (help.c): print the man-page-like text of a subcommand ("" for

@@ -71,6 +71,7 @@ static const struct {
     {"create", cmd_create}, {"add", cmd_add},         {"check", cmd_check},
     {"dedup", cmd_dedup},   {"remove", cmd_remove},   {"info", cmd_info},
     {"merge", cmd_merge},   {"intersect", cmd_intersect},
+    {"verify", cmd_verify},
     {"cluster", cmd_cluster}, {"copy", cmd_copy},
 };
 

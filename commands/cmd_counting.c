@@ -5,10 +5,14 @@
  * counters, so items can be removed. It never grows: past its capacity
  * the false-positive rate rises, nothing fails. An add on a missing key
  * creates it with BF's defaults (capacity 100, error 0.01, 4-bit counters).
+ * CBF.RESERVE ... TYPE t makes one of the other counting kinds instead
+ * (issue 15: dleft, varcount, hier, hybrid, morris), used through the
+ * same commands; morris cannot delete (CBF.DEL answers its error).
  *
  * Locking: counting adds and removes are lock-free (compare-and-swap per
  * word) and never change the filter's size, so ADD and DEL open existing
- * keys with BKC_OPEN_ADD; creating one reopens the key WRITE.
+ * keys with BKC_OPEN_ADD; creating one reopens the key WRITE. The other
+ * kinds are not lock-free: their ADD and DEL reopen the key WRITE.
  *
  * HAZARD (docs/COMMANDS.md): CBF.DEL of an item never added, but reported
  * present (a false positive), decrements other items' counters and can
@@ -19,6 +23,51 @@
 #define CBF_DEFAULT_CAPACITY 100
 #define CBF_DEFAULT_ERROR 0.01
 #define ERR_COUNTER_BITS "ERR counter bits must be 4 or 8"
+#define ERR_BITS_TYPE "ERR COUNTERBITS applies to TYPE counting or dleft"
+#define ERR_TYPE "ERR unknown TYPE (counting, dleft, varcount, hier, hybrid, morris)"
+
+/* TYPE names: the library's family names. */
+static const bk_family cbf_types[] = {
+    BK_FAMILY_COUNTING, BK_FAMILY_DLEFT, BK_FAMILY_VARCOUNT,
+    BK_FAMILY_HIER,     BK_FAMILY_HYBRID, BK_FAMILY_MORRIS,
+};
+
+static int parse_type(bkc_str s, bk_family *out)
+{
+    for (size_t i = 0; i < sizeof(cbf_types) / sizeof(cbf_types[0]); i++)
+        if (bkc_streq(s, bk_family_name(cbf_types[i]))) {
+            *out = cbf_types[i];
+            return 1;
+        }
+    return 0;
+}
+
+/* Table bytes of a filter of this kind, from the family's sizing, or an
+ * error code. */
+static int table_bytes(bk_family family, uint64_t capacity, double error,
+                       uint32_t bits, uint64_t *bytes)
+{
+    uint64_t blocks = 0, per_block = 64;
+    uint32_t r = 0, lines = 0;
+    int rc;
+    switch (family) {
+    case BK_FAMILY_DLEFT:
+        rc = bk_dleft_optimal(capacity, error, bits, &blocks, &r);
+        per_block = (uint64_t)BK_DLEFT_TABLES * BK_DLEFT_CELLS * (r + (bits ? bits : 2)) / 8 + 1;
+        break;
+    case BK_FAMILY_VARCOUNT: rc = bk_varcount_optimal(capacity, error, &blocks, NULL, NULL); break;
+    case BK_FAMILY_HIER: rc = bk_hier_optimal(capacity, error, &blocks, NULL); per_block = 320; break;
+    case BK_FAMILY_HYBRID:
+        rc = bk_hybrid_optimal(capacity, error, &blocks, NULL, &lines);
+        per_block = 64u * (1u + lines);
+        break;
+    case BK_FAMILY_MORRIS: rc = bk_morris_optimal(capacity, error, &blocks, NULL); break;
+    default: rc = bk_counting_optimal(capacity, error, bits, &blocks, NULL); break;
+    }
+    if (rc == BK_OK && blocks > UINT64_MAX / per_block) rc = BK_ESIZE;
+    if (rc == BK_OK) *bytes = blocks * per_block;
+    return rc;
+}
 
 static int store(bkc_ctx *c, bkc_key *k, bkc_value *v)
 {
@@ -28,12 +77,14 @@ static int store(bkc_ctx *c, bkc_key *k, bkc_value *v)
     return 0;
 }
 
-/* A new counting filter, after checking it fits. Replies on failure. */
-static bkc_value *cbf_create(bkc_ctx *c, uint64_t capacity, double error, uint32_t bits)
+/* A new counting filter of the family, after checking it fits. Replies on
+ * failure. */
+static bkc_value *cbf_create(bkc_ctx *c, bk_family family, uint64_t capacity,
+                             double error, uint32_t bits)
 {
-    uint64_t blocks = 0;
-    int rc = bk_counting_optimal(capacity, error, bits, &blocks, NULL);
-    if (rc == BK_ESIZE || (rc == BK_OK && blocks > UINT64_MAX / BK_COUNTING_BLOCK_BYTES)) {
+    uint64_t bytes = 0;
+    int rc = table_bytes(family, capacity, error, bits, &bytes);
+    if (rc == BK_ESIZE || (rc == BK_OK && bytes > UINT64_MAX - 1024)) {
         bkc__err(c, BKC_ERR_TOO_LARGE);
         return NULL;
     }
@@ -41,10 +92,10 @@ static bkc_value *cbf_create(bkc_ctx *c, uint64_t capacity, double error, uint32
         bkc__lib_error(c, rc);
         return NULL;
     }
-    if (!bkc__fits(c, blocks * BK_COUNTING_BLOCK_BYTES + 1024)) return NULL;
+    if (!bkc__fits(c, bytes + 1024)) return NULL;
     bk_filter_config cfg;
     bk_filter_config_init(&cfg);
-    cfg.family = BK_FAMILY_COUNTING;
+    cfg.family = family;
     cfg.capacity = capacity;
     cfg.fpr = error;
     cfg.counter_bits = bits;
@@ -69,12 +120,14 @@ void bkc_cmd_cbf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     double error;
     uint64_t capacity;
-    uint32_t bits = BK_COUNTING_DEFAULT_COUNTER_BITS;
+    uint32_t bits = 0;
+    long long bits_arg = 0;
+    bk_family family = BK_FAMILY_COUNTING;
     if (!bkc__arg_error_rate(c, argv[2], &error)) return;
     if (!bkc__arg_capacity(c, argv[3], &capacity)) return;
     for (int i = 4; i < argc; i += 2) {
-        long long x;
-        if (!bkc_streq(argv[i], "COUNTERBITS")) {
+        int is_bits = bkc_streq(argv[i], "COUNTERBITS");
+        if (!is_bits && !bkc_streq(argv[i], "TYPE")) {
             bkc__err(c, BKC_ERR_UNKNOWN_ARG);
             return;
         }
@@ -82,11 +135,29 @@ void bkc_cmd_cbf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
             bkc__arity_error(c, argv);
             return;
         }
-        if (!bkc_parse_ll(argv[i + 1], &x) || (x != 4 && x != 8)) {
+        if (!is_bits) {
+            if (!parse_type(argv[i + 1], &family)) {
+                bkc__err(c, ERR_TYPE);
+                return;
+            }
+        } else if (!bkc_parse_ll(argv[i + 1], &bits_arg) || bits_arg < 1 || bits_arg > 8) {
             bkc__err(c, ERR_COUNTER_BITS);
             return;
         }
-        bits = (uint32_t)x;
+    }
+    /* the width is checked once the type is known (TYPE may come later) */
+    if (bits_arg != 0) {
+        if (family == BK_FAMILY_COUNTING && bits_arg != 4 && bits_arg != 8) {
+            bkc__err(c, ERR_COUNTER_BITS);
+            return;
+        }
+        if (family != BK_FAMILY_COUNTING && family != BK_FAMILY_DLEFT) {
+            bkc__err(c, ERR_BITS_TYPE);
+            return;
+        }
+        bits = (uint32_t)bits_arg;
+    } else if (family == BK_FAMILY_COUNTING) {
+        bits = BK_COUNTING_DEFAULT_COUNTER_BITS;
     }
     bkc_key *k;
     bkc_value *v;
@@ -95,13 +166,20 @@ void bkc_cmd_cbf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
     if (st != BKC__MISSING) {
         bkc__err(c, BKC_ERR_ITEM_EXISTS);
     } else {
-        bkc_value *nv = cbf_create(c, capacity, error, bits);
+        bkc_value *nv = cbf_create(c, family, capacity, error, bits);
         if (nv != NULL && store(c, k, nv)) {
             bkc__ok(c);
             bkc__wrote(c, argc, argv);
         }
     }
     bkc__close(c, k);
+}
+
+/* Whether the key's filter may be updated under a shared (ADD) open: only
+ * the lock-free counting family. */
+static int shared_update(const bkc_value *v)
+{
+    return bk_filter_family(v->filters[0]) == BK_FAMILY_COUNTING;
 }
 
 /* Open for adds: ADD mode on an existing filter; a missing one is created
@@ -117,11 +195,20 @@ static bkc_value *open_for_add(bkc_ctx *c, bkc_str name, bkc_key **k, int *creat
         st = bkc__open(c, name, BKC_OPEN_WRITE, BKC_KIND_COUNTING, k, &v);
         if (st == BKC__FAILED) return NULL;
         if (st == BKC__MISSING) {
-            bkc_value *nv = cbf_create(c, CBF_DEFAULT_CAPACITY, CBF_DEFAULT_ERROR,
-                                       BK_COUNTING_DEFAULT_COUNTER_BITS);
+            bkc_value *nv = cbf_create(c, BK_FAMILY_COUNTING, CBF_DEFAULT_CAPACITY,
+                                       CBF_DEFAULT_ERROR, BK_COUNTING_DEFAULT_COUNTER_BITS);
             if (nv == NULL || !store(c, *k, nv)) goto fail;
             *created = 1;
             return c->host_vt->value(*k);
+        }
+    }
+    if (st == BKC__FOUND && !shared_update(v)) { /* not lock-free: exclusive */
+        bkc__close(c, *k);
+        st = bkc__open(c, name, BKC_OPEN_WRITE, BKC_KIND_COUNTING, k, &v);
+        if (st == BKC__FAILED) return NULL;
+        if (st == BKC__MISSING) {
+            bkc__err(c, BKC_ERR_NOT_FOUND); /* deleted between the two opens */
+            goto fail;
         }
     }
     if (st == BKC__FOUND) return v;
@@ -167,6 +254,11 @@ void bkc_cmd_cbf_del(bkc_ctx *c, int argc, const bkc_str *argv)
     bkc_value *v;
     int st = bkc__open(c, argv[1], BKC_OPEN_ADD, BKC_KIND_COUNTING, &k, &v);
     if (st == BKC__FAILED) return;
+    if (st == BKC__FOUND && !shared_update(v)) { /* not lock-free: exclusive */
+        bkc__close(c, k);
+        st = bkc__open(c, argv[1], BKC_OPEN_WRITE, BKC_KIND_COUNTING, &k, &v);
+        if (st == BKC__FAILED) return;
+    }
     if (st == BKC__MISSING) {
         bkc__err(c, BKC_ERR_NOT_FOUND);
     } else if (st == BKC__WRONG) {

@@ -145,6 +145,17 @@ static bk_family kind_family(bkc_kind kind)
     }
 }
 
+/* A CBF key holds the counting family or one of the other counting kinds
+ * (CBF.RESERVE ... TYPE, cmd_counting.c). */
+static int family_fits(bkc_kind kind, bk_family family)
+{
+    if (family == kind_family(kind)) return 1;
+    return kind == BKC_KIND_COUNTING &&
+           (family == BK_FAMILY_DLEFT || family == BK_FAMILY_VARCOUNT ||
+            family == BK_FAMILY_HIER || family == BK_FAMILY_HYBRID ||
+            family == BK_FAMILY_MORRIS);
+}
+
 static void header_build(const bkc_value *v, uint64_t total, unsigned char h[HDR_SIZE])
 {
     memset(h, 0, HDR_SIZE);
@@ -323,7 +334,7 @@ int bkc_value_decode(const unsigned char *buf, size_t len, bkc_value **out)
         bk_filter *f = NULL;
         rc = bk_filter_deserialize(&f, buf + pos, (size_t)n);
         if (rc != BK_OK) goto fail;
-        if (bk_filter_family(f) != kind_family(kind)) {
+        if (!family_fits(kind, bk_filter_family(f))) {
             bk_filter_free(f);
             rc = BK_EFAMILY;
             goto fail;

@@ -1432,6 +1432,13 @@ typedef struct bk_dleft bk_dleft;
 /* Largest number of buckets per subtable. */
 #define BK_DLEFT_MAX_BUCKETS (UINT64_C(1) << 36)
 
+/* Buckets per subtable B and remainder bits r for n keys at rate p with
+ * counters of counter_bits (0 means 2): the table takes
+ * 4 B 8 (r + counter_bits) bits. Either output may be NULL. Returns BK_OK,
+ * BK_ECAPACITY, BK_EFPR, BK_EPARAM or BK_ESIZE. Thread-safe. */
+BK_API int bk_dleft_optimal(uint64_t n, double p, uint32_t counter_bits,
+                            uint64_t *buckets, uint32_t *remainder_bits);
+
 /* Create a filter for `capacity` keys at rate `fpr` with counters of
  * counter_bits (0 means 2; 1 ... 8). Returns BK_OK and *out, BK_EINVAL,
  * BK_ECAPACITY, BK_EFPR, BK_EPARAM (counter bits, or a rate needing more

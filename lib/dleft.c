@@ -263,6 +263,19 @@ fail:
     return BK_ENOMEM;
 }
 
+int bk_dleft_optimal(uint64_t n, double p, uint32_t counter_bits,
+                     uint64_t *buckets, uint32_t *remainder_bits)
+{
+    uint64_t b;
+    uint32_t r;
+    if (counter_bits == 0) counter_bits = BK_DLEFT_DEFAULT_COUNTER_BITS;
+    int rc = dleft_size(n, p, counter_bits, &b, &r);
+    if (rc != BK_OK) return rc;
+    if (buckets) *buckets = b;
+    if (remainder_bits) *remainder_bits = r;
+    return BK_OK;
+}
+
 int bk_dleft_create(bk_dleft **out, uint64_t capacity, double fpr,
                     uint32_t counter_bits, uint64_t seed)
 {
