@@ -107,7 +107,7 @@ static void assign(bk_static *f, const bk__peel *p)
     const bk__fuse_shape *s = &f->shape;
     for (uint64_t i = p->peeled; i-- > 0;) {
         uint32_t lone = p->stack[i];
-        uint64_t h = p->xor_hash[lone];
+        uint64_t h = bk__peel_hash(p, lone);
         uint32_t c[3];
         bk__fuse_cells(s, h, c);
         if (f->width == 8) {

@@ -64,7 +64,7 @@ uint64_t bk__peel_temp_bytes(uint64_t n, int with_values)
     bk__fuse_shape s;
     if (bk__fuse_shape_for(n, &s) != BK_OK) return UINT64_MAX;
     uint64_t per_key = 8 + (with_values ? 4 : 0);
-    uint64_t per_cell = 1 + 8 + 4 + (with_values ? 4 : 0);
+    uint64_t per_cell = 4 + (with_values ? sizeof(bk__peel_cell) : 1 + 8);
     uint64_t keys = n > 0 ? n : 1;
     return keys * per_key + (uint64_t)s.array_length * per_cell;
 }
@@ -75,21 +75,22 @@ int bk__peel_alloc(bk__peel *p, uint64_t n, uint32_t cells, int with_values)
     uint64_t keys = n > 0 ? n : 1;
     if (keys > SIZE_MAX / sizeof(uint64_t)) return BK_ESIZE;
     p->hashes = bk__malloc((size_t)keys * sizeof(uint64_t));
-    p->count = bk__calloc(cells, 1);
-    p->xor_hash = bk__calloc(cells, sizeof(uint64_t));
     p->queue = bk__malloc((size_t)cells * sizeof(uint32_t));
     if (with_values) {
         p->values = bk__malloc((size_t)keys * sizeof(uint32_t));
-        p->xor_value = bk__calloc(cells, sizeof(uint32_t));
+        p->cells = bk__calloc(cells, sizeof(bk__peel_cell));
+    } else {
+        p->count = bk__calloc(cells, 1);
+        p->xor_hash = bk__calloc(cells, sizeof(uint64_t));
     }
-    if (p->hashes == NULL || p->count == NULL || p->xor_hash == NULL ||
-        p->queue == NULL ||
-        (with_values && (p->values == NULL || p->xor_value == NULL))) {
+    if (p->hashes == NULL || p->queue == NULL ||
+        (with_values ? (p->values == NULL || p->cells == NULL)
+                     : (p->count == NULL || p->xor_hash == NULL))) {
         bk__peel_free(p);
         return BK_ENOMEM;
     }
     p->temp_bytes = (size_t)keys * (8 + (with_values ? 4 : 0)) +
-                    (size_t)cells * (1 + 8 + 4 + (with_values ? 4 : 0));
+                    (size_t)cells * (4 + (with_values ? sizeof(bk__peel_cell) : 1 + 8));
     return BK_OK;
 }
 
@@ -99,7 +100,7 @@ void bk__peel_free(bk__peel *p)
     bk__free(p->values);
     bk__free(p->count);
     bk__free(p->xor_hash);
-    bk__free(p->xor_value);
+    bk__free(p->cells);
     bk__free(p->queue);
     memset(p, 0, sizeof(*p));
 }
@@ -125,28 +126,30 @@ static void insertion_sort(uint64_t *a, uint32_t *v, size_t n)
     }
 }
 
-static void radix_sort(uint64_t *a, uint32_t *v, size_t n, int shift)
+/* One American-flag pass: permute a[0..n) (and v) in place so that the
+ * elements are grouped by digit (x >> shift) & (buckets - 1), ascending;
+ * count[d] receives the size of group d. */
+static void radix_pass(uint64_t *a, uint32_t *v, size_t n, int shift,
+                       unsigned buckets, size_t *count, size_t *head,
+                       size_t *tail)
 {
-    if (n <= 48) {
-        insertion_sort(a, v, n);
-        return;
-    }
-    size_t count[256] = {0}, head[256], tail[256];
-    for (size_t i = 0; i < n; i++) count[(a[i] >> shift) & 255]++;
+    const uint64_t mask = buckets - 1;
+    memset(count, 0, buckets * sizeof(size_t));
+    for (size_t i = 0; i < n; i++) count[(a[i] >> shift) & mask]++;
     size_t at = 0;
-    for (int b = 0; b < 256; b++) {
+    for (unsigned b = 0; b < buckets; b++) {
         head[b] = at;
         at += count[b];
         tail[b] = at;
     }
-    for (int b = 0; b < 256; b++) {
+    for (unsigned b = 0; b < buckets; b++) {
         while (head[b] < tail[b]) {
             uint64_t x = a[head[b]];
             uint32_t xv = v ? v[head[b]] : 0;
-            unsigned d = (unsigned)(x >> shift) & 255;
-            /* carry x to its bucket, picking up what was there, until an
-             * element of bucket b comes back */
-            while (d != (unsigned)b) {
+            unsigned d = (unsigned)((x >> shift) & mask);
+            /* carry x to its group, picking up what was there, until an
+             * element of group b comes back */
+            while (d != b) {
                 size_t to = head[d]++;
                 uint64_t y = a[to];
                 a[to] = x;
@@ -156,25 +159,62 @@ static void radix_sort(uint64_t *a, uint32_t *v, size_t n, int shift)
                     v[to] = xv;
                     xv = yv;
                 }
-                d = (unsigned)(x >> shift) & 255;
+                d = (unsigned)((x >> shift) & mask);
             }
             a[head[b]] = x;
             if (v) v[head[b]] = xv;
             head[b]++;
         }
     }
+}
+
+/* Sort by the bits below shift + 8, 8 bits per level. */
+static void radix_sort(uint64_t *a, uint32_t *v, size_t n, int shift)
+{
+    if (n <= 48) {
+        insertion_sort(a, v, n);
+        return;
+    }
+    size_t count[256], head[256], tail[256];
+    radix_pass(a, v, n, shift, 256, count, head, tail);
     if (shift == 0) return;
-    at = 0;
+    size_t at = 0;
     for (int b = 0; b < 256; b++) {
         if (count[b] > 1)
-            radix_sort(a + at, v ? v + at : NULL, count[b], shift - 8);
+            radix_sort(a + at, v ? v + at : NULL, count[b], shift > 8 ? shift - 8 : 0);
         at += count[b];
     }
 }
 
+/* The first level takes TOP_BITS at once (one pass fewer for tables of
+ * 10^6 to 10^8 keys), the rest 8 at a time. The top level's arrays are on
+ * the heap: a library must not put 48 KB on its caller's stack. */
+#define TOP_BITS 11
+static int sort_hashes(uint64_t *a, uint32_t *v, size_t n)
+{
+    const unsigned buckets = 1u << TOP_BITS;
+    if (n <= 4096) {
+        radix_sort(a, v, n, 56);
+        return BK_OK;
+    }
+    size_t *arrays = bk__malloc(3 * buckets * sizeof(size_t));
+    if (arrays == NULL) return BK_ENOMEM;
+    size_t *count = arrays, *head = arrays + buckets, *tail = arrays + 2 * buckets;
+    radix_pass(a, v, n, 64 - TOP_BITS, buckets, count, head, tail);
+    size_t at = 0;
+    for (unsigned b = 0; b < buckets; b++) {
+        if (count[b] > 1)
+            radix_sort(a + at, v ? v + at : NULL, count[b], 64 - TOP_BITS - 8);
+        at += count[b];
+    }
+    bk__free(arrays);
+    return BK_OK;
+}
+
 int bk__peel_sort_dedupe(bk__peel *p, uint64_t n, uint64_t *conflict_hash)
 {
-    radix_sort(p->hashes, p->values, (size_t)n, 56);
+    int rc = sort_hashes(p->hashes, p->values, (size_t)n);
+    if (rc != BK_OK) return rc;
     uint64_t out = 0;
     for (uint64_t i = 0; i < n; i++) {
         if (out > 0 && p->hashes[i] == p->hashes[out - 1]) {
@@ -197,7 +237,8 @@ int bk__peel_sort_dedupe(bk__peel *p, uint64_t n, uint64_t *conflict_hash)
  * Peeling
  *==========================================================================*/
 
-int bk__peel_run(bk__peel *p, const bk__fuse_shape *s)
+/* A set: counts and hash XORs in separate arrays (13 bytes per cell). */
+static int peel_set(bk__peel *p, const bk__fuse_shape *s)
 {
     /* Locals, not p->...: the counts are bytes, and a store through a
      * byte pointer may alias anything, which would make the compiler
@@ -206,15 +247,12 @@ int bk__peel_run(bk__peel *p, const bk__fuse_shape *s)
     const bk__fuse_shape shape = *s;
     uint8_t *count = p->count;
     uint64_t *xor_hash = p->xor_hash;
-    uint32_t *xor_value = p->xor_value;
     const uint64_t *hashes = p->hashes;
-    const uint32_t *values = p->values;
     uint32_t *queue = p->queue;
     const uint64_t n = p->n;
 
     memset(count, 0, cells);
     memset(xor_hash, 0, (size_t)cells * sizeof(uint64_t));
-    if (xor_value) memset(xor_value, 0, (size_t)cells * sizeof(uint32_t));
 
     /* Attach every key to its three cells. The hashes are sorted, so the
      * first cells advance through the table in order and the other two
@@ -228,12 +266,6 @@ int bk__peel_run(bk__peel *p, const bk__fuse_shape *s)
             overflow |= count[c[j]] == 255; /* absurd load: try another seed */
             count[c[j]]++;
             xor_hash[c[j]] ^= h;
-        }
-        if (xor_value) {
-            uint32_t v = values[i];
-            xor_value[c[0]] ^= v;
-            xor_value[c[1]] ^= v;
-            xor_value[c[2]] ^= v;
         }
     }
     if (overflow) return 0;
@@ -255,17 +287,76 @@ int bk__peel_run(bk__peel *p, const bk__fuse_shape *s)
         stack[peeled++] = lone;
         count[lone] = 0;
         /* detach from the two other cells; the lone cell keeps the hash
-         * (and value) for the assignment */
-        uint32_t value = xor_value ? xor_value[lone] : 0;
+         * for the assignment */
         for (int j = 0; j < 3; j++) {
             uint32_t x = c[j];
             if (x == lone) continue;
             xor_hash[x] ^= h;
-            if (xor_value) xor_value[x] ^= value;
             queue[queued] = x;
             queued += --count[x] == 1;
         }
     }
     p->peeled = peeled;
     return peeled == n;
+}
+
+/* A map: the same on 16-byte cells carrying the value XOR too. */
+static int peel_map(bk__peel *p, const bk__fuse_shape *s)
+{
+    const uint32_t ncells = s->array_length;
+    const bk__fuse_shape shape = *s;
+    bk__peel_cell *cells = p->cells;
+    const uint64_t *hashes = p->hashes;
+    const uint32_t *values = p->values;
+    uint32_t *queue = p->queue;
+    const uint64_t n = p->n;
+
+    memset(cells, 0, (size_t)ncells * sizeof(*cells));
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t h = hashes[i];
+        uint32_t v = values[i];
+        uint32_t c[3];
+        bk__fuse_cells(&shape, h, c);
+        for (int j = 0; j < 3; j++) {
+            bk__peel_cell *x = &cells[c[j]];
+            x->count++; /* 32 bits: at most n < 2^32 keys, no overflow */
+            x->hash ^= h;
+            x->value ^= v;
+        }
+    }
+
+    uint32_t *stack = (uint32_t *)(void *)p->hashes;
+    p->stack = stack;
+    uint64_t queued = 0, peeled = 0;
+    for (uint32_t c = 0; c < ncells; c++) {
+        queue[queued] = c;
+        queued += cells[c].count == 1;
+    }
+    while (queued > 0) {
+        uint32_t lone = queue[--queued];
+        bk__peel_cell *l = &cells[lone];
+        if (l->count != 1) continue;
+        uint64_t h = l->hash;
+        uint32_t v = l->value;
+        uint32_t c[3];
+        bk__fuse_cells(&shape, h, c);
+        stack[peeled++] = lone;
+        l->count = 0;
+        for (int j = 0; j < 3; j++) {
+            uint32_t x = c[j];
+            if (x == lone) continue;
+            bk__peel_cell *d = &cells[x];
+            d->hash ^= h;
+            d->value ^= v;
+            queue[queued] = x;
+            queued += --d->count == 1;
+        }
+    }
+    p->peeled = peeled;
+    return peeled == n;
+}
+
+int bk__peel_run(bk__peel *p, const bk__fuse_shape *s)
+{
+    return p->cells != NULL ? peel_map(p, s) : peel_set(p, s);
 }
