@@ -421,7 +421,8 @@ int bkc__open(bkc_ctx *c, bkc_str name, bkc_open_mode mode, bkc_kind want,
     *v = NULL;
     *k = c->host_vt->open(c->host, name, mode);
     if (*k == NULL) {
-        bkc__err(c, BKC_ERR_OPEN);
+        const char *why = c->host_vt->open_error ? c->host_vt->open_error(c->host) : NULL;
+        bkc__err(c, why ? why : BKC_ERR_OPEN);
         return BKC__FAILED;
     }
     bkc_kind kind = c->host_vt->kind(*k);

@@ -184,6 +184,10 @@ typedef struct bkc_host_vt {
      * commands refuse filters that would not fit, with an error instead of
      * an allocation that could kill the process. */
     size_t (*memory_left)(void *host);
+    /* Optional (NULL: not provided): after open returned NULL, the error
+     * reply to give, or NULL for the generic one ("ERR cannot open key").
+     * The server names a corrupt snapshot file here. */
+    const char *(*open_error)(void *host);
 } bkc_host_vt;
 
 /*==========================================================================

@@ -235,7 +235,7 @@ static size_t host_memory_left(void *host)
 
 static const bkc_host_vt bkm_host_vt = {host_open, host_kind, host_value, host_set,
                                         host_resized, host_close, host_wrote,
-                                        host_memory_left};
+                                        host_memory_left, NULL};
 
 /*==========================================================================
  * Commands

@@ -85,6 +85,8 @@ static const opt options[] = {
      "filters larger than this are mapped from the snapshot at start (64mb)"},
     {"repair-aof", NULL, OPT_BOOL, F(repair_aof), 0, 1,
      "truncate a corrupt log at the bad record and start (no)"},
+    {"rebuild-manifest", NULL, OPT_BOOL, F(rebuild_manifest), 0, 1,
+     "CURRENT missing or damaged: rebuild it from the newest complete snapshot (no)"},
     {"loglevel", NULL, OPT_LOGLEVEL, F(loglevel), 0, 0,
      "debug | verbose | notice | warning (notice)"},
     {"logfile", NULL, OPT_STR, F(logfile), 0, 0, "log file, \"\": stderr (\"\")"},
@@ -417,6 +419,8 @@ void bks_config_usage(FILE *out)
     }
     fprintf(out, "  %-38s %s\n", "--help", "show this help and exit");
     fprintf(out, "  %-38s %s\n", "--version", "show the version and exit");
+    fprintf(out, "  %-38s %s\n", "--check-data",
+            "verify the data directory (--dir) fully, report, exit 0 sound / 1 damaged");
     fprintf(out,
             "\nExample: bloomkit-server --port 6380 --dir ./data, then\n"
             "         redis-cli -p 6380 BF.ADD f x\n");

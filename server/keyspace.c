@@ -67,6 +67,7 @@ typedef struct ks_entry {
     bkc_value *value;               /* under lock */
     _Atomic uint64_t expire_at;     /* ms since the epoch, 0 = none */
     _Atomic size_t bytes;           /* counted in ks->used */
+    _Atomic(bks_guard *) guard;     /* mapped data not yet verified, or corrupt */
     size_t nlen;
     char name[];
 } ks_entry;
@@ -298,7 +299,8 @@ static void log_argv(bks_session *s, int argc, const bkc_str *argv)
     if (bks_persist_log(s->persist, argc, argv) < 0) {
         bks_tl_log_failed = 1;
         if (!atomic_exchange(&g_srv.write_error, 1))
-            bks_log(BKS_LOG_ERROR, "cannot append to the log: refusing writes from now on");
+            bks_log(BKS_LOG_ERROR, "cannot append to the log: refusing writes until it "
+                    "recovers");
     }
 }
 
@@ -368,7 +370,8 @@ void bks_keyspace_free(bks_keyspace *ks)
     free(ks);
 }
 
-int bks_keyspace_load(bks_keyspace *ks, bkc_str name, bkc_value *v, uint64_t expire_at_ms)
+int bks_keyspace_load(bks_keyspace *ks, bkc_str name, bkc_value *v, uint64_t expire_at_ms,
+                      bks_guard *guard)
 {
     if (!v)
         return BK_EINVAL;
@@ -387,6 +390,7 @@ int bks_keyspace_load(bks_keyspace *ks, bkc_str name, bkc_value *v, uint64_t exp
         return BK_ENOMEM;
     }
     e->value = v;
+    atomic_store(&e->guard, guard);
     atomic_store(&e->kind, (int)v->kind);
     size_t bytes = bkc_value_bytes(v);
     atomic_store(&e->bytes, bytes);
@@ -413,7 +417,8 @@ int bks_keyspace_foreach(bks_keyspace *ks, bks_key_fn fn, void *arg)
                 if (!e->value || atomic_load(&e->dead))
                     continue;
                 bkc_str name = {e->name, e->nlen};
-                int rc = fn(arg, name, e->value, atomic_load(&e->expire_at));
+                int rc = fn(arg, name, e->value, atomic_load(&e->expire_at),
+                            atomic_load(&e->guard));
                 if (rc)
                     return rc;
             }
@@ -541,9 +546,13 @@ static void ks_release(bks_keyspace *ks, ks_entry *e, bkc_open_mode mode)
  * bkc_host_vt
  *==========================================================================*/
 
+/* Why the last host_open of this thread returned NULL ("" : memory). */
+static _Thread_local char open_error[640];
+
 static bkc_key *host_open(void *host, bkc_str name, bkc_open_mode mode)
 {
     bks_session *s = host;
+    open_error[0] = '\0';
     bkc_key *k = malloc(sizeof *k);
     if (!k)
         return NULL;
@@ -556,9 +565,27 @@ static bkc_key *host_open(void *host, bkc_str name, bkc_open_mode mode)
         free(k);
         return NULL;
     }
+    /* A value mapped from the snapshot is used only once its payload has
+     * been verified (synchronously here if the verifier has not reached
+     * it); a corrupt one is refused, naming its file. */
+    bks_guard *g = k->e ? atomic_load(&k->e->guard) : NULL;
+    if (g) {
+        if (bks_guard_check(g, name, open_error, sizeof open_error) != 0) {
+            ks_release(k->ks, k->e, mode);
+            free(k);
+            return NULL;
+        }
+        atomic_store(&k->e->guard, NULL);   /* verified: never asked again */
+    }
     if (mode == BKC_OPEN_READ && s->client)
         bks_ops_lookup(k->e != NULL);    /* INFO keyspace_hits / keyspace_misses */
     return k;
+}
+
+static const char *host_open_error(void *host)
+{
+    (void)host;
+    return open_error[0] ? open_error : NULL;
 }
 
 static bkc_kind host_kind(bkc_key *k)
@@ -616,6 +643,7 @@ static int host_set(bkc_key *k, bkc_value *v)
         atomic_fetch_sub(&ks->nkeys, 1);
     bkc_value *old = e->value;
     e->value = v;
+    atomic_store(&e->guard, NULL);   /* a new value: nothing of the snapshot's */
     atomic_store(&e->kind, (int)v->kind);
     bkc_value_free(old);
     return BK_OK;
@@ -667,6 +695,7 @@ const bkc_host_vt bks_host_vt = {
     .close = host_close,
     .wrote = host_wrote,
     .memory_left = host_memory_left,
+    .open_error = host_open_error,
 };
 
 /*==========================================================================
@@ -805,6 +834,8 @@ int bks_ks_rename(bks_keyspace *ks, bks_session *s, bkc_str src, bkc_str dst, in
     /* move the value from e to n */
     uint64_t exp = atomic_load(&e->expire_at);
     n->value = e->value;
+    atomic_store(&n->guard, atomic_load(&e->guard));   /* the guard goes with the value */
+    atomic_store(&e->guard, NULL);
     atomic_store(&n->kind, atomic_load(&e->kind));
     atomic_store(&n->bytes, atomic_load(&e->bytes));
     e->value = NULL;

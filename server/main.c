@@ -49,6 +49,18 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     const char *file = NULL;
     int first_flag = 1;
+    int check_data = 0;
+    /* --check-data: verify the data directory (the other flags still say
+     * where it is: --dir, or the config file) and exit 0 sound / 1 not. */
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--check-data")) {
+            check_data = 1;
+            for (int j = i; j + 1 < argc; j++)
+                argv[j] = argv[j + 1];
+            argc--;
+            i--;
+        }
+    }
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             bks_config_usage(stdout);
@@ -71,6 +83,14 @@ int main(int argc, char **argv)
         return 1;
     }
     g_srv.config_file = file;
+    if (check_data) {
+#ifdef BKS_HAVE_PERSIST
+        return bks_persist_check_data(&g_srv.cfg, stdout) == 0 ? 0 : 1;
+#else
+        fprintf(stderr, "bloomkit-server: built without persistence: nothing to check\n");
+        return 1;
+#endif
+    }
     if (!realpath("/proc/self/exe", g_srv.executable))
         snprintf(g_srv.executable, sizeof g_srv.executable, "%s", argv[0]);
     bks_log_open(&g_srv.cfg);

@@ -94,6 +94,7 @@
 #include <unistd.h>
 
 #include "persist_int.h"
+#include "server_int.h"   /* g_srv.write_error */
 
 /*==========================================================================
  * API
@@ -140,6 +141,29 @@ uint64_t bks_persist_lastsave(const bks_persist *p)
     return p ? atomic_load(&((bks_persist *)p)->lastsave) : 0;
 }
 
+void bks_persist_info(bks_persist *p, char *buf, size_t cap)
+{
+    if (cap == 0) return;
+    buf[0] = '\0';
+    if (p == NULL) return;
+    pthread_mutex_lock(&p->mu);
+    int broken = p->broken;
+    pthread_mutex_unlock(&p->mu);
+    snprintf(buf, cap,
+             "aof_last_write_status:%s\r\n"
+             "aof_last_write_error_time:%llu\r\n"
+             "aof_last_bgrewrite_status:%s\r\n"
+             "mapped_verify_in_progress:%d\r\n"
+             "mapped_keys_unverified:%llu\r\n"
+             "mapped_keys_corrupt:%llu\r\n",
+             broken ? "err" : "ok",
+             (unsigned long long)atomic_load(&p->last_write_error_s),
+             atomic_load(&p->last_bgsave_err) ? "err" : "ok",
+             atomic_load(&p->guards_unverified) > 0,
+             (unsigned long long)atomic_load(&p->guards_unverified),
+             (unsigned long long)atomic_load(&p->guards_corrupt));
+}
+
 void bks_persist_tick(bks_persist *p)
 {
     if (p == NULL || pthread_mutex_trylock(&p->ctl_mu) != 0) return;
@@ -147,11 +171,17 @@ void bks_persist_tick(bks_persist *p)
         pst_reap_child(p, 0);
     } else if (pst_mono_ms() >= p->retry_at_ms) {
         pthread_mutex_lock(&p->mu);
+        /* The host refuses writes after any failed append; if that ever
+         * happened without the log being marked (it should not), treat it
+         * as a failure too, so that a snapshot ends the refusal. */
+        if (!p->broken && p->appendonly && atomic_load(&g_srv.write_error))
+            pst_mark_broken(p, EIO);
         int broken = p->broken;
         uint64_t log_bytes = p->older_log_bytes + p->file_size;
         pthread_mutex_unlock(&p->mu);
         if (broken) {
-            bks_log(BKS_LOG_WARNING, "persist: the log is failing: starting a snapshot to recover");
+            bks_log(BKS_LOG_WARNING, "persist: the log is failing: trying a snapshot on a "
+                    "new log to recover");
             pst_start_snapshot(p, 0);
         } else if (p->appendonly && p->auto_rewrite_pct > 0 &&
                    log_bytes >= p->auto_rewrite_min &&
@@ -207,6 +237,7 @@ int bks_persist_open(bks_persist **out, const bks_config *cfg, bks_keyspace *ks)
     p->auto_rewrite_pct = cfg->auto_rewrite_pct;
     p->map_threshold = cfg->map_threshold;
     p->repair = cfg->repair_aof;
+    p->rebuild = cfg->rebuild_manifest;
 
     if (mkdir(p->dir, 0755) != 0 && errno != EEXIST) {
         pst_errf(err, sizeof err, "%s: %s", p->dir, strerror(errno));
@@ -227,6 +258,10 @@ int bks_persist_open(bks_persist **out, const bks_config *cfg, bks_keyspace *ks)
         }
         p->have_syncer = 1;
     }
+    /* The payload checksums of mapped filters, read in the background:
+     * start-up is not delayed, and guarded keys are checked on first use
+     * until then (persist_verify.c). */
+    pst_verify_start(p);
     *out = p;
     return 0;
 fail:
@@ -238,6 +273,7 @@ fail:
 void bks_persist_close(bks_persist *p)
 {
     if (p == NULL) return;
+    pst_verify_stop(p);
     pthread_mutex_lock(&p->ctl_mu);
     if (p->child != 0) {
         kill(p->child, SIGKILL);
@@ -266,6 +302,7 @@ void bks_persist_close(bks_persist *p)
     free(p->buf);
     free(p->spare);
     free(p->logs.gens);
+    pst_guards_free(p);
     pthread_cond_destroy(&p->cv);
     pthread_cond_destroy(&p->stop_cv);
     pthread_mutex_destroy(&p->mu);

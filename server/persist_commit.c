@@ -49,7 +49,7 @@ void pst_lead_write(bks_persist *p)
     int rc = pst_write_all(fd, data, n);
     int saved = errno;
     if (rc == 0 && sync_now) {
-        rc = fdatasync(fd);
+        rc = fdatasync(fd) == 0 ? 0 : -2;   /* -1: write failed, -2: fdatasync */
         saved = errno;
     }
 
@@ -63,12 +63,15 @@ void pst_lead_write(bks_persist *p)
         /* Drop whatever part of the batch reached the file, so that the
          * log ends on a whole record whatever happens next. */
         if (!p->broken)
-            bks_log(BKS_LOG_ERROR, "persist: writing %s/appendonly-%" PRIu64
-                    ".log failed: %s; refusing writes until a snapshot succeeds",
-                    p->dir, p->live_gen, strerror(saved));
-        if (ftruncate(fd, (off_t)p->file_size) != 0) { /* best effort */ }
-        p->broken = 1;
-        p->broken_gen = p->live_gen;
+            bks_log(BKS_LOG_ERROR, "persist: %s %s/appendonly-%" PRIu64
+                    ".log failed: %s; refusing writes (MISCONF) until a snapshot taken "
+                    "after the fault is installed: retrying from 1 s on",
+                    rc == -1 ? "writing" : "fdatasync of", p->dir,
+                    p->live_gen, strerror(saved));
+        /* Best effort: if the cut fails too, the tail is uncertain; the
+         * recovery snapshot makes it irrelevant either way. */
+        if (ftruncate(fd, (off_t)p->file_size) != 0) { /* see above */ }
+        pst_mark_broken(p, saved);
     }
     /* Keep the larger of the two buffers as the spare. */
     if (p->spare == NULL) {
@@ -85,13 +88,19 @@ int bks_persist_log(bks_persist *p, int argc, const bkc_str *argv)
     if (p == NULL || !p->appendonly) return 0;
     if (argc <= 0 || argv == NULL) return -1;
     size_t size = pst_record_size(argc, argv);
-    if (size == 0) {
-        bks_log(BKS_LOG_ERROR, "persist: a command of more than 4 GiB cannot be logged");
+    unsigned char stack[4096];
+    unsigned char *rec = size == 0 ? NULL : size <= sizeof stack ? stack : malloc(size);
+    if (rec == NULL) {
+        /* The command already changed memory: the log no longer holds the
+         * state, and only a snapshot brings them level again. */
+        bks_log(BKS_LOG_ERROR, "persist: %s: refusing writes until a snapshot is installed",
+                size == 0 ? "a command of more than 4 GiB cannot be logged"
+                          : "out of memory encoding a log record");
+        pthread_mutex_lock(&p->mu);
+        pst_mark_broken(p, size == 0 ? EFBIG : ENOMEM);
+        pthread_mutex_unlock(&p->mu);
         return -1;
     }
-    unsigned char stack[4096];
-    unsigned char *rec = size <= sizeof stack ? stack : malloc(size);
-    if (rec == NULL) return -1;
     pst_record_encode(rec, size, pst_wall_ms(), argc, argv);
 
     int rc = 0;
@@ -105,6 +114,9 @@ int bks_persist_log(bks_persist *p, int argc, const bkc_str *argv)
         while (cap < p->len + size) cap *= 2;
         unsigned char *nb = realloc(p->buf, cap);
         if (nb == NULL) {
+            bks_log(BKS_LOG_ERROR, "persist: out of memory buffering a log record: "
+                    "refusing writes until a snapshot is installed");
+            pst_mark_broken(p, ENOMEM);
             rc = -1;
             goto out;
         }
@@ -155,12 +167,15 @@ void *pst_syncer_main(void *arg)
         p->bg_syncing = 0;
         if (rc == 0) {
             if (target > p->synced) p->synced = target;
-        } else if (!p->broken) {
-            bks_log(BKS_LOG_ERROR, "persist: fdatasync of %s/appendonly-%" PRIu64
-                    ".log failed: %s; refusing writes until a snapshot succeeds",
-                    p->dir, p->live_gen, strerror(saved));
-            p->broken = 1;
-            p->broken_gen = p->live_gen;
+        } else {
+            /* What the failed fdatasync covered may be lost (the kernel
+             * need not keep the pages dirty): the tail is uncertain. */
+            if (!p->broken)
+                bks_log(BKS_LOG_ERROR, "persist: fdatasync of %s/appendonly-%" PRIu64
+                        ".log failed: %s; refusing writes (MISCONF) until a snapshot taken "
+                        "after the fault is installed: retrying from 1 s on",
+                        p->dir, p->live_gen, strerror(saved));
+            pst_mark_broken(p, saved);
         }
         pthread_cond_broadcast(&p->cv);
     }

@@ -46,8 +46,13 @@
 
 #define CURRENT_MAGIC "bloomkit-data 1"
 
+#define KEY_CORRUPT 3u                   /* a key whose data was found corrupt */
+
 /* Backoff before an automatic snapshot is retried after a failure. */
 #define RETRY_MS 5000u
+/* While the log is failing: retry after 1 s, doubling up to 4 s. */
+#define FAULT_RETRY_FIRST_MS 1000u
+#define FAULT_RETRY_MAX_MS 4000u
 
 /*==========================================================================
  * Types
@@ -76,6 +81,7 @@ struct bks_persist {
     uint32_t auto_rewrite_pct;
     uint64_t map_threshold;
     int repair;                 /* --repair-aof */
+    int rebuild;                /* --rebuild-manifest */
 
     /* The log writer, guarded by mu. Offsets count bytes appended since
      * start-up across all files: appended >= written >= synced. */
@@ -92,6 +98,8 @@ struct bks_persist {
     int bg_syncing;             /* the everysec thread is in fdatasync */
     int broken;                 /* a write or fsync failed: refuse */
     uint64_t broken_gen;        /* the log it failed in */
+    uint64_t broken_since_ms;   /* monotonic, for the "resumed" message */
+    int broken_errno;
     int stopping;
     int have_syncer;
     pthread_t syncer;
@@ -107,8 +115,38 @@ struct bks_persist {
     uint64_t child_gen;
     int child_pipe;
     uint64_t retry_at_ms;       /* monotonic: no automatic snapshot before */
+    uint64_t fault_delay_ms;    /* current backoff while the log is failing */
+    int keep_debris;            /* CURRENT was rebuilt: delete nothing this start */
 
     _Atomic uint64_t lastsave;  /* unix seconds */
+    _Atomic uint64_t last_write_error_s; /* unix seconds of the last log failure, 0: none */
+    _Atomic int last_bgsave_err;         /* the last snapshot failed */
+
+    /* Mapped filters awaiting their payload check (persist_verify.c). */
+    bks_guard *guards;          /* every guard made at start-up; freed at close */
+    _Atomic uint64_t guards_unverified;
+    _Atomic uint64_t guards_corrupt;
+    _Atomic int verifying;      /* the background verifier is running */
+    int have_verifier;
+    pthread_t verifier;
+    _Atomic int verifier_stop;
+};
+
+/* The verification state of one key loaded with mapped filters, or of a
+ * key whose data was found corrupt (a KEY_CORRUPT frame). The keyspace
+ * entry points at it; bks_guard_check decides whether its data may be used.
+ * Created at start-up only, freed by bks_persist_close. */
+enum { GUARD_UNVERIFIED = 0, GUARD_OK = 1, GUARD_CORRUPT = 2 };
+
+struct bks_guard {
+    pthread_mutex_t mu;         /* one verification at a time */
+    _Atomic int state;
+    bks_persist *p;
+    char **paths;               /* the mapped .bkf files (freed once checked) */
+    uint32_t npaths;
+    char file[512];             /* CORRUPT: the file found bad */
+    char why[160];              /* CORRUPT: what is wrong with it */
+    bks_guard *next;
 };
 
 typedef enum rec_status {
@@ -180,6 +218,8 @@ void pst_log_header_encode(unsigned char *h, uint64_t gen);
 int pst_log_header_check(const unsigned char *h, uint64_t gen);
 int pst_log_create(bks_persist *p, uint64_t gen, int *fd_out, char *err, size_t errlen);
 int pst_log_truncate(bks_persist *p, uint64_t gen, uint64_t off, char *err, size_t errlen);
+int pst_log_cut(bks_persist *p, uint64_t gen, uint64_t off, const char *why, char *err,
+                size_t errlen);
 
 /* persist_manifest.c */
 int pst_gens_push(gen_list *l, uint64_t g);
@@ -205,11 +245,35 @@ int pst_snapshot_write(bks_keyspace *ks, int dirfd, uint64_t gen, uint64_t map_t
 void pst_child_main(bks_persist *p, uint64_t gen, int wfd, pid_t parent);
 
 /* persist_load.c */
-int pst_snapshot_load(bks_persist *p, uint64_t gen, char *err, size_t errlen);
+/* Load snap-<gen> into p->ks; with check_only, read and verify every
+ * frame, image and .bkf file fully (payload checksums included) and load
+ * nothing (p needs only dir). *nkeys_out: the keys read (may be NULL). */
+int pst_snapshot_load(bks_persist *p, uint64_t gen, int check_only, uint64_t *nkeys_out,
+                      char *err, size_t errlen);
 void pst_replay_one(bks_persist *p, replay_sink *sink, uint64_t time_ms, int argc,
                     const bkc_str *argv);
 int pst_replay_log(bks_persist *p, uint64_t gen, int last, replay_sink *sink, int *stop,
                    uint64_t *size_out, char *err, size_t errlen);
 int pst_recover(bks_persist *p, char *err, size_t errlen);
+
+/* persist_verify.c */
+bks_guard *pst_guard_new(bks_persist *p, int state);
+int pst_guard_add_path(bks_guard *g, const char *path);
+void pst_guard_set_corrupt(bks_guard *g, const char *file, const char *why);
+int pst_guard_state(bks_guard *g);
+void pst_verify_start(bks_persist *p);
+void pst_verify_all(bks_persist *p);
+void pst_verify_stop(bks_persist *p);
+void pst_guards_free(bks_persist *p);
+
+/* persist_manifest.c: the log failed (called with mu held). */
+void pst_mark_broken(bks_persist *p, int err);
+/* When the next automatic snapshot may start, after a failure. */
+void pst_schedule_retry(bks_persist *p);
+/* Rebuild CURRENT from the directory's files (--rebuild-manifest). */
+int pst_rebuild_current(bks_persist *p, uint64_t *snap, char *err, size_t errlen);
+/* Snapshot directories, logs, and logs holding records, found in the
+ * directory (for a directory without a usable CURRENT). */
+int pst_scan_dir(bks_persist *p, gen_list *snaps, gen_list *logs, gen_list *data_logs);
 
 #endif /* BKS_PERSIST_INT_H */

@@ -26,10 +26,13 @@
  *==========================================================================*/
 
 /* Load the filters of a split key frame (fields after the layout word);
- * inline images start at *off in the manifest. */
+ * inline images start at *off in the manifest. Mapped files are added to
+ * *guard (created on the first), to be verified after start-up; with
+ * check_only every file is verified now and nothing is kept. */
 static int load_split(bks_persist *p, const char *sname, const char *mpath,
                       const unsigned char *base, size_t size, size_t *off,
-                      fields *k, bkc_value **out, char *err, size_t errlen)
+                      fields *k, int check_only, bks_guard **guard, bkc_value **out,
+                      char *err, size_t errlen)
 {
     uint32_t kind = pst_fd_u32(k);
     uint64_t cf_capacity = pst_fd_u64(k);
@@ -79,17 +82,31 @@ static int load_split(bks_persist *p, const char *sname, const char *mpath,
                      (uint64_t)fst.st_size, len);
                 goto fail;
             }
+            int mapped = 0;
 #ifdef BK_MAP_PRIVATE
             /* Mapped copy-on-write: usable at once, read as it is touched,
-             * changes stay in memory. The header is validated; the payload
-             * checksum would mean reading it all. */
-            if (p->map_threshold > 0 && len > p->map_threshold)
-                lrc = bk_filter_map(&f, fpath, BK_MAP_PRIVATE);
+             * changes stay in memory. The header is validated now; the
+             * payload checksum after start-up (persist_verify.c): the key
+             * is guarded until then. */
+            if (check_only)
+                lrc = bk_filter_map(&f, fpath, BK_MAP_READONLY | BK_MAP_VERIFY);
+            else if (p->map_threshold > 0 && len > p->map_threshold)
+                lrc = bk_filter_map(&f, fpath, BK_MAP_PRIVATE), mapped = 1;
             else
 #endif
                 lrc = bk_filter_load(&f, fpath);
             if (lrc != BK_OK) {
                 pst_errf(err, errlen, "%s: %s", fpath, bk_strerror(lrc));
+                goto fail;
+            }
+            if (mapped && *guard == NULL && (*guard = pst_guard_new(p, GUARD_UNVERIFIED)) == NULL) {
+                bk_filter_free(f);
+                pst_errf(err, errlen, "out of memory");
+                goto fail;
+            }
+            if (mapped && pst_guard_add_path(*guard, fpath) != 0) {
+                bk_filter_free(f);
+                pst_errf(err, errlen, "out of memory");
                 goto fail;
             }
         }
@@ -106,7 +123,8 @@ fail:
     return -1;
 }
 
-int pst_snapshot_load(bks_persist *p, uint64_t gen, char *err, size_t errlen)
+int pst_snapshot_load(bks_persist *p, uint64_t gen, int check_only, uint64_t *nkeys_out,
+                      char *err, size_t errlen)
 {
     char sname[64], mpath[PATH_MAX];
     pst_snap_name(sname, sizeof sname, gen);
@@ -135,6 +153,7 @@ int pst_snapshot_load(bks_persist *p, uint64_t gen, char *err, size_t errlen)
     uint64_t nkeys = 0, created = 0;
     frame fr;
     bkc_value *v = NULL;
+    bks_guard *guard = NULL;
     if (pst_frame_read(base, size, &off, &fr) != 0 || fr.magic != MAN_MAGIC_HEAD) {
         pst_errf(err, errlen, "%s offset 0: bad manifest header", mpath);
         goto done;
@@ -181,7 +200,41 @@ int pst_snapshot_load(bks_persist *p, uint64_t gen, char *err, size_t errlen)
         k.pos += name_len;
         uint64_t expire = pst_fd_u64(&k);
         uint32_t layout = pst_fd_u32(&k);
-        if (!k.bad && layout == KEY_INLINE) {
+        guard = NULL;
+        if (!k.bad && layout == KEY_CORRUPT) {
+            /* Found corrupt by an earlier run: still refused, with the
+             * file and the reason found then; the value is an empty one
+             * of its kind (TYPE, DEL and RENAME work on it). */
+            uint32_t kind = pst_fd_u32(&k), flen = pst_fd_u32(&k);
+            if (k.bad || flen > k.n - k.pos) {
+                pst_errf(err, errlen, "%s offset %zu: bad key frame", mpath, at);
+                goto done;
+            }
+            char file[512], why[160];
+            snprintf(file, sizeof file, "%.*s", (int)flen, (const char *)k.p + k.pos);
+            k.pos += flen;
+            uint32_t wlen = pst_fd_u32(&k);
+            if (k.bad || wlen != k.n - k.pos) {
+                pst_errf(err, errlen, "%s offset %zu: bad key frame", mpath, at);
+                goto done;
+            }
+            snprintf(why, sizeof why, "%.*s", (int)wlen, (const char *)k.p + k.pos);
+            if (check_only) {
+                pst_errf(err, errlen, "%s offset %zu: key '%.*s' is recorded as corrupt "
+                         "(snapshot file %s: %s)", mpath, at,
+                         (int)(name.len > 64 ? 64 : name.len), name.ptr, file, why);
+                goto done;
+            }
+            if ((v = bkc_value_new((bkc_kind)kind)) == NULL ||
+                (guard = pst_guard_new(p, GUARD_CORRUPT)) == NULL) {
+                pst_errf(err, errlen, "out of memory");
+                goto done;
+            }
+            pst_guard_set_corrupt(guard, file, why);
+            bks_log(BKS_LOG_WARNING, "persist: key '%.*s' is corrupt (snapshot file %s: %s): "
+                    "it is refused until deleted or overwritten",
+                    (int)(name.len > 64 ? 64 : name.len), name.ptr, file, why);
+        } else if (!k.bad && layout == KEY_INLINE) {
             uint64_t len = pst_fd_u64(&k);
             if (k.bad || k.pos != k.n || len > size - off) {
                 pst_errf(err, errlen, "%s offset %zu: bad key frame", mpath, at);
@@ -196,7 +249,8 @@ int pst_snapshot_load(bks_persist *p, uint64_t gen, char *err, size_t errlen)
             off += (size_t)len;
         } else if (!k.bad && layout == KEY_SPLIT) {
             char why[600];
-            if (load_split(p, sname, mpath, base, size, &off, &k, &v, why, sizeof why) != 0) {
+            if (load_split(p, sname, mpath, base, size, &off, &k, check_only, &guard, &v, why,
+                           sizeof why) != 0) {
                 pst_errf(err, errlen, "%s offset %zu: key '%.*s': %s", mpath, at,
                      (int)(name.len > 64 ? 64 : name.len), name.ptr, why);
                 goto done;
@@ -205,7 +259,8 @@ int pst_snapshot_load(bks_persist *p, uint64_t gen, char *err, size_t errlen)
             pst_errf(err, errlen, "%s offset %zu: bad key frame", mpath, at);
             goto done;
         }
-        int krc = bks_keyspace_load(p->ks, name, v, expire);
+        int krc = check_only ? BK_OK : bks_keyspace_load(p->ks, name, v, expire, guard);
+        if (check_only) bkc_value_free(v);
         if (krc != 0) {
             pst_errf(err, errlen, "%s offset %zu: cannot load key '%.*s': %s", mpath, at,
                      (int)(name.len > 64 ? 64 : name.len), name.ptr, bk_strerror(krc));
@@ -214,10 +269,12 @@ int pst_snapshot_load(bks_persist *p, uint64_t gen, char *err, size_t errlen)
         v = NULL;
         nkeys++;
     }
+    if (nkeys_out != NULL) *nkeys_out = nkeys;
+    rc = 0;
+    if (check_only) goto done;
     p->snap_bytes = size;
     atomic_store(&p->lastsave, created / 1000);
     bks_log(BKS_LOG_INFO, "persist: loaded %" PRIu64 " keys from %s/%s", nkeys, p->dir, sname);
-    rc = 0;
 done:
     if (v != NULL) bkc_value_free(v);
     if (base != NULL) munmap((void *)base, size);
@@ -304,8 +361,6 @@ int pst_replay_log(bks_persist *p, uint64_t gen, int last, replay_sink *sink,
                      "empty it, losing its writes)", path, why);
             goto done;
         }
-        bks_log(BKS_LOG_WARNING, "persist: --repair-aof: file %s offset 0: %s: emptying it "
-                "and the logs after it", path, why);
         cut = 0;
         *stop = 1;
     } else {
@@ -334,9 +389,6 @@ int pst_replay_log(bks_persist *p, uint64_t gen, int last, replay_sink *sink,
                              "to truncate the log there, losing what follows)", path, off, why);
                     goto done;
                 }
-                bks_log(BKS_LOG_WARNING, "persist: --repair-aof: file %s offset %zu: %s: "
-                        "truncating there (%zu bytes and any later log dropped)",
-                        path, off, why, size - off);
                 cut = off;
                 *stop = 1;
                 break;
@@ -348,7 +400,10 @@ int pst_replay_log(bks_persist *p, uint64_t gen, int last, replay_sink *sink,
         }
     }
     if (cut != SIZE_MAX) {
-        if (pst_log_truncate(p, gen, cut, err, errlen) != 0) goto done;
+        /* A repair keeps a copy of what it cuts; a torn tail is dropped. */
+        if ((*stop ? pst_log_cut(p, gen, cut, why, err, errlen)
+                   : pst_log_truncate(p, gen, cut, err, errlen)) != 0)
+            goto done;
         size = cut < LOG_HEADER_SIZE ? LOG_HEADER_SIZE : cut;
     }
     *size_out = size;
@@ -360,58 +415,126 @@ done:
     return rc;
 }
 
-/* Load CURRENT's snapshot and replay its logs; open the live log. */
-int pst_recover(bks_persist *p, char *err, size_t errlen)
+/* No usable CURRENT (missing, or damaged with --rebuild-manifest): a fresh
+ * directory, a refusal naming the data files found, or (--rebuild-manifest)
+ * a CURRENT rebuilt from them. Returns 1 when started fresh (done), 0 when
+ * *snap and p->logs were rebuilt, -1 on refusal or error. */
+static int no_current(bks_persist *p, int damaged, uint64_t *snap, char *err, size_t errlen)
 {
-    uint64_t snap = 0;
-    int have = pst_current_read(p, &snap, &p->logs, err, errlen);
-    if (have < 0) return -1;
-    uint64_t max = pst_max_gen_on_disk(p);
-    if (have == 0) {
-        /* Fresh, or the first start crashed before CURRENT: nothing in
-         * the directory can hold an acknowledged write. */
+    gen_list snaps = {NULL, 0, 0}, logs = {NULL, 0, 0}, data = {NULL, 0, 0};
+    int rc = -1;
+    if (pst_scan_dir(p, &snaps, &logs, &data) != 0) {
+        pst_errf(err, errlen, "%s: cannot list the directory: %s", p->dir, strerror(errno));
+        goto done;
+    }
+    if (!damaged && snaps.n == 0 && data.n == 0) {
+        /* Fresh, or a first start that crashed before CURRENT: nothing here
+         * holds a write (logs of a header at most). Those may go. */
+        uint64_t max = pst_max_gen_on_disk(p);
+        p->logs.n = 0;
         pst_remove_unreferenced(p, 0, &p->logs);
         uint64_t gen = max + 1;
-        if (pst_log_create(p, gen, &p->fd, err, errlen) != 0) return -1;
+        if (pst_log_create(p, gen, &p->fd, err, errlen) != 0) goto done;
         if (pst_gens_push(&p->logs, gen) != 0) {
             pst_errf(err, errlen, "out of memory");
-            return -1;
+            goto done;
         }
-        if (pst_current_write(p, 0, &p->logs, err, errlen) != 0) return -1;
+        if (pst_current_write(p, 0, &p->logs, err, errlen) != 0) goto done;
         p->snap_gen = 0;
         p->live_gen = gen;
         p->file_size = LOG_HEADER_SIZE;
         p->next_gen = gen + 1;
         atomic_store(&p->lastsave, pst_wall_ms() / 1000);
         bks_log(BKS_LOG_INFO, "persist: new data directory %s", p->dir);
-        return 0;
+        rc = 1;
+        goto done;
     }
+    if (!p->rebuild) {
+        /* Starting empty would lose these files (and, as debris, delete
+         * them): refuse, and say what is there. */
+        char list[600];
+        size_t n = 0;
+        list[0] = '\0';
+        for (size_t i = 0; i < snaps.n && n < sizeof list - 40; i++)
+            n += (size_t)snprintf(list + n, sizeof list - n, "%ssnap-%" PRIu64 "/",
+                                  n ? ", " : "", snaps.gens[i]);
+        for (size_t i = 0; i < logs.n && n < sizeof list - 40; i++)
+            n += (size_t)snprintf(list + n, sizeof list - n, "%sappendonly-%" PRIu64 ".log",
+                                  n ? ", " : "", logs.gens[i]);
+        if (!damaged)
+            pst_errf(err, errlen, "%s/CURRENT (the manifest) is missing, but the directory "
+                     "holds data files: %s. Refusing to start empty; nothing was changed. "
+                     "Start with --rebuild-manifest to rebuild CURRENT from the newest "
+                     "complete snapshot and the logs after it", p->dir, list);
+        else {
+            char prev[512];
+            snprintf(prev, sizeof prev, "%s", err);
+            pst_errf(err, errlen, "%s; the directory holds %s. Nothing was changed. Start "
+                     "with --rebuild-manifest to rebuild CURRENT from the newest complete "
+                     "snapshot and the logs after it", prev, list);
+        }
+        goto done;
+    }
+    rc = pst_rebuild_current(p, snap, err, errlen);
+done:
+    free(snaps.gens);
+    free(logs.gens);
+    free(data.gens);
+    return rc;
+}
+
+/* Load CURRENT's snapshot and replay its logs; open the live log. */
+int pst_recover(bks_persist *p, char *err, size_t errlen)
+{
+    uint64_t snap = 0;
+    int have = pst_current_read(p, &snap, &p->logs, err, errlen);
+    if (have <= 0) {
+        int rc = no_current(p, have < 0, &snap, err, errlen);
+        if (rc != 0) return rc > 0 ? 0 : -1;
+        p->keep_debris = 1;
+    } else if (p->rebuild) {
+        bks_log(BKS_LOG_WARNING, "persist: --rebuild-manifest: %s/CURRENT is sound: "
+                "used as it is", p->dir);
+    }
+    uint64_t max = pst_max_gen_on_disk(p);
     for (size_t i = 0; i < p->logs.n; i++)
         if (p->logs.gens[i] > max) max = p->logs.gens[i];
     if (snap > max) max = snap;
     p->next_gen = max + 1;
-    pst_remove_unreferenced(p, snap, &p->logs);
+    /* A rebuilt CURRENT deletes nothing yet: the next snapshot does. */
+    if (!p->keep_debris) pst_remove_unreferenced(p, snap, &p->logs);
     p->snap_gen = snap;
     atomic_store(&p->lastsave, pst_wall_ms() / 1000);
-    if (snap != 0 && pst_snapshot_load(p, snap, err, errlen) != 0) return -1;
+    if (snap != 0 && pst_snapshot_load(p, snap, 0, NULL, err, errlen) != 0) return -1;
 
     replay_sink sink;
     memset(&sink, 0, sizeof sink);
     int stop = 0;
     uint64_t size = 0;
+    /* The logs after which no log holds a record: a torn tail there is a
+     * write torn by a crash or a failed append (a failing log is followed
+     * by the empty log of its recovery snapshot), not damage. */
+    size_t tail_from = p->logs.n - 1;
+    while (tail_from > 0) {
+        char lname[64];
+        struct stat st;
+        pst_log_name(lname, sizeof lname, p->logs.gens[tail_from]);
+        if (fstatat(p->dirfd, lname, &st, 0) != 0 || (uint64_t)st.st_size > LOG_HEADER_SIZE)
+            break;
+        tail_from--;
+    }
     for (size_t i = 0; i < p->logs.n; i++) {
-        int last = i + 1 == p->logs.n;
+        int last = i >= tail_from;
         if (stop) {
             /* A repair cut an earlier log: what follows it is dropped. */
-            char lname[64];
-            pst_log_name(lname, sizeof lname, p->logs.gens[i]);
-            bks_log(BKS_LOG_WARNING, "persist: --repair-aof: emptying %s/%s", p->dir, lname);
-            if (pst_log_truncate(p, p->logs.gens[i], 0, err, errlen) != 0) return -1;
+            if (pst_log_cut(p, p->logs.gens[i], 0, "an earlier log was cut", err,
+                            errlen) != 0)
+                return -1;
             size = LOG_HEADER_SIZE;
         } else if (pst_replay_log(p, p->logs.gens[i], last, &sink, &stop, &size, err, errlen) != 0) {
             return -1;
         }
-        if (!last) p->older_log_bytes += size;
+        if (i + 1 < p->logs.n) p->older_log_bytes += size;
     }
     if (sink.errors > 0)
         bks_log(BKS_LOG_WARNING, "persist: %" PRIu64 " replayed writes answered an error "

@@ -237,3 +237,71 @@ int pst_log_truncate(bks_persist *p, uint64_t gen, uint64_t off, char *err,
     return rc;
 }
 
+
+/* --repair-aof: cut log gen at off (0: a bad header, the whole file goes
+ * and a fresh header replaces it). Says first what goes (file, offset,
+ * whole records found in the cut part, bytes), keeps those bytes in
+ * <log>.cut-<unix seconds> (fsynced), then truncates. */
+int pst_log_cut(bks_persist *p, uint64_t gen, uint64_t off, const char *why, char *err,
+                size_t errlen)
+{
+    char name[64], path[PATH_MAX], copy[PATH_MAX];
+    pst_log_name(name, sizeof name, gen);
+    snprintf(path, sizeof path, "%s/%s", p->dir, name);
+    int fd = openat(p->dirfd, name, O_RDONLY | O_CLOEXEC), cfd = -1;
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        pst_errf(err, errlen, "%s: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    size_t size = (size_t)st.st_size;
+    const unsigned char *base = NULL;
+    if (size > 0 && (base = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED) {
+        pst_errf(err, errlen, "%s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    close(fd);
+    if (off > size) off = size;
+    /* Whole records in the part that goes (a bad header may hide good ones). */
+    uint64_t records = 0;
+    size_t at = off < LOG_HEADER_SIZE ? LOG_HEADER_SIZE : (size_t)off;
+    for (; at < size;) {
+        record r;
+        const char *w;
+        if (size - at < REC_HEADER_SIZE || pst_get32(base + at) != REC_MAGIC ||
+            pst_record_scan(base, size, at, &r, &w) != REC_OK) {
+            /* skip damage: look for the next record header, byte by byte */
+            at++;
+            continue;
+        }
+        records++;
+        at += r.size;
+    }
+    size_t bytes = size - (size_t)off;
+    int rc = -1;
+    long long now = (long long)(pst_wall_ms() / 1000);
+    pst_errf(copy, sizeof copy, "%s.cut-%lld", path, now);
+    bks_log(BKS_LOG_WARNING, "persist: --repair-aof: file %s offset %" PRIu64 ": %s: cutting "
+            "%zu bytes holding %" PRIu64 " whole records%s; the cut part is kept in %s",
+            path, off, why, bytes, records,
+            off < LOG_HEADER_SIZE ? " (the whole file; a fresh header replaces it)" : "",
+            bytes > 0 ? copy : "(nothing: 0 bytes)");
+    if (bytes > 0) {
+        for (int i = 1; (cfd = open(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0 &&
+                        errno == EEXIST && i < 100; i++)
+            pst_errf(copy, sizeof copy, "%s.cut-%lld-%d", path, now, i);
+        if (cfd < 0 || pst_write_all(cfd, base + off, bytes) != 0 || fsync(cfd) != 0 ||
+            fsync(p->dirfd) != 0) {
+            pst_errf(err, errlen, "%s: cannot keep the cut part: %s (nothing was cut)", copy,
+                     strerror(errno));
+            goto done;
+        }
+    }
+    rc = pst_log_truncate(p, gen, off, err, errlen);
+done:
+    if (cfd >= 0) close(cfd);
+    if (base != NULL) munmap((void *)base, size);
+    return rc;
+}

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "persist_int.h"
+#include "server_int.h"   /* g_srv.write_error: the host's refusal of writes */
 
 int pst_gens_push(gen_list *l, uint64_t g)
 {
@@ -211,6 +212,120 @@ uint64_t pst_max_gen_on_disk(bks_persist *p)
     return max;
 }
 
+static int cmp_gen(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int pst_scan_dir(bks_persist *p, gen_list *snaps, gen_list *logs, gen_list *data_logs)
+{
+    int fd = openat(p->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    DIR *d = fdopendir(fd);
+    if (d == NULL) {
+        close(fd);
+        return -1;
+    }
+    struct dirent *e;
+    int rc = 0;
+    while ((e = readdir(d)) != NULL && rc == 0) {
+        uint64_t g;
+        struct stat st;
+        if ((g = pst_parse_gen_name(e->d_name, "appendonly-", ".log")) != 0) {
+            rc = pst_gens_push(logs, g);
+            if (rc == 0 && fstatat(p->dirfd, e->d_name, &st, 0) == 0 &&
+                (uint64_t)st.st_size > LOG_HEADER_SIZE)
+                rc = pst_gens_push(data_logs, g);
+        } else if ((g = pst_parse_gen_name(e->d_name, "snap-", "")) != 0) {
+            rc = pst_gens_push(snaps, g);
+        }
+    }
+    closedir(d);
+    qsort(snaps->gens, snaps->n, sizeof *snaps->gens, cmp_gen);
+    qsort(logs->gens, logs->n, sizeof *logs->gens, cmp_gen);
+    qsort(data_logs->gens, data_logs->n, sizeof *data_logs->gens, cmp_gen);
+    return rc;
+}
+
+/* --rebuild-manifest. Snapshot S holds the keyspace as it was when log S
+ * began, and every write after that instant went to log S or a later one
+ * (appends only ever go to the newest log). So the state is: the newest
+ * snapshot that verifies completely (every frame, image and payload
+ * checksum), plus every log numbered S or above, in order. Logs below S
+ * and snapshots that do not verify are left where they are; nothing is
+ * deleted at this start (p->keep_debris). A damaged CURRENT is kept as
+ * CURRENT.damaged-<unix seconds>. */
+int pst_rebuild_current(bks_persist *p, uint64_t *snap, char *err, size_t errlen)
+{
+    gen_list snaps = {NULL, 0, 0}, logs = {NULL, 0, 0}, data = {NULL, 0, 0};
+    char why[1024], list[512];
+    int rc = -1;
+    uint64_t s = 0, nkeys = 0;
+    size_t n = 0;
+    if (pst_scan_dir(p, &snaps, &logs, &data) != 0) {
+        pst_errf(err, errlen, "%s: cannot list the directory: %s", p->dir, strerror(errno));
+        goto done;
+    }
+    for (size_t i = snaps.n; i > 0; i--) {
+        if (pst_snapshot_load(p, snaps.gens[i - 1], 1, &nkeys, why, sizeof why) == 0) {
+            s = snaps.gens[i - 1];
+            break;
+        }
+        bks_log(BKS_LOG_WARNING, "persist: --rebuild-manifest: snap-%" PRIu64 " is not "
+                "complete, passed over: %s", snaps.gens[i - 1], why);
+    }
+    p->logs.n = 0;
+    list[0] = '\0';
+    for (size_t i = 0; i < logs.n; i++) {
+        if (logs.gens[i] < s) continue;
+        if (pst_gens_push(&p->logs, logs.gens[i]) != 0) {
+            pst_errf(err, errlen, "out of memory");
+            goto done;
+        }
+        if (n < sizeof list - 32)
+            n += (size_t)snprintf(list + n, sizeof list - n, " %" PRIu64, logs.gens[i]);
+    }
+    if (s != 0 && (p->logs.n == 0 || p->logs.gens[0] != s))
+        bks_log(BKS_LOG_WARNING, "persist: --rebuild-manifest: appendonly-%" PRIu64 ".log "
+                "(the log that began with snap-%" PRIu64 ") is missing: writes made right "
+                "after that snapshot may be missing", s, s);
+    if (p->logs.n == 0) {
+        /* No log to go on with: a new, empty one. */
+        uint64_t gen = pst_max_gen_on_disk(p) + 1;
+        int fd;
+        if (pst_log_create(p, gen, &fd, err, errlen) != 0) goto done;
+        close(fd);
+        if (pst_gens_push(&p->logs, gen) != 0) {
+            pst_errf(err, errlen, "out of memory");
+            goto done;
+        }
+        snprintf(list, sizeof list, " %" PRIu64 " (new, empty)", gen);
+    }
+    struct stat st;
+    if (fstatat(p->dirfd, "CURRENT", &st, 0) == 0) {
+        char keep[64];
+        snprintf(keep, sizeof keep, "CURRENT.damaged-%" PRIu64, pst_wall_ms() / 1000);
+        if (renameat(p->dirfd, "CURRENT", p->dirfd, keep) == 0)
+            bks_log(BKS_LOG_WARNING, "persist: --rebuild-manifest: the damaged CURRENT is "
+                    "kept as %s/%s", p->dir, keep);
+    }
+    if (pst_current_write(p, s, &p->logs, err, errlen) != 0) goto done;
+    if (s != 0)
+        bks_log(BKS_LOG_WARNING, "persist: --rebuild-manifest: rebuilt %s/CURRENT: snapshot "
+                "%" PRIu64 " (%" PRIu64 " keys, verified), logs%s", p->dir, s, nkeys, list);
+    else
+        bks_log(BKS_LOG_WARNING, "persist: --rebuild-manifest: rebuilt %s/CURRENT: no "
+                "complete snapshot, logs%s", p->dir, list);
+    *snap = s;
+    rc = 0;
+done:
+    free(snaps.gens);
+    free(logs.gens);
+    free(data.gens);
+    return rc;
+}
+
 
 /*==========================================================================
  * Generations: starting and finishing a snapshot
@@ -234,7 +349,8 @@ void pst_finish_generation(bks_persist *p, uint64_t gen, uint64_t bytes)
         bks_log(BKS_LOG_ERROR, "persist: snapshot %" PRIu64 " written but not installed: %s",
                 gen, err);
         free(nl.gens);
-        p->retry_at_ms = pst_mono_ms() + RETRY_MS;
+        atomic_store(&p->last_bgsave_err, 1);
+        pst_schedule_retry(p);
         return;
     }
     free(p->logs.gens);
@@ -244,18 +360,58 @@ void pst_finish_generation(bks_persist *p, uint64_t gen, uint64_t bytes)
     atomic_store(&p->lastsave, pst_wall_ms() / 1000);
     pst_remove_unreferenced(p, gen, &p->logs);
 
+    atomic_store(&p->last_bgsave_err, 0);
+
     pthread_mutex_lock(&p->mu);
     p->older_log_bytes = 0;
     if (p->broken && p->broken_gen < gen) {
-        /* Everything the failed log lost is in the snapshot. */
+        /* The snapshot was taken after the failure, at the instant its log
+         * (healthy: created and synced) began: it holds everything in
+         * memory then, so whatever the failed log's tail lost or left
+         * uncertain no longer matters. Writes may go on. */
         p->broken = 0;
-        bks_log(BKS_LOG_WARNING, "persist: snapshot %" PRIu64 " holds what the failed log "
-                "lost: accepting writes again", gen);
+        p->fault_delay_ms = 0;
+        atomic_store(&g_srv.write_error, 0);
+        bks_log(BKS_LOG_WARNING, "persist: writes resume: snapshot %" PRIu64 " holds what "
+                "the failed log may have lost, and appendonly-%" PRIu64 ".log is healthy "
+                "(writes were refused for %.1f s)", gen, p->live_gen,
+                (double)(pst_mono_ms() - p->broken_since_ms) / 1000.0);
     }
     pthread_mutex_unlock(&p->mu);
     bks_log(BKS_LOG_INFO, "persist: snapshot %" PRIu64 " installed (%" PRIu64 " bytes)", gen, bytes);
 }
 
+
+/* The log failed (write, fdatasync, or a record that could not be made):
+ * writes are refused until a snapshot taken after this instant is
+ * installed. Called with p->mu held. */
+void pst_mark_broken(bks_persist *p, int err)
+{
+    atomic_store(&p->last_write_error_s, pst_wall_ms() / 1000);
+    p->broken_errno = err;
+    if (p->broken) return;
+    p->broken = 1;
+    p->broken_gen = p->live_gen;
+    p->broken_since_ms = pst_mono_ms();
+}
+
+/* After a failed snapshot: while the log is failing, retry soon (1 s,
+ * doubling to 4 s: a fault that clears is noticed within seconds, and an
+ * attempt that fails early, at creating the new log, costs little);
+ * otherwise (a compaction that failed) after RETRY_MS. Called with ctl_mu
+ * held. */
+void pst_schedule_retry(bks_persist *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int broken = p->broken;
+    if (broken)
+        p->fault_delay_ms = p->fault_delay_ms == 0 ? FAULT_RETRY_FIRST_MS
+                            : p->fault_delay_ms * 2 > FAULT_RETRY_MAX_MS ? FAULT_RETRY_MAX_MS
+                            : p->fault_delay_ms * 2;
+    uint64_t delay = broken ? p->fault_delay_ms : RETRY_MS;
+    pthread_mutex_unlock(&p->mu);
+    p->retry_at_ms = pst_mono_ms() + delay;
+}
 
 /* Start generation p->next_gen: its log becomes live at a paused instant,
  * and its snapshot of that instant is written by a fork child (background)
@@ -263,6 +419,9 @@ void pst_finish_generation(bks_persist *p, uint64_t gen, uint64_t bytes)
 int pst_start_snapshot(bks_persist *p, int foreground)
 {
     char err[512];
+    /* No unverified mapped byte may be copied into a snapshot, where it
+     * would get a fresh, valid checksum: finish the verification first. */
+    pst_verify_all(p);
     uint64_t gen = p->next_gen++;
     int nfd = -1, pipefd[2] = {-1, -1};
     char lname[64];
@@ -288,10 +447,10 @@ int pst_start_snapshot(bks_persist *p, int foreground)
     bks_pause_all();
     int old = pst_switch_log(p, nfd, gen, err, sizeof err);
     if (old < 0) {
+        int saved = errno;
         bks_resume_all();
         pthread_mutex_lock(&p->mu);
-        p->broken = 1;
-        p->broken_gen = p->live_gen;
+        pst_mark_broken(p, saved);
         pthread_mutex_unlock(&p->mu);
         close(nfd);
         goto fail_pipe;
@@ -340,7 +499,8 @@ fail_pipe:
     if (pipefd[1] >= 0) close(pipefd[1]);
 fail:
     bks_log(BKS_LOG_ERROR, "persist: snapshot %" PRIu64 " failed: %s", gen, err);
-    p->retry_at_ms = pst_mono_ms() + RETRY_MS;
+    atomic_store(&p->last_bgsave_err, 1);
+    pst_schedule_retry(p);
     errno = EIO;
     return -1;
 }
@@ -376,5 +536,6 @@ void pst_reap_child(bks_persist *p, int block)
     else
         bks_log(BKS_LOG_WARNING, "persist: background snapshot %" PRIu64 " failed: %s", gen,
                 n == (ssize_t)sizeof rep ? rep.msg : "no report from the child");
-    p->retry_at_ms = pst_mono_ms() + RETRY_MS;
+    atomic_store(&p->last_bgsave_err, 1);
+    pst_schedule_retry(p);
 }

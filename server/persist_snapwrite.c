@@ -220,7 +220,30 @@ static int snap_key_split(snap_ctx *c, bkc_str name, const bkc_value *v,
     return 0;
 }
 
-static int snap_key(void *arg, bkc_str name, const bkc_value *v, uint64_t expire_at_ms)
+/* A key found corrupt: its name, kind, the bad file and why; never its
+ * data (copying it would give corrupt bits a valid checksum). */
+static int snap_key_corrupt(snap_ctx *c, bkc_str name, const bkc_value *v,
+                            uint64_t expire_at_ms, const bks_guard *g)
+{
+    sbuf *b = &c->body;
+    size_t flen = strlen(g->file), wlen = strlen(g->why);
+    b->len = 0;
+    sb_grow(b, 8);
+    sb_u32(b, (uint32_t)name.len);
+    sb_bytes(b, name.ptr, name.len);
+    sb_u64(b, expire_at_ms);
+    sb_u32(b, KEY_CORRUPT);
+    sb_u32(b, (uint32_t)v->kind);
+    sb_u32(b, (uint32_t)flen);
+    sb_bytes(b, g->file, flen);
+    sb_u32(b, (uint32_t)wlen);
+    sb_bytes(b, g->why, wlen);
+    write_frame(&c->w, b, MAN_MAGIC_KEY);
+    return 0;
+}
+
+static int snap_key(void *arg, bkc_str name, const bkc_value *v, uint64_t expire_at_ms,
+                    bks_guard *guard)
 {
     snap_ctx *c = arg;
     if (v == NULL) return 0;
@@ -229,8 +252,16 @@ static int snap_key(void *arg, bkc_str name, const bkc_value *v, uint64_t expire
         pst_errf(c->err, sizeof c->err, "a key name is too long");
         return -1;
     }
-    int rc = value_is_split(v, c->map_threshold) ? snap_key_split(c, name, v, expire_at_ms)
-                                                 : snap_key_inline(c, name, v, expire_at_ms);
+    int state = guard ? pst_guard_state(guard) : GUARD_OK;
+    if (state == GUARD_UNVERIFIED) {
+        /* pst_start_snapshot verifies everything first: cannot happen */
+        pst_errf(c->err, sizeof c->err, "key '%.*s': mapped filter not verified yet",
+                 (int)(name.len > 64 ? 64 : name.len), name.ptr);
+        return -1;
+    }
+    int rc = state == GUARD_CORRUPT ? snap_key_corrupt(c, name, v, expire_at_ms, guard)
+             : value_is_split(v, c->map_threshold) ? snap_key_split(c, name, v, expire_at_ms)
+                                                   : snap_key_inline(c, name, v, expire_at_ms);
     if (rc != 0) return -1;
     if (c->w.failed || c->body.failed) {
         pst_errf(c->err, sizeof c->err, "manifest: %s",

@@ -35,6 +35,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>  /* FILE: bks_persist_check_data */
 
 #include "bloomkit.h"
 #include "command.h"
@@ -67,6 +68,7 @@ typedef struct bks_config {
     uint32_t auto_rewrite_pct;   /* ... and this growth since the last (100) */
     uint64_t map_threshold;      /* filters larger than this are mapped at start (64 MiB) */
     int repair_aof;              /* --repair-aof: truncate a corrupt log and go on */
+    int rebuild_manifest;        /* --rebuild-manifest: CURRENT missing or damaged */
     bks_log_level loglevel;
     char logfile[1024];          /* "" = stderr */
     int slowlog_log_slower_than; /* microseconds; < 0 off, 0 every command (10000) */
@@ -108,16 +110,27 @@ typedef struct bks_session {
     void *client;          /* net.c's client, for the reply release */
 } bks_session;
 
-/* Iterate over every key: fn gets the name, the value and the expiry
- * (absolute ms since the epoch, 0 = none). Only safe while the server is
- * paused (bks_pause_all) or in a forked child. */
+/* A key loaded with filters mapped from the snapshot is guarded until
+ * their payload checksums have been read (persist_verify.c): the keyspace
+ * asks bks_guard_check before a command uses the value. Returns 0 when the
+ * data may be used (verifying it first, synchronously, if the background
+ * verifier has not reached it yet), -1 when the key is corrupt (msg: the
+ * whole error reply, naming the file). Thread-safe. */
+typedef struct bks_guard bks_guard;
+int bks_guard_check(bks_guard *g, bkc_str name, char *msg, size_t cap);
+
+/* Iterate over every key: fn gets the name, the value, the expiry
+ * (absolute ms since the epoch, 0 = none) and the key's guard (NULL: none
+ * or verified). Only safe while the server is paused (bks_pause_all) or in
+ * a forked child. */
 typedef int (*bks_key_fn)(void *arg, bkc_str name, const bkc_value *v,
-                          uint64_t expire_at_ms);
+                          uint64_t expire_at_ms, bks_guard *guard);
 int bks_keyspace_foreach(bks_keyspace *ks, bks_key_fn fn, void *arg);
 
-/* Insert a loaded value at start-up (no locking, no logging). */
+/* Insert a loaded value at start-up (no locking, no logging); guard: see
+ * above, NULL for a value fully checked when it was read. */
 int bks_keyspace_load(bks_keyspace *ks, bkc_str name, bkc_value *v,
-                      uint64_t expire_at_ms);
+                      uint64_t expire_at_ms, bks_guard *guard);
 
 uint64_t bks_keyspace_size(bks_keyspace *ks);         /* DBSIZE */
 uint64_t bks_keyspace_memory(bks_keyspace *ks);       /* bytes of values */
@@ -171,6 +184,14 @@ int bks_persist_log(bks_persist *p, int argc, const bkc_str *argv);
 int bks_persist_save(bks_persist *p);
 int bks_persist_bgsave(bks_persist *p);
 uint64_t bks_persist_lastsave(const bks_persist *p);   /* unix seconds */
+/* INFO persistence lines ("name:value\r\n" each) of the log's health and
+ * of the mapped filters' verification, written to buf (NUL-terminated). */
+void bks_persist_info(bks_persist *p, char *buf, size_t cap);
+/* bloomkit-server --check-data: verify the data directory cfg->dir fully
+ * (CURRENT, every snapshot frame and payload checksum, every log record)
+ * without changing it; a report on out. Returns 0 when all is sound, 1
+ * when something is damaged or missing. */
+int bks_persist_check_data(const bks_config *cfg, FILE *out);
 /* Called by net.c's timer every ~100 ms: reaps a finished child, fsyncs for
  * everysec, starts an automatic rewrite when the log has grown enough. */
 void bks_persist_tick(bks_persist *p);

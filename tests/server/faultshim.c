@@ -1,0 +1,147 @@
+/*
+ * faultshim.c - an LD_PRELOAD library for the server's fault tests
+ * (tests/server/test_faults.py): disk faults on the append-only log, and a
+ * record of how much of each log has been made durable.
+ *
+ * Only descriptors whose file is named appendonly-<n>.log are touched (the
+ * name is read from /proc/self/fd), so snapshots, CURRENT and sockets work
+ * normally: a log that fails while the rest of the disk works.
+ *
+ * BKS_FAULT_CTL=<file>: before each write/pwrite/fsync/fdatasync on a log,
+ * the file is read. Absent or empty: no fault. Otherwise its words say
+ * what fails and how: "write ENOSPC", "fsync EIO" (fsync covers fdatasync),
+ * or both on separate lines. The test writes and removes it to start and
+ * clear a fault while the server runs.
+ *
+ * BKS_SYNC_DIR=<dir>: after each fsync/fdatasync of a log that succeeds,
+ * <dir>/<log name>.synced is rewritten with the log's size at that moment:
+ * what a power loss could not take (the data the last successful sync
+ * covered). The power-loss test cuts each log back to that length.
+ *
+ * Not part of the product; built only for the tests.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* The build hides symbols by default; these must be seen to interpose. */
+#define SHIM_EXPORT __attribute__((visibility("default")))
+
+typedef ssize_t (*write_fn)(int, const void *, size_t);
+typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
+typedef int (*sync_fn)(int);
+
+/* The log's name for fd, or NULL when fd is not a log. */
+static const char *log_name(int fd, char *buf, size_t cap)
+{
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, buf, cap - 1);
+    if (n <= 0) return NULL;
+    buf[n] = '\0';
+    const char *base = strrchr(buf, '/');
+    base = base ? base + 1 : buf;
+    size_t bl = strlen(base);
+    if (strncmp(base, "appendonly-", 11) != 0 || bl < 16 || strcmp(base + bl - 4, ".log") != 0)
+        return NULL;
+    return base;
+}
+
+/* The errno the control file orders for this operation ("write" or
+ * "fsync"), or 0. Read with raw syscalls: nothing here recurses. */
+static int fault_for(const char *op)
+{
+    const char *ctl = getenv("BKS_FAULT_CTL");
+    if (ctl == NULL) return 0;
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, ctl, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char text[256];
+    ssize_t n = syscall(SYS_read, fd, text, sizeof text - 1);
+    syscall(SYS_close, fd);
+    if (n <= 0) return 0;
+    text[n] = '\0';
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char what[32], err[32];
+        if (sscanf(line, "%31s %31s", what, err) != 2 || strcmp(what, op) != 0) continue;
+        if (strcmp(err, "ENOSPC") == 0) return ENOSPC;
+        if (strcmp(err, "EIO") == 0) return EIO;
+        if (strcmp(err, "EROFS") == 0) return EROFS;
+    }
+    return 0;
+}
+
+static void record_synced(int fd, const char *name)
+{
+    const char *dir = getenv("BKS_SYNC_DIR");
+    struct stat st;
+    if (dir == NULL || fstat(fd, &st) != 0) return;
+    char path[PATH_MAX], line[32];
+    snprintf(path, sizeof path, "%s/%s.synced", dir, name);
+    int n = snprintf(line, sizeof line, "%020lld\n", (long long)st.st_size);
+    int out = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (out < 0) return;
+    syscall(SYS_pwrite64, out, line, (size_t)n, (off_t)0);
+    syscall(SYS_close, out);
+}
+
+SHIM_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+    static write_fn real;
+    if (real == NULL) real = (write_fn)dlsym(RTLD_NEXT, "write");
+    char name[PATH_MAX];
+    int e;
+    if (log_name(fd, name, sizeof name) != NULL && (e = fault_for("write")) != 0) {
+        errno = e;
+        return -1;
+    }
+    return real(fd, buf, n);
+}
+
+SHIM_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    static pwrite_fn real;
+    if (real == NULL) real = (pwrite_fn)dlsym(RTLD_NEXT, "pwrite");
+    char name[PATH_MAX];
+    int e;
+    if (log_name(fd, name, sizeof name) != NULL && (e = fault_for("write")) != 0) {
+        errno = e;
+        return -1;
+    }
+    return real(fd, buf, n, off);
+}
+
+static int do_sync(int fd, sync_fn *real, const char *sym)
+{
+    if (*real == NULL) *real = (sync_fn)dlsym(RTLD_NEXT, sym);
+    char buf[PATH_MAX];
+    const char *name = log_name(fd, buf, sizeof buf);
+    int e;
+    if (name != NULL && (e = fault_for("fsync")) != 0) {
+        errno = e;
+        return -1;
+    }
+    int rc = (*real)(fd);
+    if (rc == 0 && name != NULL) record_synced(fd, name);
+    return rc;
+}
+
+SHIM_EXPORT int fsync(int fd)
+{
+    static sync_fn real;
+    return do_sync(fd, &real, "fsync");
+}
+
+SHIM_EXPORT int fdatasync(int fd)
+{
+    static sync_fn real;
+    return do_sync(fd, &real, "fdatasync");
+}
