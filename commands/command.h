@@ -138,6 +138,14 @@ size_t bkc_value_bytes(const bkc_value *v);
 int bkc_value_encode(const bkc_value *v, unsigned char **out, size_t *len);
 int bkc_value_decode(const unsigned char *buf, size_t len, bkc_value **out);
 
+/* The same encoding without building it: its size (0 when a filter cannot
+ * be serialised) and any byte range [from, from + n) of it, copied into
+ * out. What streams a large value (the module's RDB save, AOF rewrite)
+ * with a buffer of a fixed size instead of one the size of the value.
+ * BK_OK, or an error (BK_EINVAL for a range past the end). */
+uint64_t bkc_value_encoded_size(const bkc_value *v);
+int bkc_value_encode_range(const bkc_value *v, uint64_t from, unsigned char *out, size_t n);
+
 /*==========================================================================
  * The host: keys, propagation, limits
  *==========================================================================*/

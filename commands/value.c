@@ -243,6 +243,20 @@ static int dump_range(const bkc_value *v, uint64_t total, uint64_t from,
     return done == n ? BK_OK : BK_EINVAL;
 }
 
+uint64_t bkc_value_encoded_size(const bkc_value *v)
+{
+    if (v == NULL || (v->kind != BKC_KIND_LOADING && v->nfilters == 0)) return 0;
+    return container_size(v);
+}
+
+int bkc_value_encode_range(const bkc_value *v, uint64_t from, unsigned char *out, size_t n)
+{
+    uint64_t total = bkc_value_encoded_size(v);
+    if (total == 0 || (n > 0 && out == NULL)) return BK_EINVAL;
+    if (from > total || n > total - from) return BK_EINVAL;
+    return n == 0 ? BK_OK : dump_range(v, total, from, out, n);
+}
+
 int bkc_value_encode(const bkc_value *v, unsigned char **out, size_t *len)
 {
     if (v == NULL || out == NULL || len == NULL) return BK_EINVAL;

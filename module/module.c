@@ -22,10 +22,16 @@
  *
  * Data types: one per bkc_kind, named by bkc_kind_type_name ("bkbloom--",
  * "bkcuckoo-", "bkcount--", "bkwindow-", and "bkloading" for a
- * *.LOADCHUNK in progress). Their RDB payload is one string: the value's
- * container (bkc_value_encode, docs/COMMANDS.md "Value encoding"), the
- * very bytes bloomkit-server snapshots and SCANDUMP returns; the type's
- * encoding version (BKM_ENCVER) is checked on load, and the container and
+ * *.LOADCHUNK in progress). Their RDB payload is the value's container
+ * (bkc_value_encode, docs/COMMANDS.md "Value encoding"), the very bytes
+ * bloomkit-server snapshots and SCANDUMP returns. Encoding version 2 (what
+ * rdb_save writes) streams it: an unsigned total length, then strings of
+ * at most BKM_RDB_PIECE bytes each, copied from the value piece by piece
+ * through one fixed buffer. rdb_save cannot report a failure (Redis would
+ * report the snapshot as written), so it must never need an allocation the
+ * size of the filter. Version 1 (one string holding the whole container,
+ * as earlier builds and bloomkit-server's DUMP write) is still read. The
+ * type's encoding version is checked on load, and the container and
  * every filter image inside it carry their own version and checksums, so
  * a damaged payload is refused (rdb_load returns NULL; Redis reports the
  * load error) and never reaches a filter.
@@ -37,7 +43,7 @@
 #include <errno.h>  /* strtod/strtoll range errors */
 #include <stddef.h> /* offsetof */
 #include <stdint.h> /* SIZE_MAX */
-#include <stdlib.h> /* free: bkc_value_encode's buffers come from malloc */
+#include <stdlib.h> /* strtod, strtoll */
 #include <string.h>
 #include <strings.h> /* strncasecmp */
 
@@ -47,7 +53,10 @@
 
 #define BKM_NAME "bloomkit"
 #define BKM_VERSION 1    /* MODULE LIST's "ver" */
-#define BKM_ENCVER 1     /* RDB encoding version of every data type */
+#define BKM_ENCVER 2     /* RDB encoding version written (1 is still read) */
+#define BKM_ENCVER_ONE_STRING 1 /* the whole container as one string */
+#define BKM_RDB_PIECE (256u << 10) /* bytes per string of an encoding-2 payload */
+#define BKM_MAX_PAYLOAD (1ull << 44) /* larger declared payloads are refused */
 #define BKM_AOF_CHUNK (4u << 20) /* bytes of dump per *.LOADCHUNK in a rewrite */
 #define BKM_ARGV_STACK 32
 
@@ -304,22 +313,70 @@ static int register_commands(RedisModuleCtx *ctx)
  * Type methods
  *==========================================================================*/
 
+/* Read an encoding-2 payload (a total, then pieces) into one buffer from
+ * RedisModule_Alloc. NULL (and a logged reason) when it is damaged. */
+static char *rdb_load_pieces(RedisModuleIO *io, bkc_kind kind, size_t *len_out)
+{
+    uint64_t total = RedisModule_LoadUnsigned(io);
+    if (RedisModule_IsIOError(io)) return NULL;
+    if (total == 0 || total > BKM_MAX_PAYLOAD || total > SIZE_MAX) {
+        RedisModule_LogIOError(io, "warning",
+                               "bloomkit: %s value declares %llu bytes: refused",
+                               bkc_kind_type_name(kind), (unsigned long long)total);
+        return NULL;
+    }
+    char *buf = RedisModule_TryAlloc((size_t)total);
+    if (buf == NULL) {
+        RedisModule_LogIOError(io, "warning",
+                               "bloomkit: no memory for a %s value of %llu bytes",
+                               bkc_kind_type_name(kind), (unsigned long long)total);
+        return NULL;
+    }
+    uint64_t got = 0;
+    while (got < total) {
+        size_t n = 0;
+        char *piece = RedisModule_LoadStringBuffer(io, &n);
+        if (RedisModule_IsIOError(io) || piece == NULL || n == 0 || n > total - got) {
+            if (piece != NULL) RedisModule_Free(piece);
+            RedisModule_LogIOError(io, "warning",
+                                   "bloomkit: %s value truncated or malformed after %llu "
+                                   "of %llu bytes: refused",
+                                   bkc_kind_type_name(kind), (unsigned long long)got,
+                                   (unsigned long long)total);
+            RedisModule_Free(buf);
+            return NULL;
+        }
+        memcpy(buf + got, piece, n);
+        got += n;
+        RedisModule_Free(piece);
+    }
+    *len_out = (size_t)total;
+    return buf;
+}
+
 static void *rdb_load_kind(RedisModuleIO *io, int encver, bkc_kind kind)
 {
-    if (encver != BKM_ENCVER) {
+    if (encver != BKM_ENCVER && encver != BKM_ENCVER_ONE_STRING) {
         RedisModule_LogIOError(io, "warning",
                                "bloomkit: %s value of encoding version %d, this module "
-                               "reads version %d: refused",
-                               bkc_kind_type_name(kind), encver, BKM_ENCVER);
+                               "reads versions %d and %d: refused",
+                               bkc_kind_type_name(kind), encver, BKM_ENCVER_ONE_STRING,
+                               BKM_ENCVER);
         return NULL;
     }
     size_t len = 0;
-    char *buf = RedisModule_LoadStringBuffer(io, &len);
-    if (RedisModule_IsIOError(io) || buf == NULL) {
-        if (buf != NULL) RedisModule_Free(buf);
-        RedisModule_LogIOError(io, "warning", "bloomkit: %s value truncated: refused",
-                               bkc_kind_type_name(kind));
-        return NULL;
+    char *buf;
+    if (encver == BKM_ENCVER) {
+        buf = rdb_load_pieces(io, kind, &len);
+        if (buf == NULL) return NULL;
+    } else {
+        buf = RedisModule_LoadStringBuffer(io, &len);
+        if (RedisModule_IsIOError(io) || buf == NULL) {
+            if (buf != NULL) RedisModule_Free(buf);
+            RedisModule_LogIOError(io, "warning", "bloomkit: %s value truncated: refused",
+                                   bkc_kind_type_name(kind));
+            return NULL;
+        }
     }
     bkc_value *v = NULL;
     int rc = bkc_value_decode((const unsigned char *)buf, len, &v);
@@ -351,22 +408,37 @@ BKM_RDB_LOAD(window, BKC_KIND_WINDOW)
 BKM_RDB_LOAD(loading, BKC_KIND_LOADING)
 #undef BKM_RDB_LOAD
 
+/* The one buffer rdb_save and digest stream through: Redis calls them from
+ * its main thread or from a snapshot child, never two at once. */
+static unsigned char bkm_piece[BKM_RDB_PIECE];
+
+/* Encoding 2: the total, then pieces of the container. No allocation. */
 static void rdb_save(RedisModuleIO *io, void *value)
 {
-    unsigned char *buf = NULL;
-    size_t len = 0;
-    int rc = bkc_value_encode(value, &buf, &len);
-    if (rc != BK_OK) {
-        /* An RDB without the value would be silently incomplete: write an
-         * empty payload, which rdb_load refuses, so the loss is loud. */
-        RedisModule_LogIOError(io, "warning", "bloomkit: cannot encode a %s value: %s",
-                               bkc_kind_type_name(((bkc_value *)value)->kind),
-                               bk_strerror(rc));
-        RedisModule_SaveStringBuffer(io, "", 0);
+    const bkc_value *v = value;
+    uint64_t total = bkc_value_encoded_size(v);
+    if (total == 0) {
+        /* An RDB without the value would be silently incomplete: write a
+         * zero length, which rdb_load refuses, so the loss is loud. */
+        RedisModule_LogIOError(io, "warning", "bloomkit: cannot encode a %s value",
+                               bkc_kind_type_name(v->kind));
+        RedisModule_SaveUnsigned(io, 0);
         return;
     }
-    RedisModule_SaveStringBuffer(io, (const char *)buf, len);
-    free(buf);
+    RedisModule_SaveUnsigned(io, total);
+    for (uint64_t off = 0; off < total;) {
+        size_t n = total - off < BKM_RDB_PIECE ? (size_t)(total - off) : BKM_RDB_PIECE;
+        int rc = bkc_value_encode_range(v, off, bkm_piece, n);
+        if (rc != BK_OK) {
+            /* cannot happen for a live value; if it does, end the payload
+             * short, which rdb_load refuses */
+            RedisModule_LogIOError(io, "warning", "bloomkit: cannot encode a %s value: %s",
+                                   bkc_kind_type_name(v->kind), bk_strerror(rc));
+            return;
+        }
+        RedisModule_SaveStringBuffer(io, (const char *)bkm_piece, n);
+        off += n;
+    }
 }
 
 /* The *.LOADCHUNK command that restores a kind. */
@@ -389,37 +461,47 @@ static const char *loadchunk_name(bkc_kind kind)
 static void aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *value)
 {
     bkc_value *v = value;
-    const unsigned char *data;
-    unsigned char *owned = NULL;
-    size_t len;
-    bkc_kind kind = v->kind;
 
     if (v->kind == BKC_KIND_LOADING) {
-        data = v->load_buf;
-        len = v->load_len;
-        kind = BKC_KIND_BLOOM;
+        const unsigned char *data = v->load_buf;
+        size_t len = v->load_len;
+        bkc_kind kind = BKC_KIND_BLOOM;
         if (len >= 8) {
             unsigned k = (unsigned)data[6] | (unsigned)data[7] << 8;
             if (k >= BKC_KIND_BLOOM && k <= BKC_KIND_WINDOW) kind = (bkc_kind)k;
         }
-    } else {
-        int rc = bkc_value_encode(v, &owned, &len);
-        if (rc != BK_OK) {
-            RedisModule_LogIOError(aof, "warning",
-                                   "bloomkit: cannot rewrite a %s value: %s",
-                                   bkc_kind_type_name(v->kind), bk_strerror(rc));
-            return;
+        const char *cmd = loadchunk_name(kind);
+        for (size_t off = 0; off < len;) {
+            size_t n = len - off < BKM_AOF_CHUNK ? len - off : BKM_AOF_CHUNK;
+            RedisModule_EmitAOF(aof, cmd, "slb", key, (long long)(off + n),
+                                (const char *)data + off, n);
+            off += n;
         }
-        data = owned;
+        return;
     }
-    const char *cmd = loadchunk_name(kind);
-    for (size_t off = 0; off < len;) {
-        size_t n = len - off < BKM_AOF_CHUNK ? len - off : BKM_AOF_CHUNK;
-        RedisModule_EmitAOF(aof, cmd, "slb", key, (long long)(off + n),
-                            (const char *)data + off, n);
+    /* the container, one chunk at a time through a buffer of a fixed size
+     * (like rdb_save, never one the size of the filter) */
+    uint64_t total = bkc_value_encoded_size(v);
+    unsigned char *chunk = total ? RedisModule_TryAlloc(BKM_AOF_CHUNK) : NULL;
+    if (chunk == NULL) {
+        RedisModule_LogIOError(aof, "warning", "bloomkit: cannot rewrite a %s value: %s",
+                               bkc_kind_type_name(v->kind),
+                               total ? "out of memory" : "not serialisable");
+        return;
+    }
+    const char *cmd = loadchunk_name(v->kind);
+    for (uint64_t off = 0; off < total;) {
+        size_t n = total - off < BKM_AOF_CHUNK ? (size_t)(total - off) : BKM_AOF_CHUNK;
+        int rc = bkc_value_encode_range(v, off, chunk, n);
+        if (rc != BK_OK) {
+            RedisModule_LogIOError(aof, "warning", "bloomkit: cannot rewrite a %s value: %s",
+                                   bkc_kind_type_name(v->kind), bk_strerror(rc));
+            break;
+        }
+        RedisModule_EmitAOF(aof, cmd, "slb", key, (long long)(off + n), (const char *)chunk, n);
         off += n;
     }
-    free(owned);
+    RedisModule_Free(chunk);
 }
 
 static size_t mem_usage(const void *value)
@@ -429,13 +511,18 @@ static size_t mem_usage(const void *value)
 
 static void digest(RedisModuleDigest *md, void *value)
 {
-    unsigned char *buf = NULL;
-    size_t len = 0;
-    if (bkc_value_encode(value, &buf, &len) == BK_OK)
-        RedisModule_DigestAddStringBuffer(md, (const char *)buf, len);
-    else
+    uint64_t total = bkc_value_encoded_size(value);
+    if (total == 0)
         RedisModule_DigestAddLongLong(md, -1);
-    free(buf);
+    for (uint64_t off = 0; off < total;) {
+        size_t n = total - off < BKM_RDB_PIECE ? (size_t)(total - off) : BKM_RDB_PIECE;
+        if (bkc_value_encode_range(value, off, bkm_piece, n) != BK_OK) {
+            RedisModule_DigestAddLongLong(md, -1);
+            break;
+        }
+        RedisModule_DigestAddStringBuffer(md, (const char *)bkm_piece, n);
+        off += n;
+    }
     RedisModule_DigestEndSequence(md);
 }
 

@@ -45,7 +45,9 @@
 #define RDB_MODULE_OPCODE_STRING 5
 #define RDB_DUMP_VERSION 10        /* Redis 7.0's RDB version */
 #define RDB_MAX_VERSION 11         /* the newest RESTORE accepts (Redis 7.2) */
-#define BKS_TYPE_ENCVER 1          /* module.c's BKM_ENCVER */
+#define BKS_TYPE_ENCVER 1          /* one string: what DUMP here writes */
+#define BKS_TYPE_ENCVER_PIECES 2   /* module.c's BKM_ENCVER: a total, then pieces */
+#define RDB_MODULE_OPCODE_UINT 2
 
 /*==========================================================================
  * CRC-64/Jones
@@ -344,17 +346,58 @@ static bkc_value *restore_payload(const unsigned char *p, size_t len, char *err,
                  type);
         return NULL;
     }
-    if ((id & 1023) != BKS_TYPE_ENCVER) {
+    unsigned encver = (unsigned)(id & 1023);
+    if (encver != BKS_TYPE_ENCVER && encver != BKS_TYPE_ENCVER_PIECES) {
         snprintf(err, errlen,
-                 "ERR Bad data format: %s value of encoding version %u, this server reads %u",
-                 type, (unsigned)(id & 1023), BKS_TYPE_ENCVER);
+                 "ERR Bad data format: %s value of encoding version %u, this server reads "
+                 "%u and %u",
+                 type, encver, BKS_TYPE_ENCVER, BKS_TYPE_ENCVER_PIECES);
         return NULL;
     }
     const unsigned char *data;
     size_t dlen;
     unsigned char *owned = NULL;
-    if (get_len(&r, &opcode, &special) < 0 || special || opcode != RDB_MODULE_OPCODE_STRING ||
-        get_string(&r, &data, &dlen, &owned) < 0) {
+    if (encver == BKS_TYPE_ENCVER_PIECES) {
+        /* the module's streamed form: UINT total, then STRING pieces that
+         * add up to it. Pieces may be LZF-compressed, which expands data
+         * at most about 90-fold: a larger total is a lie, refused before
+         * anything is allocated for it. */
+        uint64_t total;
+        if (get_len(&r, &opcode, &special) < 0 || special ||
+            opcode != RDB_MODULE_OPCODE_UINT || get_len(&r, &total, &special) < 0 ||
+            special || total == 0 || total > (uint64_t)(r.end - r.p) * 100 + 64) {
+            snprintf(err, errlen, "%s", BAD_DATA);
+            return NULL;
+        }
+        unsigned char *buf = malloc((size_t)total);
+        if (!buf) {
+            snprintf(err, errlen, "ERR out of memory");
+            return NULL;
+        }
+        size_t got = 0;
+        while (got < total) {
+            const unsigned char *piece;
+            size_t plen;
+            unsigned char *powned = NULL;
+            if (get_len(&r, &opcode, &special) < 0 || special ||
+                opcode != RDB_MODULE_OPCODE_STRING ||
+                get_string(&r, &piece, &plen, &powned) < 0 || plen == 0 ||
+                plen > total - got) {
+                free(powned);
+                free(buf);
+                snprintf(err, errlen, "%s", BAD_DATA);
+                return NULL;
+            }
+            memcpy(buf + got, piece, plen);
+            got += plen;
+            free(powned);
+        }
+        owned = buf;
+        data = buf;
+        dlen = (size_t)total;
+    } else if (get_len(&r, &opcode, &special) < 0 || special ||
+               opcode != RDB_MODULE_OPCODE_STRING ||
+               get_string(&r, &data, &dlen, &owned) < 0) {
         snprintf(err, errlen, "%s", BAD_DATA);
         return NULL;
     }
