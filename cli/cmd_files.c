@@ -174,6 +174,7 @@ static int combine(const char *cmd, int argc, char **argv, int intersect)
     cli_options o;
     bk_filter *acc = NULL, *next = NULL;
     int status = CLI_EXIT_ERROR;
+    int lock = -1;
     if (cli_parse_options(cmd, argc, argv, 0, &o) != 0) goto done;
     if (o.given & OPTBIT(OPT_HELP)) {
         cli_help(cmd, stdout);
@@ -186,6 +187,8 @@ static int combine(const char *cmd, int argc, char **argv, int intersect)
     }
     const char *out = o.args[0], *first = o.args[1];
     if (cli_check_target(out) != 0) goto done;
+    /* OUT may be an input, or the file of a concurrent add: one writer. */
+    if (cli_lock_file(out, &lock) != 0) goto done;
     if (cli_load_filter(first, &acc) != BK_OK) goto done;
     for (size_t i = 2; i < o.nargs; i++) {
         const char *path = o.args[i];
@@ -216,6 +219,7 @@ static int combine(const char *cmd, int argc, char **argv, int intersect)
 done:
     bk_filter_free(next);
     bk_filter_free(acc);
+    cli_unlock_file(lock);
     cli_options_free(&o);
     return status;
 }
