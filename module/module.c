@@ -653,6 +653,13 @@ static int parse_load_args(RedisModuleCtx *ctx, RedisModuleString **argv, int ar
         else
             *(uint32_t *)(void *)field = (uint32_t)n;
     }
+    if (d.cf_bucket_size != 2 && d.cf_bucket_size != 4 && d.cf_bucket_size != 8) {
+        RedisModule_Log(ctx, "warning",
+                        "bloomkit: load argument CF_BUCKET_SIZE: %u: bloomkit's cuckoo "
+                        "filters take 2, 4 or 8",
+                        d.cf_bucket_size);
+        return REDISMODULE_ERR;
+    }
     if (d.cf_initial_size < 2ull * d.cf_bucket_size) {
         RedisModule_Log(ctx, "warning",
                         "bloomkit: CF_INITIAL_SIZE %llu is below bucket size x 2 (%u)",

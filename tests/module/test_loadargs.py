@@ -51,7 +51,7 @@ def redisbloom_names():
         r.execute_command("BF.RESERVE", "own", "0.1", "10")
         assert info_map(r, "BF.INFO", "own")[b"Capacity"] == 10
         # a cuckoo chain stops at 2 stages
-        r.execute_command("CF.RESERVE", "c", "4", "BUCKETSIZE", "1", "EXPANSION", "1")
+        r.execute_command("CF.RESERVE", "c", "4", "BUCKETSIZE", "2", "EXPANSION", "1")
         err = None
         for i in range(200):
             try:
@@ -81,7 +81,8 @@ def bad_arguments():
     for args, text in ((["ERROR_RATE", "2"], "ERROR_RATE"),
                        (["INITIAL_SIZE"], "pairs"),
                        (["NOSUCH", "1"], "unknown load argument 'NOSUCH'"),
-                       (["INITIAL_SIZE", "ten"], "INITIAL_SIZE")):
+                       (["INITIAL_SIZE", "ten"], "INITIAL_SIZE"),
+                       (["CF_BUCKET_SIZE", "3"], "CF_BUCKET_SIZE")):
         srv = ArgsServer(args, wait=False)
         with srv:
             rc = srv.proc.wait(timeout=30)
