@@ -211,6 +211,11 @@ static void sec_persistence(text *t)
             "aof_rewrite_in_progress:0\r\n"
             "dir:%s\r\n",
             on, (unsigned long long)last, on && c->appendonly, c->dir);
+    if (on) {
+        char more[1024];    /* the log's health (persist.c) */
+        bks_persist_info(g_srv.persist, more, sizeof more);
+        tprintf(t, "%s", more);
+    }
     tprintf(t, "\r\n");
 }
 
