@@ -46,18 +46,20 @@
  *     by bk_bloom_optimal with m rounded up to whole words (and a margin
  *     for small filters). Fewest bits, but k cache lines per present key.
  *   Stage 0 is classic (the capacity the user asked for costs exactly the
- *   bits RedisBloom's would); a later stage is classic when it is small
- *   (<= 4096 bits: it lives in cache, and blocks of few keys are uneven) or
- *   when blocked would take more than 1.2x the bits (rates under ~3e-5);
- *   otherwise blocked. A filter grown from 100 keys at 1% is classic for
- *   its first two stages and blocked after.
+ *   bits RedisBloom's would, and a 100-key filter fits in 240 bytes); a
+ *   later stage is classic only when blocked would take more than 1.2x the
+ *   bits (rates under ~3e-5), otherwise blocked, so that a lookup costs one
+ *   line test per stage. A filter grown from 100 keys at 1% is classic for
+ *   stage 0 and blocked after.
  *
  * Lookups
- *   The key is hashed once; every stage's first line is prefetched, then
- *   stages are tested newest first (where most keys live). A stage tests
- *   its bits four at a time without branches and leaves after a group that
- *   found a clear bit, so an absent key costs about one group per stage
- *   and the stages' cache misses overlap instead of following each other.
+ *   The key is hashed once; every stage's line is located and prefetched,
+ *   then stages are tested newest first (where most keys live). Blocked
+ *   stages share the in-block pattern (same x, same salts), so the key's
+ *   512-bit mask is built once per k and each stage test is one line
+ *   compared with it, without branches on the data (one AVX-512 load and
+ *   test where the CPU has it); the stages' cache misses overlap instead of
+ *   following each other. Classic stages test four probes at a time.
  *   Batches prefetch the lines of keys ahead for all stages.
  *
  * Adds
@@ -114,6 +116,15 @@
 #include "filter.h"
 #include "hash.h"
 
+/* The AVX-512 stage test (a vector load of the line: not under TSan,
+ * which sees only the scalar path's atomic loads). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
+#  define SCALABLE_AVX512 1
+#  include <immintrin.h>
+#else
+#  define SCALABLE_AVX512 0
+#endif
+
 /*==========================================================================
  * Types
  *==========================================================================*/
@@ -122,9 +133,8 @@
 #define RATIO 0.9        /* r: each stage after stage 1 at r times the last */
 #define LEGACY_RATIO 0.5 /* files without the schedule field */
 
-/* Layout choice: classic when at most this many bits, or when blocked
- * needs more than BLOCKED_MAX_COST times the classic bits. */
-#define CLASSIC_MAX_BITS 4096
+/* Layout choice after stage 0: classic when blocked needs more than
+ * BLOCKED_MAX_COST times the classic bits. */
 #define BLOCKED_MAX_COST 1.2
 
 #define BLOCK_BITS 512
@@ -354,7 +364,7 @@ static int plan_stage(uint64_t n, double p, uint32_t i, uint64_t *shape)
     m = (m + 63) / 64 * 64;
     double kr = round((double)m / (double)n * 0.6931471805599453);
     k = kr < 1.0 ? 1u : kr > CLASSIC_MAX_HASHES ? CLASSIC_MAX_HASHES : (uint32_t)kr;
-    if (i > 0 && m > CLASSIC_MAX_BITS) {
+    if (i > 0) {
         uint64_t bm;
         uint32_t bk;
         if (bk_blocked_optimal(n, p, &bm, &bk) == BK_OK &&
@@ -397,31 +407,73 @@ static inline const uint64_t *first_line(const stage *s, bk_hash h)
     return w + bk__fastrange64(h.lo, shape_units(shape)) * BLOCK_WORDS;
 }
 
-/* 1 when every bit of h is set in the stage. Bits are tested four at a
- * time without branches; a group with a clear bit ends the test. */
-static inline int stage_contains(const stage *s, bk_hash h)
+/* The k in-block bits of x as a 512-bit mask. Every blocked stage places
+ * a key's bits with the same x and salts, so one mask serves all stages
+ * of the same k: a stage test is then one line compared with the mask. */
+static inline void build_mask(uint32_t x, uint32_t k, uint64_t mask[BLOCK_WORDS])
 {
-    uint64_t shape = s->shape;
-    uint32_t k = shape_k(shape);
-    const uint64_t *w = stage_words(s);
-    uint64_t ok = 1;
-    if (shape_classic(shape)) {
-        uint64_t m = shape_units(shape);
-        for (uint32_t i = 0; i < k; i++) {
-            uint64_t pos = classic_probe(h, i, m);
-            ok &= bk__load64(&w[pos >> 6]) >> (pos & 63);
-            if ((i & 3) == 3 && !(ok & 1)) return 0;
-        }
-        return (int)(ok & 1);
-    }
-    const uint64_t *line = w + bk__fastrange64(h.lo, shape_units(shape)) * BLOCK_WORDS;
-    uint32_t x = (uint32_t)h.hi;
+    for (int j = 0; j < BLOCK_WORDS; j++) mask[j] = 0;
     for (uint32_t i = 0; i < k; i++) {
         uint32_t pos = (uint32_t)(x * SALT[i]) >> 23;
-        ok &= bk__load64(&line[pos >> 6]) >> (pos & 63);
+        mask[pos >> 6] |= UINT64_C(1) << (pos & 63);
+    }
+}
+
+#if SCALABLE_AVX512
+/* (line & mask) == mask with one 512-bit load (no branch on the data). */
+__attribute__((target("avx512f"))) static int line_has_avx512(const uint64_t *line,
+                                                              const uint64_t *mask)
+{
+    __m512i l = _mm512_load_si512((const void *)line);
+    __m512i m = _mm512_loadu_si512((const void *)mask);
+    return _mm512_test_epi64_mask(_mm512_andnot_si512(l, m), m) == 0;
+}
+
+static int have_avx512(void)
+{
+    static int level = -1; /* benign race: every thread computes the same */
+    int v = __atomic_load_n(&level, __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx512f") ? 1 : 0;
+        __atomic_store_n(&level, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+#endif
+
+static inline int line_has(const uint64_t *line, const uint64_t *mask, int simd)
+{
+#if SCALABLE_AVX512
+    if (simd) return line_has_avx512(line, mask);
+#else
+    (void)simd;
+#endif
+    uint64_t missing = 0;
+    for (int j = 0; j < BLOCK_WORDS; j++) missing |= mask[j] & ~bk__load64(&line[j]);
+    return missing == 0;
+}
+
+static inline int classic_test(const uint64_t *w, uint64_t m, uint32_t k, bk_hash h)
+{
+    uint64_t ok = 1;
+    for (uint32_t i = 0; i < k; i++) {
+        uint64_t pos = classic_probe(h, i, m);
+        ok &= bk__load64(&w[pos >> 6]) >> (pos & 63);
         if ((i & 3) == 3 && !(ok & 1)) return 0;
     }
     return (int)(ok & 1);
+}
+
+/* 1 when every bit of h is set in the stage (the scalar path). */
+static inline int stage_contains(const stage *s, bk_hash h)
+{
+    uint64_t shape = s->shape;
+    const uint64_t *w = stage_words(s);
+    if (shape_classic(shape)) return classic_test(w, shape_units(shape), shape_k(shape), h);
+    uint64_t mask[BLOCK_WORDS];
+    build_mask((uint32_t)h.hi, shape_k(shape), mask);
+    return line_has(w + bk__fastrange64(h.lo, shape_units(shape)) * BLOCK_WORDS, mask, 0);
 }
 
 static inline void set_bit(uint64_t *word, uint64_t bit)
@@ -443,12 +495,8 @@ static void stage_add(stage *s, bk_hash h)
         return;
     }
     uint64_t *line = w + bk__fastrange64(h.lo, shape_units(shape)) * BLOCK_WORDS;
-    uint64_t mask[BLOCK_WORDS] = {0};
-    uint32_t x = (uint32_t)h.hi;
-    for (uint32_t i = 0; i < k; i++) {
-        uint32_t pos = (uint32_t)(x * SALT[i]) >> 23;
-        mask[pos >> 6] |= UINT64_C(1) << (pos & 63);
-    }
+    uint64_t mask[BLOCK_WORDS];
+    build_mask((uint32_t)h.hi, k, mask);
     for (int j = 0; j < BLOCK_WORDS; j++)
         if (mask[j] && (bk__load64(&line[j]) & mask[j]) != mask[j])
             bk__fetch_or64(&line[j], mask[j]);
@@ -494,19 +542,42 @@ static census stage_census(const stage *s)
  * Internals: lookups and adds
  *==========================================================================*/
 
-/* Every stage's first line is prefetched, then the stages are tested
- * newest first. */
+/* Every stage's line (blocked) or first probe's word (classic) is located
+ * and prefetched, then the stages are tested newest first. */
 static int contains_in(const bk_scalable *f, uint32_t n, bk_hash h)
 {
     const stage *st[BK_SCALABLE_MAX_STAGES];
+    const uint64_t *at[BK_SCALABLE_MAX_STAGES];
     st[0] = &f->first;
     if (n > 1) {
         stage_dir *d = load_dir(f);
         for (uint32_t i = 1; i < n; i++) st[i] = __atomic_load_n(&d->slot[i], __ATOMIC_ACQUIRE);
     }
-    for (uint32_t i = 0; i < n; i++) BK_PREFETCH_READ(first_line(st[i], h));
-    for (uint32_t i = n; i-- > 0;)
-        if (stage_contains(st[i], h)) return 1;
+    for (uint32_t i = 0; i < n; i++) {
+        at[i] = first_line(st[i], h);
+        BK_PREFETCH_READ(at[i]);
+    }
+#if SCALABLE_AVX512
+    int simd = have_avx512();
+#else
+    int simd = 0;
+#endif
+    uint64_t mask[BLOCK_WORDS];
+    uint32_t mask_k = 0;
+    for (uint32_t i = n; i-- > 0;) {
+        uint64_t shape = st[i]->shape;
+        int hit;
+        if (shape_classic(shape)) {
+            hit = classic_test(stage_words(st[i]), shape_units(shape), shape_k(shape), h);
+        } else {
+            if (shape_k(shape) != mask_k) {
+                mask_k = shape_k(shape);
+                build_mask((uint32_t)h.hi, mask_k, mask);
+            }
+            hit = line_has(at[i], mask, simd);
+        }
+        if (hit) return 1;
+    }
     return 0;
 }
 
@@ -806,6 +877,11 @@ int64_t bk_scalable_contains_batch(const bk_scalable *f,
         stage_dir *d = load_dir(f);
         for (uint32_t i = 1; i < ns; i++) st[i] = __atomic_load_n(&d->slot[i], __ATOMIC_ACQUIRE);
     }
+#if SCALABLE_AVX512
+    int simd = have_avx512();
+#else
+    int simd = 0;
+#endif
     size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
     for (size_t i = 0; i < ahead; i++) {
         ring[i] = bk__hash(keys[i], lens[i], f->seed);
@@ -820,7 +896,20 @@ int64_t bk_scalable_contains_batch(const bk_scalable *f,
             for (uint32_t s = 0; s < ns; s++) BK_PREFETCH_READ(first_line(st[s], g));
         }
         int r = 0;
-        for (uint32_t s = ns; s-- > 0 && !r;) r = stage_contains(st[s], h);
+        uint64_t mask[BLOCK_WORDS];
+        uint32_t mask_k = 0;
+        for (uint32_t s = ns; s-- > 0 && !r;) {
+            uint64_t shape = st[s]->shape;
+            if (shape_classic(shape)) {
+                r = classic_test(stage_words(st[s]), shape_units(shape), shape_k(shape), h);
+                continue;
+            }
+            if (shape_k(shape) != mask_k) {
+                mask_k = shape_k(shape);
+                build_mask((uint32_t)h.hi, mask_k, mask);
+            }
+            r = line_has(first_line(st[s], h), mask, simd);
+        }
         found += r;
         if (results != NULL) results[i] = (uint8_t)r;
     }
