@@ -12,3 +12,9 @@ bloomkit add f.bkf cut.gz; echo "add: $?"
 cmp -s f.bkf before.bkf && echo unchanged
 bloomkit check -c f.bkf cut.zst; echo "check: $?"
 bloomkit check -c f.bkf bad.gz; echo "check: $?"
+# the zstd magic followed by no valid frame header
+printf '\050\265\057\375garbage-bytes-here' > bad.zst
+bloomkit check -c f.bkf bad.zst; echo "check: $?"
+# a lone first byte of a magic is a one-byte key, not a damaged stream
+printf '\050' > short
+bloomkit check -c f.bkf short; echo "check: $?"
