@@ -201,16 +201,23 @@ static void sec_persistence(text *t)
     const bks_config *c = &g_srv.cfg;
     int on = g_srv.persist != NULL;
     uint64_t last = on ? bks_persist_lastsave(g_srv.persist) : g_srv.start_ms / 1000;
+    /* -1 (busy for an instant): repeat the last answer */
+    static _Atomic int last_bgsave;
+    int bgsave = on ? bks_persist_bgsave_in_progress(g_srv.persist) : 0;
+    if (bgsave < 0)
+        bgsave = atomic_load(&last_bgsave);
+    atomic_store(&last_bgsave, bgsave);
     tprintf(t,
             "# Persistence\r\n"
             "loading:0\r\n"
             "async_loading:0\r\n"
             "persistence_enabled:%d\r\n"
+            "rdb_bgsave_in_progress:%d\r\n"
             "rdb_last_save_time:%llu\r\n"
             "aof_enabled:%d\r\n"
             "aof_rewrite_in_progress:0\r\n"
             "dir:%s\r\n",
-            on, (unsigned long long)last, on && c->appendonly, c->dir);
+            on, bgsave, (unsigned long long)last, on && c->appendonly, c->dir);
     if (on) {
         char more[1024];    /* the log's health (persist.c) */
         bks_persist_info(g_srv.persist, more, sizeof more);

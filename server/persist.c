@@ -141,6 +141,16 @@ uint64_t bks_persist_lastsave(const bks_persist *p)
     return p ? atomic_load(&((bks_persist *)p)->lastsave) : 0;
 }
 
+int bks_persist_bgsave_in_progress(bks_persist *p)
+{
+    /* ctl_mu is held only briefly (BGSAVE's start, the tick's reaping) or
+     * with the server paused (SAVE, when no INFO runs): never wait for it */
+    if (p == NULL || pthread_mutex_trylock(&p->ctl_mu) != 0) return -1;
+    int running = p->child != 0;
+    pthread_mutex_unlock(&p->ctl_mu);
+    return running;
+}
+
 void bks_persist_info(bks_persist *p, char *buf, size_t cap)
 {
     if (cap == 0) return;

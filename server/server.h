@@ -187,6 +187,9 @@ uint64_t bks_persist_lastsave(const bks_persist *p);   /* unix seconds */
 /* INFO persistence lines ("name:value\r\n" each) of the log's health and
  * of the mapped filters' verification, written to buf (NUL-terminated). */
 void bks_persist_info(bks_persist *p, char *buf, size_t cap);
+/* INFO rdb_bgsave_in_progress: 1 while a snapshot child runs, 0 when none,
+ * -1 when that cannot be told without waiting (ask again). */
+int bks_persist_bgsave_in_progress(bks_persist *p);
 /* bloomkit-server --check-data: verify the data directory cfg->dir fully
  * (CURRENT, every snapshot frame and payload checksum, every log record)
  * without changing it; a report on out. Returns 0 when all is sound, 1

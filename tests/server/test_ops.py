@@ -51,6 +51,22 @@ def info_fields():
         assert info["maxmemory"] > 0
         assert isinstance(info["rdb_last_save_time"], int)
         assert info["aof_enabled"] == 1 and info["loading"] == 0
+        assert info["rdb_bgsave_in_progress"] == 0
+        # a snapshot of ~60 MB takes long enough to be seen in progress
+        r.execute_command("BF.RESERVE", "big", "0.0001", "25000000")
+        before = r.info("persistence")["rdb_last_save_time"]
+        time.sleep(1.1)           # rdb_last_save_time has 1 s resolution
+        r.bgsave()
+        seen = set()
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            p = r.info("persistence")
+            seen.add(p["rdb_bgsave_in_progress"])
+            if p["rdb_bgsave_in_progress"] == 0 and p["rdb_last_save_time"] > before:
+                break
+            time.sleep(0.002)
+        assert seen == {0, 1} or seen == {1, 0}, seen
+        assert r.info("persistence")["rdb_last_save_time"] > before
         assert "used_cpu_sys" in info and "used_cpu_user" in info
         assert info["db0"]["keys"] == 1
         mods = info["modules"]
