@@ -64,19 +64,23 @@ static int verify_one(const char *path)
 int cmd_verify(int argc, char **argv)
 {
     cli_options o;
-    if (cli_parse_options("verify", argc, argv, 0, &o) != 0) return CLI_EXIT_ERROR;
+    int worst = CLI_EXIT_ERROR;
+    if (cli_parse_options("verify", argc, argv, 0, &o) != 0) goto done;
     if (o.given & OPTBIT(OPT_HELP)) {
         cli_help("verify", stdout);
-        return CLI_EXIT_OK;
+        worst = CLI_EXIT_OK;
+        goto done;
     }
     if (o.nargs < 1) {
         cli_error("verify: expected at least one FILE (see bloomkit verify --help)");
-        return CLI_EXIT_ERROR;
+        goto done;
     }
-    int worst = CLI_EXIT_OK;
+    worst = CLI_EXIT_OK;
     for (size_t i = 0; i < o.nargs; i++) {
         int rc = verify_one(o.args[i]);
         if (rc > worst) worst = rc;
     }
+done:
+    cli_options_free(&o);
     return worst;
 }

@@ -431,8 +431,9 @@ void bks_cmd_dump(bks_client *c, bks_session *s, bkc_reply *r, int argc, const b
     (void)c;
     (void)argc;
     bkc_key *k = bks_host_vt.open(s, argv[1], BKC_OPEN_READ);
-    if (!k) {
-        r->vt->error(r, "ERR out of memory");
+    if (!k) {   /* a key found corrupt in its snapshot file says so */
+        const char *why = bks_host_vt.open_error(s);
+        r->vt->error(r, why ? why : "ERR out of memory");
         return;
     }
     bkc_value *v = bks_host_vt.value(k);
@@ -495,8 +496,9 @@ void bks_cmd_restore(bks_client *c, bks_session *s, bkc_reply *r, int argc,
     uint64_t at = ttl == 0 ? 0 : absttl ? (uint64_t)ttl : now + (uint64_t)ttl;
     bkc_key *k = bks_host_vt.open(s, argv[1], BKC_OPEN_WRITE);
     if (!k) {
+        const char *why = bks_host_vt.open_error(s);
         bkc_value_free(v);
-        r->vt->error(r, "ERR out of memory");
+        r->vt->error(r, why ? why : "ERR out of memory");
         return;
     }
     if (bks_host_vt.kind(k) != BKC_KIND_NONE && !replace) {

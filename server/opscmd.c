@@ -72,8 +72,9 @@ void bks_cmd_memory(bks_client *c, bks_session *s, bkc_reply *r, int argc, const
             /* a filter is one allocation per stage: counted exactly, not sampled */
         }
         bkc_key *k = bks_host_vt.open(s, argv[2], BKC_OPEN_READ);
-        if (!k) {
-            R_ERR("ERR out of memory");
+        if (!k) {   /* a key found corrupt in its snapshot file says so */
+            const char *why = bks_host_vt.open_error(s);
+            R_ERR(why ? why : "ERR out of memory");
             return;
         }
         bkc_value *v = bks_host_vt.value(k);
@@ -210,7 +211,8 @@ void bks_cmd_debug(bks_client *c, bks_session *s, bkc_reply *r, int argc, const 
     } else if (bkc_streq(sub, "OBJECT") && argc == 3) {
         bkc_key *k = bks_host_vt.open(s, argv[2], BKC_OPEN_READ);
         if (!k) {
-            R_ERR("ERR out of memory");
+            const char *why = bks_host_vt.open_error(s);
+            R_ERR(why ? why : "ERR out of memory");
             return;
         }
         bkc_value *v = bks_host_vt.value(k);

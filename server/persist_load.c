@@ -291,6 +291,7 @@ static void rs_bulk(bkc_reply *r, const void *d, size_t n) { (void)r; (void)d; (
 static void rs_null(bkc_reply *r) { (void)r; }
 static void rs_count(bkc_reply *r, size_t n) { (void)r; (void)n; }
 static void rs_dbl(bkc_reply *r, double d) { (void)r; (void)d; }
+static void rs_bool(bkc_reply *r, int v) { (void)r; (void)v; }
 
 static void rs_error(bkc_reply *r, const char *s)
 {
@@ -300,7 +301,7 @@ static void rs_error(bkc_reply *r, const char *s)
 
 static const bkc_reply_vt replay_reply_vt = {
     .simple = rs_simple, .error = rs_error, .integer = rs_integer, .bulk = rs_bulk,
-    .null = rs_null, .array = rs_count, .map = rs_count, .dbl = rs_dbl,
+    .null = rs_null, .array = rs_count, .map = rs_count, .dbl = rs_dbl, .boolean = rs_bool,
 };
 
 /* Run one logged write. The command layer's commands get the record's

@@ -242,9 +242,9 @@ int pst_scan_dir(bks_persist *p, gen_list *snaps, gen_list *logs, gen_list *data
         }
     }
     closedir(d);
-    qsort(snaps->gens, snaps->n, sizeof *snaps->gens, cmp_gen);
-    qsort(logs->gens, logs->n, sizeof *logs->gens, cmp_gen);
-    qsort(data_logs->gens, data_logs->n, sizeof *data_logs->gens, cmp_gen);
+    gen_list *all[3] = {snaps, logs, data_logs};
+    for (int i = 0; i < 3; i++)
+        if (all[i]->n > 1) qsort(all[i]->gens, all[i]->n, sizeof *all[i]->gens, cmp_gen);
     return rc;
 }
 

@@ -180,7 +180,7 @@ def test_faults():
             s = Server(dir=d)
             lost = missing(s.client(), "bf:f", acked)
             assert not lost, "%d acknowledged writes lost, e.g. %s" % (len(lost), lost[:3])
-            s.kill()
+            assert s.stop() == 0, "SHUTDOWN failed (or a sanitizer report):\n" + s.log()
     finally:
         if os.path.exists(ctl):
             os.unlink(ctl)

@@ -305,6 +305,12 @@ def test_mapped_corrupt():
             raise AssertionError("a write to the corrupt key was accepted")
         except redis.exceptions.ResponseError as e:
             assert bad in str(e), str(e)
+        try:
+            r.execute_command("DUMP", "m1")
+            raise AssertionError("DUMP of the corrupt key answered")
+        except redis.exceptions.ResponseError as e:
+            assert bad in str(e), str(e)
+        assert r.execute_command("TYPE", "m1") not in (b"none", "none"), "TYPE lost the key"
         i = info(r)
         assert i["mapped_keys_unverified"] == "0" and i["mapped_keys_corrupt"] == "1", i
         assert bad in s.log() and "refused" in s.log(), s.log()
@@ -372,6 +378,7 @@ def test_mapped_background():
         assert i["mapped_keys_unverified"] == "0" and i["mapped_keys_corrupt"] == "1", i
         assert bad in s.log(), s.log()
         assert r.execute_command("BF.EXISTS", "a", "x") == 1
+        assert s.stop() == 0, "SHUTDOWN SAVE failed (or a sanitizer report):\n" + s.log()
         s.close()
     finally:
         shutil.rmtree(d, ignore_errors=True)
