@@ -253,6 +253,13 @@ int cmd_intersect(int argc, char **argv);
 int cmd_cluster(int argc, char **argv);
 int cmd_verify(int argc, char **argv);   /* cmd_verify.c */
 int cmd_copy(int argc, char **argv);
+/* cmd_static.c: static sets and maps, reconciliation */
+int cmd_build_map(int argc, char **argv);
+int cmd_get(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_sync(int argc, char **argv);
+/* create --type static: the filter of the key files after FILE */
+int cli_create_static(const cli_options *opts);
 
 /* Help texts (help.c): print the man-page-like text of a subcommand ("" for
  * the top level) to f. Returns 0, or -1 for an unknown name. */

@@ -82,6 +82,15 @@ int cmd_create(int argc, char **argv)
         status = CLI_EXIT_OK;
         goto done;
     }
+    if ((o.given & OPTBIT(OPT_TYPE)) && o.config.family == BK_FAMILY_STATIC) {
+        status = cli_create_static(&o); /* built from keys: cmd_static.c */
+        goto done;
+    }
+    if ((o.given & OPTBIT(OPT_TYPE)) && o.config.family == BK_FAMILY_MAP) {
+        cli_error("create: --type map: maps are built from key<TAB>value lines "
+                  "(see bloomkit build-map --help)");
+        goto done;
+    }
     if (o.nargs != 1) {
         cli_error("create: expected one FILE, got %zu arguments (see bloomkit "
                   "create --help)", o.nargs);

@@ -88,6 +88,7 @@ static const struct {
     {"counting", BK_FAMILY_COUNTING},   {"deletable", BK_FAMILY_DELETABLE},
     {"cuckoo", BK_FAMILY_CUCKOO},       {"scalable", BK_FAMILY_SCALABLE},
     {"window", BK_FAMILY_WINDOW},
+    {"static", BK_FAMILY_STATIC},     {"map", BK_FAMILY_MAP},
     {"dleft", BK_FAMILY_DLEFT},         {"varcount", BK_FAMILY_VARCOUNT},
     {"hier", BK_FAMILY_HIER},           {"hybrid", BK_FAMILY_HYBRID},
     {"morris", BK_FAMILY_MORRIS},

@@ -1,0 +1,3 @@
+printf 'a\nb\n' > A
+printf 'b\na\na\n' > B
+bloomkit diff A B --quiet
