@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""RESP3 reply types, LOADCHUNK safety and error texts (tests/server/test_resp3.py),
-unchanged,
-against Debian's redis-server with bloomkit.so loaded."""
+"""RESP3 reply types, LOADCHUNK safety and error texts
+(tests/server/test_resp3.py), unchanged, against Debian's redis-server with
+bloomkit.so loaded."""
 import os
 import subprocess
 import sys
