@@ -38,14 +38,28 @@
  *   classic one for the same rate (9.9 instead of 9.6 bits per key at 1%,
  *   15.5 instead of 14.4 at 0.1%) and a smaller k. Sizing searches the
  *   smallest b for which the best k in 1..BK_BLOCKED_MAX_HASHES meets the
- *   target.
+ *   target (about a millisecond), and remembers the last 16 (n, p) pairs it
+ *   answered, so that creating many filters of one shape costs
+ *   microseconds each.
  *
- * Concurrency
- *   As the classic filter: adds read each word with a relaxed atomic load
- *   and OR the missing bits in with an atomic fetch-or; lookups use relaxed
- *   loads only. SIMD code only builds the key's 512-bit mask in registers;
- *   memory is always touched through those atomics, so concurrent adds and
- *   lookups are lock-free on every path and free of data races.
+ * Write modes and concurrency
+ *   Lookups never write and never branch on the line's contents (see the
+ *   SIMD section); they read words with relaxed atomic loads, or one vector
+ *   load (safe for the reason given there). Adds first find which of the
+ *   key's bits are missing and write nothing when none is. Otherwise:
+ *     concurrent (the default): each 64-bit word that misses bits gets one
+ *       relaxed atomic OR (`lock or`, its result unused), so concurrent adds
+ *       and lookups are lock-free and free of data races; an add answers 1
+ *       when a bit was missing when it read the line, so two threads adding
+ *       the same new key at once may both answer 1 (and both count it);
+ *     single-writer (bk_blocked_set_single_writer): plain loads and stores,
+ *       writing only the words that change (AVX-512: one masked store).
+ *       Locked instructions are full barriers, so only this mode lets
+ *       consecutive adds overlap their cache misses; the caller guarantees
+ *       that nothing else uses the filter while it adds.
+ *   Both modes store the same bits and give the same answers. The item
+ *   count sits on its own cache line so that adds do not evict the fields
+ *   every call reads.
  *
  * Batches
  *   A window of keys is hashed ahead of the probes and their blocks are
@@ -840,11 +854,66 @@ double bk_blocked_fpr(uint64_t n, uint64_t m_bits, uint32_t k)
     return blocked_fpr_blocks(n, blocks_for_bits(m_bits), &get_models()->by_k[k]);
 }
 
+/* Recent sizing results, (n, p) -> (blocks, k): the search below costs
+ * about a millisecond (a bisection over b, each step summing the binomial
+ * load for 16 values of k), and callers create many filters of one shape
+ * (a server replaying a log of creates, scalable stages of one capacity).
+ * A hit costs a mutex and a short scan. Round-robin replacement; results
+ * are exactly the search's. */
+#define SIZING_CACHE 16
+
+typedef struct sizing_entry {
+    uint64_t n;
+    double p;
+    uint64_t blocks;
+    uint32_t k;
+    int used;
+} sizing_entry;
+
+static sizing_entry sizing_cache[SIZING_CACHE];
+static unsigned sizing_next;
+static pthread_mutex_t sizing_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int sizing_lookup(uint64_t n, double p, uint64_t *blocks, uint32_t *k)
+{
+    int found = 0;
+    pthread_mutex_lock(&sizing_lock);
+    for (int i = 0; i < SIZING_CACHE && !found; i++) {
+        const sizing_entry *e = &sizing_cache[i];
+        if (e->used && e->n == n && e->p == p) {
+            *blocks = e->blocks;
+            *k = e->k;
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&sizing_lock);
+    return found;
+}
+
+static void sizing_store(uint64_t n, double p, uint64_t blocks, uint32_t k)
+{
+    pthread_mutex_lock(&sizing_lock);
+    sizing_entry *e = &sizing_cache[sizing_next];
+    sizing_next = (sizing_next + 1) % SIZING_CACHE;
+    e->n = n;
+    e->p = p;
+    e->blocks = blocks;
+    e->k = k;
+    e->used = 1;
+    pthread_mutex_unlock(&sizing_lock);
+}
+
 int bk_blocked_optimal(uint64_t n, double p, uint64_t *m_bits, uint32_t *k)
 {
-    uint64_t classic_m;
+    uint64_t classic_m, cached_blocks;
+    uint32_t cached_k;
     if (n == 0) return BK_ECAPACITY;
     if (bk__check_fpr(p) != BK_OK) return BK_EFPR;
+    if (sizing_lookup(n, p, &cached_blocks, &cached_k)) {
+        if (m_bits != NULL) *m_bits = cached_blocks * BLOCK_BITS;
+        if (k != NULL) *k = cached_k;
+        return BK_OK;
+    }
     /* The classic size is a lower bound of the blocked one (within
      * rounding): start there and double until the target is met. */
     double classic = ceil(-(double)n * log(p) / (LN2 * LN2));
@@ -866,6 +935,7 @@ int bk_blocked_optimal(uint64_t n, double p, uint64_t *m_bits, uint32_t *k)
     }
     uint32_t best;
     best_k(am, n, hi, &best);
+    sizing_store(n, p, hi, best);
     if (m_bits != NULL) *m_bits = hi * BLOCK_BITS;
     if (k != NULL) *k = best;
     return BK_OK;

@@ -373,6 +373,38 @@ static void test_levels_identical(void **state)
     free(got);
 }
 
+/* Sizing results are remembered per (n, p) pair (a small cache): repeated
+ * and interleaved calls, past the cache's size so that entries are
+ * replaced, give what the first call computed, for neighbouring n and p
+ * that must not be confused with each other. */
+static void test_sizing_cache(void **state)
+{
+    (void)state;
+    enum { PAIRS = 40 };
+    uint64_t n[PAIRS], m[PAIRS], m2;
+    double p[PAIRS];
+    uint32_t k[PAIRS], k2;
+    for (int i = 0; i < PAIRS; i++) {
+        n[i] = 1000 + (uint64_t)(i / 2);       /* pairs share n ... */
+        p[i] = i % 2 ? 0.01 : 0.0100000001;   /* ... and nearly p */
+        if (i % 4 == 3) p[i] = 0.001;
+        assert_int_equal(bk_blocked_optimal(n[i], p[i], &m[i], &k[i]), BK_OK);
+    }
+    for (int round = 0; round < 3; round++) {
+        for (int j = 0; j < PAIRS; j++) {
+            int i = (j * 7 + round * 3) % PAIRS;
+            assert_int_equal(bk_blocked_optimal(n[i], p[i], &m2, &k2), BK_OK);
+            assert_true(m2 == m[i]);
+            assert_int_equal(k2, k[i]);
+        }
+    }
+    /* a cached pair still meets its target, and one block less does not */
+    assert_true(bk_blocked_fpr(n[5], m[5], k[5]) <= p[5]);
+    uint64_t m_only;
+    assert_int_equal(bk_blocked_optimal(n[5], p[5], &m_only, NULL), BK_OK);
+    assert_true(m_only == m[5]);
+}
+
 /* The serialized bytes of f (header, descriptor, blocks): what must not
  * depend on the code path or the write mode. */
 static unsigned char *serialized(const bk_blocked *f, uint64_t *size)
@@ -862,6 +894,7 @@ int main(void)
         cmocka_unit_test(test_simd_level_api),
         cmocka_unit_test(test_paths_and_modes_identical),
         cmocka_unit_test(test_write_mode_api),
+        cmocka_unit_test(test_sizing_cache),
         cmocka_unit_test(test_no_false_negatives),
         cmocka_unit_test(test_fpr_1_percent),
         cmocka_unit_test(test_fpr_01_percent),
