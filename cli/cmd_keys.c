@@ -263,6 +263,7 @@ int cmd_add(int argc, char **argv)
         nthreads = o.jobs == 0 ? online_cpus() : o.jobs;
     progress_init(&j.prog, "adding", o.quiet);
     if (nthreads == 1) {
+        bk_filter_set_single_writer(j.f, 1); /* one thread owns it: plain stores */
         add_worker(&j);
     } else {
         threads = calloc(nthreads, sizeof(*threads));
@@ -469,6 +470,7 @@ int cmd_dedup(int argc, char **argv)
     if (cli_check_sizing("dedup", &o) != 0) goto done;
     if (o.save != NULL && cli_check_target(o.save) != 0) goto done;
     if (create_filter(o.save ? o.save : "dedup", &o, &f) != BK_OK) goto done;
+    bk_filter_set_single_writer(f, 1); /* one thread owns it: plain stores */
     if (key_reader_open(&r, o.args, o.nargs, &o) != 0) goto done;
     if (key_batch_init(&b) != 0) goto done;
     char term = o.nul ? '\0' : '\n';

@@ -498,8 +498,10 @@ BK_API int bk_blocked_set_simd_level(int level);
  *     thread adds to, or reads, the filter: one thread owns it, or adds
  *     hold an exclusive lock that lookups also respect.
  * Answers and stored bits are the same in both modes. Who uses which:
- *   - the CLI (bloomkit add without -j, dedup) owns its file while it runs
- *     (add holds the file lock) and adds from one thread: single-writer;
+ *   - the CLI's dedup, and bloomkit add when it adds from one thread (-j 1,
+ *     one CPU, or a family without lock-free adds), own their filter (add
+ *     holds the file's lock) and nothing else touches it: single-writer;
+ *     add on several threads keeps the concurrent mode;
  *   - bloomkit-server runs BF adds under the key's shared lock, so adds
  *     and lookups of one filter may run at once: concurrent; the Redis
  *     module keeps the default (concurrent) too;
