@@ -1530,14 +1530,15 @@ BK_API bk_varcount *bk_filter_as_varcount(bk_filter *f);
 /*==========================================================================
  * Hierarchical counting Bloom filter (seed 002)
  *
- * Two layers over the same cells: a cache-blocked Bloom bit layer (512-bit
- * blocks, k bits per key) that alone answers lookups, and a layer of 4-bit
+ * Two layers over the same cells: a bit layer that is a bk_blocked filter
+ * (sized and laid out by it; lookups, single and batch, run its code) and
+ * alone answers lookups, and a layer of 4-bit
  * counters (512 per block, 256 bytes) touched only by adds, removes and
  * counts. A bit is set exactly when its counter is nonzero. Lookups cost
  * what a blocked Bloom filter's do (one cache line, no counter); the price
  * is memory: 5 bits per cell, 1.25x a 4-bit counting filter of the same
- * cells (49.5 bits per key at 1%, 77.4 at 0.1%; bk_hier_optimal gives
- * the blocks and k, sized with the blocked formula of the bit layer).
+ * cells (49.6 bits per key at 1%, 77.7 at 0.1%; bk_hier_optimal gives
+ * the blocks and k, those of bk_blocked_optimal).
  *
  * Remove of a never-added key: BK_ENOTFOUND when one of its bits is clear
  * (probability 1 - fpr), nothing changed; otherwise (a false positive) its

@@ -4,26 +4,26 @@
  * removes and counts.
  *
  * Structure
- *   Bit layer: a cache-blocked Bloom filter, blocks of 512 bits; a key's
- *   hash picks one block (fastrange of lo) and k bits in it by
- *   multiply-shift of the 32-bit x = hi with k fixed odd salts,
- *   bit_j = (x * salt_j mod 2^32) >> 23 (as the blocked family does, with
- *   salts of our own). Counter layer: for block b, 512 four-bit counters
- *   (256 bytes, 4 cache lines) at the same positions; counter j of a block
- *   is nibble j % 16 of its 64-bit word j / 16.
+ *   Bit layer: a bk_blocked filter (blocked.c), built and sized by it, so
+ *   that lookups, single and batched, run the blocked family's own code
+ *   (its SIMD paths included): a key's block is fastrange(lo, blocks) and
+ *   its k bits pos_i = (x SALT_i mod 2^32) >> 23, x = the low 32 bits of hi,
+ *   SALT_i the upper 32 bits of the i-th splitmix64 output from state 0,
+ *   forced odd (blocked.c's documented layout, recomputed here from that
+ *   rule). Counter layer: for block b, 512 four-bit counters (256 bytes,
+ *   4 cache lines) at the same positions; counter j of a block is nibble
+ *   j % 16 of its 64-bit word j / 16.
  *
  *   Invariant: a bit is set exactly when its counter is nonzero. An add
  *   increments the key's counters and sets its bits; a remove first checks
  *   the bits (BK_ENOTFOUND if one is clear), then decrements and clears the
- *   bits whose counters reach zero. A lookup reads the bit layer only: one
- *   cache line and no counter, the cost of a blocked Bloom filter, so
- *   read-heavy use pays the counters' memory but not their traffic.
+ *   bits whose counters reach zero (writing the blocked filter's words,
+ *   reached through bk__blocked_describe_part). A lookup reads the bit
+ *   layer only: one cache line and no counter.
  *
  * False positives
- *   The bit layer is a blocked Bloom filter whose k bits may repeat; a bit
- *   stays clear after i keys with probability (1 - 1/512)^(k i), so
- *       fpr = sum_i Poisson(i; n/B) (1 - (1 - 1/512)^(k i))^k
- *   (the formula of deleting.h with C' = k / (1 - (1 - 1/512)^k)).
+ *   Those of the blocked filter (bk_blocked_fpr): 9.9 bits of bit layer per
+ *   key at 1%, 15.5 at 0.1%.
  *
  * Overflow
  *   A counter at 15 sticks (never decremented, its bit never cleared): no
@@ -32,9 +32,8 @@
  *   divides by the multiplicity.
  *
  * Memory
- *   512 + 2048 bits per block: 5x a blocked Bloom filter, 1.25x a 4-bit
- *   counting filter of the same cells. The trade is lookup traffic (one
- *   line, no counters) for memory.
+ *   512 + 2048 bits per block: 5x a blocked Bloom filter. The trade is
+ *   lookup traffic (one line, no counters) for memory.
  */
 #include <string.h> /* memset, memcpy */
 
@@ -52,25 +51,20 @@
 #define COUNTER_MAX 15
 #define BATCH_AHEAD 16
 
-static const uint32_t SALTS[BK_HIER_MAX_HASHES] = {
-    0x6A09E667u, 0xBB67AE85u, 0x3C6EF373u, 0xA54FF53Bu,
-    0x510E527Fu, 0x9B05688Du, 0x1F83D9ABu, 0x5BE0CD19u,
-    0xCBBB9D5Du, 0x629A292Bu, 0x9159015Bu, 0x152FECD9u,
-    0x67332667u, 0x8EB44A87u, 0xDB0C2E0Du, 0x47B5481Du,
-};
-
 struct bk_hier {
     bk__object obj;      /* first: a bk_hier is also a bk_filter */
-    uint64_t *bits;      /* blocks * 8 words */
+    bk_blocked *layer;   /* the bit layer */
+    uint64_t *bits;      /* its words (blocks * 8) */
     uint64_t *counters;  /* blocks * 32 words */
     uint64_t blocks;
     uint32_t k;
+    uint32_t salt[BK_BLOCKED_MAX_HASHES];
     uint64_t seed;
     uint64_t capacity;
     double target_fpr;
     uint64_t items;
     uint64_t overflows;
-    int owns_mem;
+    int owns_mem;        /* the counters (the layer frees its own words) */
 };
 
 static const bk__family_ops hier_ops;
@@ -84,20 +78,19 @@ static inline uint64_t block_index(const bk_hier *f, bk_hash h)
     return bk__fastrange64(h.lo, f->blocks);
 }
 
-static inline unsigned bit_of(uint32_t x, uint32_t j)
+/* The blocked layout's salts, from its rule (see the top of the file). */
+static void make_salts(uint32_t *salt)
 {
-    return (x * SALTS[j]) >> 23;
+    uint64_t state = 0;
+    for (int i = 0; i < BK_BLOCKED_MAX_HASHES; i++)
+        salt[i] = (uint32_t)(bk__dl_mix64(&state) >> 32) | 1u;
 }
+
+#define bit_of(x, j) (((uint32_t)(x) * f->salt[j]) >> 23)
 
 static inline int bits_contain(const bk_hier *f, bk_hash h)
 {
-    const uint64_t *line = f->bits + block_index(f, h) * BLOCK_WORDS;
-    const uint32_t x = (uint32_t)h.hi;
-    for (uint32_t j = 0; j < f->k; j++) {
-        unsigned b = bit_of(x, j);
-        if (!((bk__load64(&line[b >> 6]) >> (b & 63)) & 1)) return 0;
-    }
-    return 1;
+    return bk_blocked_contains_hash(f->layer, h);
 }
 
 static inline unsigned counter_get(const uint64_t *c, unsigned j)
@@ -170,92 +163,76 @@ static int64_t count_hash(const bk_hier *f, bk_hash h)
  * Sizing
  *==========================================================================*/
 
-static double hier_fpr(double lambda, uint32_t k)
-{
-    double survive = pow(1.0 - 1.0 / BITS_PER_BLOCK, (double)k);
-    return bk__dl_blocked_fpr(lambda, (double)k / (1.0 - survive), (double)k);
-}
-
-static uint64_t blocks_for(uint64_t n, double p, uint32_t k)
-{
-    uint64_t lo = 0, hi = 1;
-    while (hier_fpr((double)n / (double)hi, k) > p) {
-        lo = hi;
-        if (hi >= BK_HIER_MAX_BLOCKS) return 0;
-        hi *= 2;
-    }
-    while (hi - lo > 1) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (hier_fpr((double)n / (double)mid, k) <= p) hi = mid;
-        else lo = mid;
-    }
-    return hi <= BK_HIER_MAX_BLOCKS ? hi : 0;
-}
-
 int bk_hier_optimal(uint64_t n, double p, uint64_t *blocks, uint32_t *k)
 {
-    if (n == 0) return BK_ECAPACITY;
-    if (bk__check_fpr(p) != BK_OK) return BK_EFPR;
-    uint64_t best = 0;
-    uint32_t best_k = 0;
-    for (uint32_t kk = 1; kk <= BK_HIER_MAX_HASHES; kk++) {
-        uint64_t b = blocks_for(n, p, kk);
-        if (b != 0 && (best == 0 || b < best)) best = b, best_k = kk;
-    }
-    if (best == 0) return BK_ESIZE;
-    if (blocks) *blocks = best;
-    if (k) *k = best_k;
-    return BK_OK;
+    uint64_t m;
+    int rc = bk_blocked_optimal(n, p, &m, k);
+    if (rc == BK_OK && blocks) *blocks = m / BITS_PER_BLOCK;
+    return rc;
 }
 
 /*==========================================================================
  * API
  *==========================================================================*/
 
-static int create_filter(bk_hier **out, uint64_t blocks, uint32_t k,
-                         uint64_t seed, uint64_t capacity, double fpr)
+/* A hier around a bit layer (taken over: freed on failure too). */
+static int wrap_layer(bk_hier **out, bk_blocked *layer, uint64_t *counters,
+                      int owns_counters)
 {
-    if (blocks > SIZE_MAX / 256) return BK_ESIZE;
+    bk__part part;
     bk_hier *f = bk__calloc(1, sizeof(*f));
-    if (f == NULL) goto fail;
-    f->bits = bk__calloc_aligned((size_t)blocks * 64);
-    if (f->bits == NULL) goto fail;
-    f->counters = bk__calloc_aligned((size_t)blocks * 256);
-    if (f->counters == NULL) goto fail;
+    if (f == NULL) {
+        bk_blocked_free(layer);
+        if (owns_counters) bk__free_aligned(counters);
+        return BK_ENOMEM;
+    }
     bk__object_init(&f->obj, &hier_ops);
-    f->owns_mem = 1;
-    f->blocks = blocks;
-    f->k = k;
-    f->seed = seed;
-    f->capacity = capacity;
-    f->target_fpr = fpr;
+    memset(&part, 0, sizeof(part));
+    bk__blocked_describe_part(layer, &part);
+    f->layer = layer;
+    f->bits = part.data;
+    f->counters = counters;
+    f->owns_mem = owns_counters;
+    f->blocks = bk_blocked_blocks(layer);
+    f->k = bk_blocked_hashes(layer);
+    f->seed = bk_blocked_seed(layer);
+    make_salts(f->salt);
     *out = f;
     return BK_OK;
+}
 
-fail:
-    if (f != NULL) bk__free_aligned(f->bits);
-    bk__free(f);
-    return BK_ENOMEM;
+static int create_filter(bk_hier **out, uint64_t capacity, double fpr, uint64_t seed)
+{
+    bk_blocked *layer;
+    int rc = bk_blocked_create(&layer, capacity, fpr, seed);
+    if (rc != BK_OK) return rc;
+    uint64_t blocks = bk_blocked_blocks(layer);
+    uint64_t *counters = blocks <= SIZE_MAX / 256 ? bk__calloc_aligned((size_t)blocks * 256) : NULL;
+    if (counters == NULL) {
+        bk_blocked_free(layer);
+        return blocks <= SIZE_MAX / 256 ? BK_ENOMEM : BK_ESIZE;
+    }
+    rc = wrap_layer(out, layer, counters, 1);
+    if (rc != BK_OK) return rc;
+    (*out)->capacity = capacity;
+    (*out)->target_fpr = fpr;
+    return BK_OK;
 }
 
 int bk_hier_create(bk_hier **out, uint64_t capacity, double fpr, uint64_t seed)
 {
-    uint64_t blocks;
-    uint32_t k;
     if (out == NULL) return BK_EINVAL;
     *out = NULL;
-    int rc = bk_hier_optimal(capacity, fpr, &blocks, &k);
+    int rc = bk_hier_optimal(capacity, fpr, NULL, NULL);
     if (rc != BK_OK) return rc;
-    return create_filter(out, blocks, k, seed, capacity, fpr);
+    return create_filter(out, capacity, fpr, seed);
 }
 
 void bk_hier_free(bk_hier *f)
 {
     if (f == NULL) return;
-    if (f->owns_mem) {
-        bk__free_aligned(f->bits);
-        bk__free_aligned(f->counters);
-    }
+    bk_blocked_free(f->layer);
+    if (f->owns_mem) bk__free_aligned(f->counters);
     bk__object_release(&f->obj);
     bk__free(f);
 }
@@ -282,7 +259,7 @@ int bk_hier_get_stats(const bk_hier *f, bk_delete_stats *out)
     out->table_bits = f->blocks * (512 + 2048);
     out->bits_per_key = f->capacity ? (double)out->table_bits / (double)f->capacity : 0.0;
     out->fpr_at_capacity =
-        f->capacity ? hier_fpr((double)f->capacity / (double)f->blocks, f->k) : 0.0;
+        f->capacity ? bk_blocked_fpr(f->capacity, f->blocks * BITS_PER_BLOCK, f->k) : 0.0;
     out->fpr_now = sum / (double)f->blocks;
     out->overflows = f->overflows;
     out->bytes = sizeof(*f) + (size_t)f->blocks * 320 + 2 * BK_CACHE_LINE;
@@ -321,7 +298,7 @@ static int64_t run_batch(bk_hier *f, const void *const *keys,
             BK_PREFETCH_READ(f->bits + b * BLOCK_WORDS);
             if (is_add) BK_PREFETCH_WRITE(f->counters + b * COUNTER_WORDS + (uint32_t)hn.hi % 4 * 8);
         }
-        int r = is_add ? add_hash(f, h) : bits_contain(f, h);
+        int r = is_add ? add_hash(f, h) : bits_contain(f, h); /* is_add: always 1 */
         hits += r;
         if (results != NULL) results[i] = (uint8_t)r;
     }
@@ -334,11 +311,10 @@ static int64_t ops_add_batch(void *f, const void *const *keys, const size_t *len
     return run_batch(f, keys, lens, n, results, 1);
 }
 
-static int64_t ops_contains_batch(const void *f, const void *const *keys,
+static int64_t ops_contains_batch(const void *vf, const void *const *keys,
                                   const size_t *lens, size_t n, uint8_t *results)
 {
-    /* run_batch writes nothing to f when is_add is 0 */
-    return run_batch((bk_hier *)f, keys, lens, n, results, 0);
+    return bk_blocked_contains_batch(((const bk_hier *)vf)->layer, keys, lens, n, results);
 }
 
 static uint64_t ops_seed(const void *f) { return ((const bk_hier *)f)->seed; }
@@ -348,7 +324,7 @@ static uint32_t ops_nparts(const void *f) { (void)f; return 2; }
 static void ops_clear(void *vf)
 {
     bk_hier *f = vf;
-    memset(f->bits, 0, (size_t)f->blocks * 64);
+    bk_blocked_clear(f->layer);
     memset(f->counters, 0, (size_t)f->blocks * 256);
     f->items = 0;
 }
@@ -357,11 +333,17 @@ static int ops_clone(const void *vf, void **out)
 {
     const bk_hier *src = vf;
     bk_hier *f;
-    int rc = create_filter(&f, src->blocks, src->k, src->seed, src->capacity,
-                           src->target_fpr);
+    int rc = create_filter(&f, src->capacity ? src->capacity : 1,
+                           src->target_fpr ? src->target_fpr : 0.5, src->seed);
+    if (rc == BK_OK && (f->blocks != src->blocks || f->k != src->k)) {
+        bk_hier_free(f);
+        rc = BK_ENOTSUP; /* only made from (capacity, fpr), so unreachable */
+    }
     if (rc != BK_OK) return rc;
     memcpy(f->bits, src->bits, (size_t)src->blocks * 64);
     memcpy(f->counters, src->counters, (size_t)src->blocks * 256);
+    f->capacity = src->capacity;
+    f->target_fpr = src->target_fpr;
     f->items = src->items;
     f->overflows = src->overflows;
     *out = f;
@@ -392,23 +374,22 @@ static int ops_create(const bk_filter_config *cfg, void **out)
     return bk_hier_create((bk_hier **)out, cfg->capacity, cfg->fpr, cfg->seed);
 }
 
-/* Image: two parts. Part 0, the bit layer: m = blocks, k, param = 512;
- * part 1, the counters: m = blocks, width = 4. Header param[0] = counters
- * stuck so far. */
+/* Image: two parts. Part 0, the bit layer: a blocked filter's part (family
+ * 2: m = 512 x blocks, k, param = 512); part 1, the counters: m = blocks,
+ * width = 4. Header param[0] = counters stuck so far. */
 static int ops_describe(const void *vf, bk__image *img)
 {
     const bk_hier *f = vf;
     bk__part *p = &img->parts[0], *q = &img->parts[1];
     img->seed = f->seed;
-    img->capacity = p->capacity = f->capacity;
-    img->fpr = p->fpr = f->target_fpr;
-    img->items = p->items = f->items;
+    img->capacity = f->capacity;
+    img->fpr = f->target_fpr;
+    img->items = f->items;
     img->param[0] = f->overflows;
-    p->m = f->blocks;
-    p->k = f->k;
-    p->param = BITS_PER_BLOCK;
-    p->data = f->bits;
-    p->length = f->blocks * 64;
+    bk__blocked_describe_part(f->layer, p);
+    p->capacity = f->capacity;
+    p->fpr = f->target_fpr;
+    p->items = f->items;
     q->m = f->blocks;
     q->width = 4;
     q->data = f->counters;
@@ -420,30 +401,25 @@ static int ops_restore(const bk__image *img, void **out)
 {
     if (img->nparts != 2) return BK_ECORRUPT;
     const bk__part *p = &img->parts[0], *q = &img->parts[1];
-    if (p->m == 0 || p->m > BK_HIER_MAX_BLOCKS || p->length != p->m * 64 ||
-        p->k == 0 || p->k > BK_HIER_MAX_HASHES || p->param != BITS_PER_BLOCK ||
-        q->m != p->m || q->width != 4 || q->length != p->m * 256)
-        return BK_ECORRUPT;
-    if (!bk__valid_stored_fpr(img->fpr) || (img->fpr == 0.0) != (img->capacity == 0))
+    if (p->m % BITS_PER_BLOCK != 0 || q->m != p->m / BITS_PER_BLOCK || q->width != 4 ||
+        q->length != q->m * 256 || p->capacity != img->capacity || p->fpr != img->fpr)
         return BK_ECORRUPT;
     /* the invariant: a bit is set exactly when its counter is nonzero */
     const uint64_t *bits = p->data, *counters = q->data;
-    for (uint64_t b = 0; b < p->m; b++) {
+    if (p->length != q->m * 64) return BK_ECORRUPT;
+    for (uint64_t b = 0; b < q->m; b++) {
         for (unsigned j = 0; j < BITS_PER_BLOCK; j++) {
             int bit = (int)((bits[b * BLOCK_WORDS + (j >> 6)] >> (j & 63)) & 1);
             if (bit != (counter_get(counters + b * COUNTER_WORDS, j) != 0))
                 return BK_ECORRUPT;
         }
     }
-    bk_hier *f = bk__calloc(1, sizeof(*f));
-    if (f == NULL) return BK_ENOMEM;
-    bk__object_init(&f->obj, &hier_ops);
-    f->bits = p->data;
-    f->counters = q->data;
-    f->owns_mem = 0;
-    f->blocks = p->m;
-    f->k = p->k;
-    f->seed = img->seed;
+    bk_blocked *layer;
+    int rc = bk__blocked_restore_part(p, img->seed, &layer);
+    if (rc != BK_OK) return rc;
+    bk_hier *f;
+    rc = wrap_layer(&f, layer, q->data, 0);
+    if (rc != BK_OK) return rc;
     f->capacity = img->capacity;
     f->target_fpr = img->fpr;
     f->items = img->items;

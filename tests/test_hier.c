@@ -101,6 +101,39 @@ static void test_model(void **state)
     run_model(300, 0.01, 6000, 100000, 13);
 }
 
+/* The bit layer is a blocked filter: the same keys give the same bits,
+ * so the same answers for 100000 absent keys; removing every key leaves
+ * no bit set. */
+static void test_layer_is_blocked(void **state)
+{
+    (void)state;
+    char key[TU_KEY_LEN];
+    bk_hier *h;
+    bk_blocked *b;
+    assert_int_equal(bk_hier_create(&h, 5000, 0.01, 77), BK_OK);
+    assert_int_equal(bk_blocked_create(&b, 5000, 0.01, 77), BK_OK);
+    bk_filter *f = bk_hier_as_filter(h);
+    for (uint64_t i = 0; i < 5000; i++) {
+        tu_key(key, i, 1);
+        bk_filter_add(f, key, sizeof(key));
+        bk_blocked_add(b, key, sizeof(key));
+    }
+    for (uint64_t i = 0; i < 100000; i++) {
+        tu_key(key, i, 2);
+        assert_int_equal(bk_filter_contains(f, key, sizeof(key)),
+                         bk_blocked_contains(b, key, sizeof(key)));
+    }
+    for (uint64_t i = 0; i < 5000; i++) {
+        tu_key(key, i, 1);
+        assert_int_equal(bk_filter_remove(f, key, sizeof(key)), BK_OK);
+    }
+    bk_delete_stats st;
+    assert_int_equal(bk_hier_get_stats(h, &st), BK_OK);
+    assert_true(st.fpr_now == 0.0);
+    bk_blocked_free(b);
+    bk_filter_free(f);
+}
+
 /* Counts up to 14 are exact for a lone key, 15 sticks: removes leave the
  * key present for ever, and the event is counted. */
 static void test_counts(void **state)
@@ -281,7 +314,7 @@ static int attempt_load(void *ctx)
 static void test_out_of_memory(void **state)
 {
     (void)state;
-    assert_int_equal(tu_oom_loop(attempt_create, NULL), 3);
+    assert_int_equal(tu_oom_loop(attempt_create, NULL), 4);
     bk_filter *src = make(100, 0.01, 1);
     bk_filter_add(src, "x", 1);
     tu_oom_loop(attempt_clone, src);
@@ -301,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_sizing),
         cmocka_unit_test(test_model),
         cmocka_unit_test(test_counts),
+        cmocka_unit_test(test_layer_is_blocked),
         cmocka_unit_test(test_fpr),
         cmocka_unit_test(test_batch_clone_format),
         cmocka_unit_test(test_out_of_memory),
