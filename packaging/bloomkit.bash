@@ -15,7 +15,7 @@ _bloomkit()
     if [ -z "$_bloomkit_commands" ]; then
         _bloomkit_commands=$("${COMP_WORDS[0]}" --help 2>/dev/null | awk '
             /^[A-Z][A-Z ]*$/ { in_cmds = ($0 == "COMMANDS"); next }
-            in_cmds && /^  [a-z][a-z-]* / { print $1 }')
+            in_cmds && /^  [a-z][a-z-]* / && !seen[$1]++ { print $1 }')
     fi
     cmd=
     for ((i = 1; i < COMP_CWORD; i++)); do

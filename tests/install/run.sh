@@ -51,7 +51,7 @@ strip() { sed -e 's/^ *//' -e 's/ *$//' -e '/^$/d'; }
 LC_ALL=C MANWIDTH=200 man -l "$man1/bloomkit.1" 2>/dev/null | strip > "$tmp/bloomkit.txt"
 commands=$("$prefix/bin/bloomkit" --help | awk '
     /^[A-Z][A-Z ]*$/ { in_cmds = ($0 == "COMMANDS"); next }
-    in_cmds && /^  [a-z][a-z-]* / { print $1 }')
+    in_cmds && /^  [a-z][a-z-]* / { print $1 }' | sort -u)
 [ -n "$commands" ] || fail "bloomkit --help lists no commands"
 for c in "" $commands; do
     if [ -z "$c" ]; then "$prefix/bin/bloomkit" --help; else "$prefix/bin/bloomkit" help "$c"; fi |
