@@ -462,6 +462,7 @@ static int no_current(bks_persist *p, int damaged, uint64_t *snap, char *err, si
         for (size_t i = 0; i < logs.n && n < sizeof list - 40; i++)
             n += (size_t)snprintf(list + n, sizeof list - n, "%sappendonly-%" PRIu64 ".log",
                                   n ? ", " : "", logs.gens[i]);
+        if (n == 0) snprintf(list, sizeof list, "no snapshot and no log");
         if (!damaged)
             pst_errf(err, errlen, "%s/CURRENT (the manifest) is missing, but the directory "
                      "holds data files: %s. Refusing to start empty; nothing was changed. "
