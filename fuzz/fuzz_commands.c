@@ -408,8 +408,9 @@ static size_t fh_memory_left(void *host)
     return used >= MEMORY_BUDGET ? 0 : MEMORY_BUDGET - used;
 }
 
-static const bkc_host_vt fake_vt = {fh_open,    fh_kind,  fh_value,  fh_set,
-                                    fh_resized, fh_close, fh_wrote, fh_memory_left};
+static const bkc_host_vt fake_vt = {fh_open,    fh_kind,  fh_value, fh_set,
+                                    fh_resized, fh_close, fh_wrote, fh_memory_left,
+                                    NULL /* open_error: the generic text */};
 
 static void host_init(fake_host *h)
 {

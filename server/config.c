@@ -476,6 +476,10 @@ static int apply_runtime(const opt *o, const bks_config *nc)
     } else if (!strcmp(o->name, "slowlog-log-slower-than")) {
         __atomic_store_n(&c->slowlog_log_slower_than, nc->slowlog_log_slower_than,
                          __ATOMIC_RELAXED);
+    } else if (!strcmp(o->name, "appendfsync")) {
+        if (bks_persist_set_fsync(g_srv.persist, nc->appendfsync) < 0)
+            return -1;
+        c->appendfsync = nc->appendfsync;
     } else if (!strcmp(o->name, "slowlog-max-len")) {
         __atomic_store_n(&c->slowlog_max_len, nc->slowlog_max_len, __ATOMIC_RELAXED);
     } else {
@@ -487,7 +491,8 @@ static int apply_runtime(const opt *o, const bks_config *nc)
 static int runtime_settable(const opt *o)
 {
     static const char *names[] = {"loglevel", "maxmemory", "requirepass", "maxclients",
-                                  "slowlog-log-slower-than", "slowlog-max-len"};
+                                  "slowlog-log-slower-than", "slowlog-max-len",
+                                  "appendfsync"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(o->name, names[i]))
             return 1;
@@ -519,7 +524,11 @@ int bks_config_set(const char *name, const char *value, char *err, size_t errlen
                  o->name, msg);
         return -1;
     }
-    apply_runtime(o, &nc);
+    if (apply_runtime(o, &nc) < 0) {
+        snprintf(err, errlen, "ERR CONFIG SET failed (possibly related to argument '%s') - "
+                              "cannot apply it (see the server log)", o->name);
+        return -1;
+    }
     bks_log(BKS_LOG_INFO, "CONFIG SET %s", o->name);
     return 0;
 }

@@ -141,6 +141,23 @@ uint64_t bks_persist_lastsave(const bks_persist *p)
     return p ? atomic_load(&((bks_persist *)p)->lastsave) : 0;
 }
 
+int bks_persist_set_fsync(bks_persist *p, bks_fsync mode)
+{
+    if (p == NULL) return 0;
+    pthread_mutex_lock(&p->mu);
+    p->fsync_mode = mode;
+    int start = mode == BKS_FSYNC_EVERYSEC && !p->have_syncer;
+    if (start) p->have_syncer = 1;
+    pthread_mutex_unlock(&p->mu);
+    if (start && pthread_create(&p->syncer, NULL, pst_syncer_main, p) != 0) {
+        pthread_mutex_lock(&p->mu);
+        p->have_syncer = 0;
+        pthread_mutex_unlock(&p->mu);
+        return -1;
+    }
+    return 0;
+}
+
 int bks_persist_bgsave_in_progress(bks_persist *p)
 {
     /* ctl_mu is held only briefly (BGSAVE's start, the tick's reaping) or

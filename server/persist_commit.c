@@ -156,7 +156,9 @@ void *pst_syncer_main(void *arg)
         ts.tv_sec += 1;
         pthread_cond_timedwait(&p->stop_cv, &p->mu, &ts);
         if (p->stopping) break;
-        if (p->written <= p->synced || p->broken || p->fd < 0) continue;
+        if (p->written <= p->synced || p->broken || p->fd < 0 ||
+            p->fsync_mode != BKS_FSYNC_EVERYSEC)   /* CONFIG SET appendfsync changed it */
+            continue;
         uint64_t target = p->written;
         int fd = p->fd;
         p->bg_syncing = 1;

@@ -190,6 +190,9 @@ void bks_persist_info(bks_persist *p, char *buf, size_t cap);
 /* INFO rdb_bgsave_in_progress: 1 while a snapshot child runs, 0 when none,
  * -1 when that cannot be told without waiting (ask again). */
 int bks_persist_bgsave_in_progress(bks_persist *p);
+/* CONFIG SET appendfsync: the mode from the next write on (starts the
+ * everysec thread if there is none). Call with the server paused. 0 or -1. */
+int bks_persist_set_fsync(bks_persist *p, bks_fsync mode);
 /* bloomkit-server --check-data: verify the data directory cfg->dir fully
  * (CURRENT, every snapshot frame and payload checksum, every log record)
  * without changing it; a report on out. Returns 0 when all is sound, 1
