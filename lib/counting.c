@@ -58,6 +58,25 @@
 #include "filter.h"
 #include "hash.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#  define BK_COUNTING_X86 1
+#  include <immintrin.h> /* AVX-512 intrinsics, used in target() functions */
+#else
+#  define BK_COUNTING_X86 0
+#endif
+
+/* ThreadSanitizer builds read lines through atomics only (as blocked.c). */
+#if defined(__SANITIZE_THREAD__)
+#  define BK_COUNTING_TSAN 1
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define BK_COUNTING_TSAN 1
+#  endif
+#endif
+#ifndef BK_COUNTING_TSAN
+#  define BK_COUNTING_TSAN 0
+#endif
+
 /*==========================================================================
  * Types
  *==========================================================================*/
@@ -205,6 +224,95 @@ static void draw_slow(const bk_counting *f, bk_hash h, key_counters *kc)
     }
 }
 
+/*--------------------------------------------------------------------------
+ * AVX-512 (F and CD): with k <= 8 the first k draws of h.hi sit in 64-bit
+ * lanes after one variable shift; vpconflictq finds a repeat among them
+ * (then the scalar general draw runs), and a lookup fetches each lane's
+ * word of the line with one permute, shifts its field down and tests all
+ * lanes at once. Used when the process-wide SIMD level (bk_blocked_
+ * set_simd_level) is AVX-512 and the CPU has AVX512CD; the same counters as
+ * the scalar code, so answers never depend on the path. A line read with
+ * one vector load is safe beside concurrent writers for the reason given
+ * in blocked.c (each aligned 8-byte element is read whole); TSan builds
+ * assemble it from relaxed atomic loads.
+ *--------------------------------------------------------------------------*/
+
+#if BK_COUNTING_X86
+static const int64_t DRAW_SHIFTS[2][8] = {
+    {0, 7, 14, 21, 28, 35, 42, 49}, /* 4-bit counters: 7-bit draws */
+    {0, 6, 12, 18, 24, 30, 36, 42}, /* 8-bit counters: 6-bit draws */
+};
+
+static int simd_supported = -1; /* -1: not detected yet */
+
+static int use_simd(const bk_counting *f)
+{
+    int ok = __atomic_load_n(&simd_supported, __ATOMIC_RELAXED);
+    if (BK_UNLIKELY(ok < 0)) {
+        __builtin_cpu_init();
+        ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd");
+        __atomic_store_n(&simd_supported, ok, __ATOMIC_RELAXED);
+    }
+    return ok && f->k <= 8 && bk_blocked_simd_level() == BK_SIMD_AVX512;
+}
+
+/* The k counters' bit offsets in lanes 0..k-1, or 0 when two of the first
+ * k draws repeat (the general draw decides then). */
+__attribute__((target("avx512f,avx512cd")))
+static inline int offsets_avx512(const bk_counting *f, bk_hash h, __m512i *offsets)
+{
+    const width_info *w = f->width;
+    const __mmask8 live = (__mmask8)((1u << f->k) - 1);
+    __m512i shifts = _mm512_loadu_si512((const void *)DRAW_SHIFTS[w->bits == 8]);
+    __m512i c = _mm512_and_si512(
+        _mm512_srlv_epi64(_mm512_set1_epi64((long long)h.hi), shifts),
+        _mm512_set1_epi64((long long)((1u << w->counters_log2) - 1)));
+    __m512i conflicts = _mm512_maskz_conflict_epi64(live, c);
+    if (_mm512_test_epi64_mask(conflicts, conflicts) != 0) return 0;
+    *offsets = w->bits == 8 ? _mm512_slli_epi64(c, 3) : _mm512_slli_epi64(c, 2);
+    return 1;
+}
+
+__attribute__((target("avx512f")))
+static inline __m512i load_line_avx512(const uint64_t *line)
+{
+#if BK_COUNTING_TSAN
+    return _mm512_setr_epi64((long long)bk__load64(&line[0]), (long long)bk__load64(&line[1]),
+                             (long long)bk__load64(&line[2]), (long long)bk__load64(&line[3]),
+                             (long long)bk__load64(&line[4]), (long long)bk__load64(&line[5]),
+                             (long long)bk__load64(&line[6]), (long long)bk__load64(&line[7]));
+#else
+    return _mm512_load_si512((const void *)line);
+#endif
+}
+
+/* Sets *present; returns 0 (nothing set) when the general draw must run. */
+__attribute__((target("avx512f,avx512cd")))
+static int contains_avx512(const bk_counting *f, bk_hash h, int *present)
+{
+    __m512i off;
+    if (!offsets_avx512(f, h, &off)) return 0;
+    const __mmask8 live = (__mmask8)((1u << f->k) - 1);
+    __m512i words = _mm512_permutexvar_epi64(_mm512_srli_epi64(off, 6),
+                                             load_line_avx512(block_of(f, h)));
+    __m512i field = _mm512_and_si512(
+        _mm512_srlv_epi64(words, _mm512_and_si512(off, _mm512_set1_epi64(63))),
+        _mm512_set1_epi64((long long)f->width->max));
+    *present = _mm512_mask_testn_epi64_mask(live, field, field) == 0;
+    return 1;
+}
+
+/* The fast draw into kc; 0 when the general draw must run. */
+__attribute__((target("avx512f,avx512cd")))
+static int draw_avx512(const bk_counting *f, bk_hash h, key_counters *kc)
+{
+    __m512i off;
+    if (!offsets_avx512(f, h, &off)) return 0;
+    _mm_storeu_si128((__m128i *)(void *)kc->offset, _mm512_cvtepi64_epi16(off));
+    return 1;
+}
+#endif /* BK_COUNTING_X86 */
+
 /* The same counters, fast: when k draws fit in h.hi (k <= 64 / log2(C):
  * 9 for 4-bit and 10 for 8-bit counters, every rate down to ~0.2%) and
  * none repeats (85-90% of keys at k = 6 or 7), the general draw takes
@@ -215,6 +323,13 @@ static inline void draw(const bk_counting *f, bk_hash h, key_counters *kc)
     const width_info *w = f->width;
     const uint32_t draw_bits = w->counters_log2;
     kc->block = block_of(f, h);
+#if BK_COUNTING_X86
+    if (use_simd(f)) {
+        if (BK_LIKELY(draw_avx512(f, h, kc))) return;
+        draw_slow(f, h, kc);
+        return;
+    }
+#endif
     if (f->k <= w->draws_per_word) {
         const uint64_t draw_mask = (UINT64_C(1) << draw_bits) - 1;
         uint64_t pool = h.hi, taken[2] = {0, 0}, repeat = 0;
@@ -551,6 +666,10 @@ int bk_counting_remove_hash(bk_counting *f, bk_hash h)
 
 int bk_counting_contains_hash(const bk_counting *f, bk_hash h)
 {
+#if BK_COUNTING_X86
+    int present;
+    if (use_simd(f) && BK_LIKELY(contains_avx512(f, h, &present))) return present;
+#endif
     key_counters kc;
     draw(f, h, &kc);
     return all_nonzero(f, &kc);

@@ -352,7 +352,7 @@ static void test_fpr_after_removals(void **state)
  *==========================================================================*/
 
 /*==========================================================================
- * Layout and write modes
+ * Layout, code paths and write modes
  *==========================================================================*/
 
 /* An independent model of the documented counter choice (lib/counting.c,
@@ -408,8 +408,11 @@ static void test_layout_matches_model(void **state)
 {
     (void)state;
     const uint64_t blocks = 3, n = 40;
-    static const uint32_t ks[] = {1, 3, 7, 9, 10, 11, 16, 32};
+    static const uint32_t ks[] = {1, 3, 7, 8, 9, 10, 11, 16, 32};
+    /* every SIMD level (the AVX-512 one has its own draw and lookup) */
+    for (int level = BK_SIMD_SCALAR; level <= bk_blocked_simd_best(); level++)
     for (size_t wi = 0; wi < 2; wi++) {
+        assert_true(bk_blocked_set_simd_level(level) >= 0);
         uint32_t bits = widths[wi];
         for (size_t ki = 0; ki < sizeof(ks) / sizeof(ks[0]); ki++) {
             uint32_t k = ks[ki];
@@ -449,11 +452,24 @@ static void test_layout_matches_model(void **state)
                                      model[b][j]);
                     }
                 }
+                /* lookups agree with the model: present iff all k
+                 * counters are nonzero */
+                for (uint64_t i = 0; i < 2000; i++) {
+                    tu_key(key, i, 2);
+                    uint64_t b = model_counters(bk_hash_key(key, sizeof(key), 21),
+                                                blocks, bits, k, c);
+                    int want = 1;
+                    for (uint32_t j = 0; j < k; j++) want &= model[b][c[j]] != 0;
+                    if (bk_counting_contains(f, key, sizeof(key)) != want)
+                        fail_msg("w=%u k=%u level %d: lookup %llu differs from the model",
+                                 bits, k, level, (unsigned long long)i);
+                }
                 free(bytes);
                 bk_counting_free(f);
             }
         }
     }
+    assert_true(bk_blocked_set_simd_level(bk_blocked_simd_best()) >= 0);
 }
 
 /* Both write modes, single and batch adds, store the same bytes and give
@@ -475,13 +491,16 @@ static void test_write_modes_identical(void **state)
     for (size_t wi = 0; wi < 2; wi++) {
         bk_counting *ref;
         uint64_t ref_len, len;
+        assert_true(bk_blocked_set_simd_level(BK_SIMD_SCALAR) >= 0);
         assert_int_equal(bk_counting_create(&ref, N / 2, 0.01, widths[wi], 5), BK_OK);
         for (uint64_t i = 0; i < N; i++)
             want[i] = (uint8_t)bk_counting_add(ref, keys[i], lens[i]);
         unsigned char *ref_bytes = payload_of(ref, &ref_len);
+        for (int level = BK_SIMD_SCALAR; level <= bk_blocked_simd_best(); level++)
         for (int mode = 0; mode <= 1; mode++) {
             for (int batch = 0; batch <= 1; batch++) {
                 bk_counting *f;
+                assert_true(bk_blocked_set_simd_level(level) >= 0);
                 assert_int_equal(bk_counting_create(&f, N / 2, 0.01, widths[wi], 5), BK_OK);
                 assert_int_equal(bk_counting_set_single_writer(f, mode), BK_OK);
                 assert_int_equal(bk_counting_single_writer(f), mode);
@@ -509,6 +528,7 @@ static void test_write_modes_identical(void **state)
                 bk_counting_free(f);
             }
         }
+        assert_true(bk_blocked_set_simd_level(bk_blocked_simd_best()) >= 0);
         /* removes: both modes end with the same bytes */
         bk_counting *g[2];
         unsigned char *after[2];
