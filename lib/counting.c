@@ -345,6 +345,37 @@ static inline void draw(const bk_counting *f, bk_hash h, key_counters *kc)
     draw_slow(f, h, kc);
 }
 
+/* The scalar lookup for k <= draws per word, with the width's constants
+ * (bits, draw_bits, max) inlined: the draw of draw() fused with the field
+ * tests of all_nonzero(), branch-free on the line's data. Returns 0 (and
+ * sets nothing) when two of the k draws repeat: the general draw decides. */
+__attribute__((always_inline))
+static inline int contains_fast_width(const bk_counting *f, bk_hash h,
+                                      int *present, const uint32_t bits,
+                                      const uint32_t draw_bits, const uint64_t max)
+{
+    const uint64_t *block = block_of(f, h);
+    uint64_t pool = h.hi, taken[2] = {0, 0}, repeat = 0, zero = 0;
+    for (uint32_t i = 0; i < f->k; i++) {
+        uint32_t c = (uint32_t)(pool & ((UINT64_C(1) << draw_bits) - 1));
+        pool >>= draw_bits;
+        repeat |= taken[c >> 6] >> (c & 63);
+        taken[c >> 6] |= UINT64_C(1) << (c & 63);
+        uint32_t at = c * bits;
+        zero |= ((bk__load64(&block[at >> 6]) >> (at & 63)) & max) == 0;
+    }
+    if (BK_UNLIKELY(repeat & 1)) return 0;
+    *present = zero == 0;
+    return 1;
+}
+
+static inline int contains_fast(const bk_counting *f, bk_hash h, int *present)
+{
+    if (f->k > f->width->draws_per_word) return 0;
+    return f->width->bits == 4 ? contains_fast_width(f, h, present, 4, 7, 15)
+                               : contains_fast_width(f, h, present, 8, 6, 255);
+}
+
 /* The value of the counter at bit offset `at` of a word. */
 static inline uint64_t field_at(const width_info *w, uint64_t word, uint32_t at)
 {
@@ -666,9 +697,15 @@ int bk_counting_remove_hash(bk_counting *f, bk_hash h)
 
 int bk_counting_contains_hash(const bk_counting *f, bk_hash h)
 {
-#if BK_COUNTING_X86
     int present;
-    if (use_simd(f) && BK_LIKELY(contains_avx512(f, h, &present))) return present;
+#if BK_COUNTING_X86
+    if (use_simd(f)) {
+        if (BK_LIKELY(contains_avx512(f, h, &present))) return present;
+    } else if (BK_LIKELY(contains_fast(f, h, &present))) {
+        return present;
+    }
+#else
+    if (BK_LIKELY(contains_fast(f, h, &present))) return present;
 #endif
     key_counters kc;
     draw(f, h, &kc);
