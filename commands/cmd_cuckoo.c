@@ -4,8 +4,11 @@
  * A CF key holds a chain of cuckoo filters ("stages"). Stage i is sized for
  * capacity * expansion^i items with the chain's bucket size and max
  * iterations (RedisBloom's defaults: 2 and 20; expansion 1 adds stages of
- * the first one's size; expansion 0 never grows). Fingerprints are sized
- * for a false-positive rate of at most CF_STAGE_FPR at full load.
+ * the first one's size; expansion 0 never grows). A stage is sized as
+ * RedisBloom sizes it: capacity / bucket size buckets (integer division)
+ * rounded up to a power of two, 8-bit fingerprints (with bucket size 2
+ * stored as 15-bit pairs, lib/cuckoo.c), so it reports full at about its
+ * capacity, and CF.INFO's buckets and (smaller) Size follow RedisBloom's.
  *
  * Adds go to the newest stage; when it is full (or holds too many copies
  * of the key), a new stage is added if the expansion and the stage cap
@@ -28,7 +31,6 @@
 /* the defaults of a new chain: bkc_defaults_in_force (command.c) */
 #define CF_MAX_EXPANSION 32768
 #define CF_MAX_ITERATIONS 65535
-#define CF_STAGE_FPR 0.01
 
 #define ERR_BAD_CAPACITY "ERR bad capacity"
 #define ERR_SMALL_CAPACITY "Capacity must be at least (BucketSize * 2)"
@@ -44,22 +46,24 @@
  * Stages
  *==========================================================================*/
 
-uint64_t bkc__cf_stage_bytes(uint64_t capacity, uint32_t bucket_size)
-{
-    uint64_t buckets = 0;
-    uint32_t fp = 0;
-    if (bk_cuckoo_optimal(capacity, CF_STAGE_FPR, bucket_size, 0, &buckets, &fp) != BK_OK)
-        return UINT64_MAX;
-    if (buckets > UINT64_MAX / (bucket_size * (uint64_t)fp)) return UINT64_MAX;
-    return buckets * bucket_size * fp / 8 + 256;
-}
+#define CF_FP_BITS 8 /* RedisBloom's fingerprints */
 
+/* RedisBloom's bucket count: capacity / bucket size, rounded up to a power
+ * of two (0 when that exceeds BK_CUCKOO_MAX_BUCKETS). */
 static uint64_t stage_buckets(uint64_t capacity, uint32_t bucket_size)
 {
-    uint64_t buckets = 0;
-    if (bk_cuckoo_optimal(capacity, CF_STAGE_FPR, bucket_size, 0, &buckets, NULL) != BK_OK)
-        return 0;
-    return buckets;
+    uint64_t want = capacity / bucket_size, buckets = 1;
+    while (buckets < want && buckets <= BK_CUCKOO_MAX_BUCKETS) buckets <<= 1;
+    return buckets > BK_CUCKOO_MAX_BUCKETS ? 0 : buckets;
+}
+
+/* Bytes of a stage, for the memory checks before it is made: its table
+ * plus a handle allowance (bk_cuckoo_bytes is exact once it exists). */
+uint64_t bkc__cf_stage_bytes(uint64_t capacity, uint32_t bucket_size)
+{
+    uint64_t buckets = stage_buckets(capacity, bucket_size);
+    if (buckets == 0) return UINT64_MAX;
+    return buckets * bucket_size * CF_FP_BITS / 8 + 128;
 }
 
 /* Capacity of stage i, or 0 when it overflows. */
@@ -75,16 +79,15 @@ static uint64_t stage_capacity(const bkc_value *v, uint32_t i)
 
 int bkc__cf_stage_create(const bkc_value *v, uint32_t stage, bk_filter **out)
 {
-    bk_filter_config cfg;
-    bk_filter_config_init(&cfg);
-    cfg.family = BK_FAMILY_CUCKOO;
-    cfg.capacity = stage_capacity(v, stage);
-    if (cfg.capacity == 0) return BK_ESIZE;
-    cfg.fpr = CF_STAGE_FPR;
-    cfg.bucket_size = v->cf_bucket_size;
-    cfg.max_kicks = v->cf_max_iterations;
-    cfg.seed = BK_DEFAULT_SEED;
-    return bk_filter_create(out, &cfg);
+    bk_cuckoo *f = NULL;
+    uint64_t capacity = stage_capacity(v, stage);
+    uint64_t buckets = capacity ? stage_buckets(capacity, v->cf_bucket_size) : 0;
+    *out = NULL;
+    if (buckets == 0) return BK_ESIZE;
+    int rc = bk_cuckoo_create_params(&f, buckets, v->cf_bucket_size, CF_FP_BITS,
+                                     v->cf_max_iterations, BK_DEFAULT_SEED);
+    if (rc == BK_OK) *out = bk_cuckoo_as_filter(f);
+    return rc;
 }
 
 /* NULL when `bytes` more fit in memory, else the error text. */

@@ -17,6 +17,14 @@
  *   fingerprint can move to its other bucket without its key. The mask, not
  *   fastrange, is what makes the XOR an involution: hence B a power of two.
  *
+ * Paired buckets (b = 2, f = 8: RedisBloom's default shape)
+ *   Two 8-bit slots are stored as one 15-bit code: fingerprints take the
+ *   values 1..254, a bucket is the unordered pair {x <= y} of its slots
+ *   (0 = empty) and its code is y (y + 1) / 2 + x < 32640 <= 2^15, so the
+ *   table is 15 bits a bucket instead of 16 (the semi-sorting of Fan et
+ *   al., section 5.2, for two slots). Slot 0 is the smaller fingerprint, so
+ *   writing one slot may reorder the bucket: relocation undoes by value.
+ *
  * False positives
  *   An absent key matches when one of the up to 2b fingerprints in its two
  *   buckets equals its own: fpr = 1 - (1 - 1/(2^f - 1))^(2 b load)
@@ -33,8 +41,9 @@
  *   higher loads than the paper's pure random walk for the same budget);
  *   failing that it evicts a resident chosen by the filter's own PRNG, puts
  *   the homeless fingerprint in its place and carries the evicted one to
- *   its other bucket. Every eviction is logged in a path buffer allocated
- *   with the filter (max_kicks entries). After max_kicks steps without a
+ *   its other bucket. Every eviction is logged (the bucket, the fingerprint
+ *   placed and the one evicted; on the stack up to 512 steps, else in a
+ *   buffer allocated for that add). After max_kicks steps without a
  *   free slot the log is replayed backwards, restoring the table exactly,
  *   and the add returns BK_EFULL: nothing stored is ever lost, and a later
  *   add may still succeed. The table reaches about 88% (b = 2), 97% (b = 4)
@@ -49,13 +58,19 @@
  * Concurrency
  *   Lookups read and write nothing shared: any number may run at once.
  *   Writers change several slots (a relocation path) non-atomically and use
- *   the filter's PRNG and path buffer, so they need external serialisation
+ *   the filter's PRNG, so they need external serialisation
  *   against each other and against readers (a reader-writer lock). The
  *   server's single-threaded event loop needs nothing.
  *
+ * Memory (bk_cuckoo_bytes: bytes asked of the allocator)
+ *   One allocation: the 104-byte handle, the table and 8 bytes of padding;
+ *   a loaded filter counts the payload block it borrows instead. So
+ *   RedisBloom's CF.RESERVE k 1000 (512 buckets of 2, 8-bit fingerprints)
+ *   is 104 + 960 + 8 = 1072 bytes.
+ *
  * What it cannot do
- *   Grow (a later issue stacks filters), hold more than 2b copies of a key,
- *   or tell a false positive from a present key on remove.
+ *   Grow (the CF commands chain filters), hold more than 2b copies of a
+ *   key, or tell a false positive from a present key on remove.
  */
 #include <math.h>   /* expm1, log1p */
 #include <string.h> /* memset, memcpy */
@@ -69,29 +84,32 @@
 
 typedef struct kick {
     uint64_t bucket;
-    uint32_t slot;
-    uint32_t evicted; /* the fingerprint the slot held before */
+    uint32_t placed;  /* the fingerprint put into the bucket */
+    uint32_t evicted; /* the one it replaced */
 } kick;
 
 struct bk_cuckoo {
-    bk__object obj;           /* first: a bk_cuckoo is also a bk_filter */
-    unsigned char *table;  /* table_bytes + 8, 64-byte aligned */
-    size_t table_bytes;    /* ceil(buckets b f / 8) */
-    uint64_t buckets;      /* power of two */
-    uint64_t mask;         /* buckets - 1 */
-    uint32_t b;            /* slots per bucket */
-    uint32_t f;            /* fingerprint bits */
-    uint64_t fp_mask;      /* 2^f - 1 */
-    uint32_t max_kicks;
+    bk__object obj;        /* first: a bk_cuckoo is also a bk_filter */
+    unsigned char *table;  /* table_bytes(f) + 8: after the struct, or borrowed */
+    uint64_t mask;         /* buckets - 1 (buckets a power of two) */
     uint64_t seed;
     uint64_t capacity;     /* 0 if unknown */
     double target_fpr;     /* 0 if unknown */
     uint64_t items;
     uint64_t relocations;
     uint64_t rng;          /* xorshift64 state of the eviction choice */
-    kick *path;            /* max_kicks entries */
-    int owns_mem;             /* 0 when the arrays live in a loaded block or mapping */
+    uint32_t max_kicks;
+    uint8_t b;             /* slots per bucket */
+    uint8_t f;             /* fingerprint bits */
+    uint8_t paired;        /* b = 2, f = 8 as 15-bit pair codes */
+    uint8_t owns_mem;      /* 0 when the table lives in a loaded block or mapping */
 };
+
+#define PAIR_BITS 15
+#define PAIR_VALUES 254    /* fingerprints 1..254 in a paired bucket */
+#define PAIR_CODES 32640   /* 255 * 256 / 2 */
+#define PART_PAIRED 1u     /* part flags: the table holds pair codes */
+#define PATH_STACK 512     /* relocation log entries kept on the stack */
 
 static const bk__family_ops cuckoo_ops; /* at the end of this file */
 
@@ -145,38 +163,113 @@ static inline void store_le64(unsigned char *p, uint64_t v)
     memcpy(p, &v, sizeof(v));
 }
 
+static inline uint64_t buckets_of(const bk_cuckoo *f) { return f->mask + 1; }
+static inline uint64_t fp_mask_of(const bk_cuckoo *f) { return (UINT64_C(1) << f->f) - 1; }
+
+static inline uint64_t bucket_bits(uint32_t b, uint32_t fbits, int paired)
+{
+    return paired ? PAIR_BITS : (uint64_t)b * fbits;
+}
+
+/* ceil(buckets * bits per bucket / 8) */
+static inline uint64_t table_bytes_for(uint64_t buckets, uint32_t b, uint32_t fbits,
+                                       int paired)
+{
+    return (buckets * bucket_bits(b, fbits, paired) + 7) / 8;
+}
+
+static inline size_t table_bytes(const bk_cuckoo *f)
+{
+    return (size_t)table_bytes_for(buckets_of(f), f->b, f->f, f->paired);
+}
+
+/* An n-bit field (n <= 32) at bit offset pos of the table. */
+static inline uint32_t get_bits(const bk_cuckoo *f, uint64_t pos, uint32_t n)
+{
+    return (uint32_t)((load_le64(f->table + (pos >> 3)) >> (pos & 7)) &
+                      ((UINT64_C(1) << n) - 1));
+}
+
+static inline void set_bits(bk_cuckoo *f, uint64_t pos, uint32_t n, uint32_t v)
+{
+    unsigned char *p = f->table + (pos >> 3);
+    unsigned shift = (unsigned)(pos & 7);
+    uint64_t m = ((UINT64_C(1) << n) - 1) << shift;
+    store_le64(p, (load_le64(p) & ~m) | ((uint64_t)v << shift));
+}
+
+/* The pair code of a bucket and back: code = y (y + 1) / 2 + x, x <= y. */
+static inline void pair_decode(uint32_t code, uint32_t out[2])
+{
+    uint32_t y = (uint32_t)((sqrt(8.0 * code + 1.0) - 1.0) / 2.0);
+    while (y * (y + 1) / 2 > code) y--;
+    while ((y + 1) * (y + 2) / 2 <= code) y++;
+    out[0] = code - y * (y + 1) / 2;
+    out[1] = y;
+}
+
+static inline uint32_t pair_encode(uint32_t x, uint32_t y)
+{
+    if (x > y) {
+        uint32_t t = x;
+        x = y;
+        y = t;
+    }
+    return y * (y + 1) / 2 + x;
+}
+
+/* All b slots of a bucket. */
+static inline void load_bucket(const bk_cuckoo *f, uint64_t bucket, uint32_t *out)
+{
+    if (f->paired) {
+        pair_decode(get_bits(f, bucket * PAIR_BITS, PAIR_BITS), out);
+        return;
+    }
+    for (uint32_t s = 0; s < f->b; s++)
+        out[s] = get_bits(f, (bucket * f->b + s) * f->f, f->f);
+}
+
 static inline uint32_t get_slot(const bk_cuckoo *f, uint64_t bucket,
                                 uint32_t slot)
 {
-    uint64_t pos = (bucket * f->b + slot) * f->f;
-    return (uint32_t)((load_le64(f->table + (pos >> 3)) >> (pos & 7)) &
-                      f->fp_mask);
+    if (f->paired) {
+        uint32_t pair[2];
+        load_bucket(f, bucket, pair);
+        return pair[slot];
+    }
+    return get_bits(f, (bucket * f->b + slot) * f->f, f->f);
 }
 
+/* Write slot `slot`; in a paired bucket the two slots may swap places. */
 static inline void set_slot(bk_cuckoo *f, uint64_t bucket, uint32_t slot,
                             uint32_t fp)
 {
-    uint64_t pos = (bucket * f->b + slot) * f->f;
-    unsigned char *p = f->table + (pos >> 3);
-    unsigned shift = (unsigned)(pos & 7);
-    uint64_t w = load_le64(p);
-    w = (w & ~(f->fp_mask << shift)) | ((uint64_t)fp << shift);
-    store_le64(p, w);
+    if (f->paired) {
+        uint32_t pair[2];
+        load_bucket(f, bucket, pair);
+        pair[slot] = fp;
+        set_bits(f, bucket * PAIR_BITS, PAIR_BITS, pair_encode(pair[0], pair[1]));
+        return;
+    }
+    set_bits(f, (bucket * f->b + slot) * f->f, f->f, fp);
 }
 
 /* First slot of bucket holding fp (0: an empty slot), or -1. */
 static inline int find_slot(const bk_cuckoo *f, uint64_t bucket, uint32_t fp)
 {
+    uint32_t slots[8];
+    load_bucket(f, bucket, slots);
     for (uint32_t s = 0; s < f->b; s++)
-        if (get_slot(f, bucket, s) == fp) return (int)s;
+        if (slots[s] == fp) return (int)s;
     return -1;
 }
 
 static inline uint32_t count_in(const bk_cuckoo *f, uint64_t bucket,
                                 uint32_t fp)
 {
-    uint32_t n = 0;
-    for (uint32_t s = 0; s < f->b; s++) n += get_slot(f, bucket, s) == fp;
+    uint32_t slots[8], n = 0;
+    load_bucket(f, bucket, slots);
+    for (uint32_t s = 0; s < f->b; s++) n += slots[s] == fp;
     return n;
 }
 
@@ -208,7 +301,7 @@ static inline uint64_t alt_bucket(const bk_cuckoo *f, uint64_t bucket,
 static inline position locate(const bk_cuckoo *f, bk_hash h)
 {
     position p;
-    p.fp = (uint32_t)(1 + bk__fastrange64(h.hi, f->fp_mask));
+    p.fp = (uint32_t)(1 + bk__fastrange64(h.hi, f->paired ? PAIR_VALUES : fp_mask_of(f)));
     p.i1 = h.lo & f->mask;
     p.i2 = alt_bucket(f, p.i1, p.fp);
     return p;
@@ -236,11 +329,19 @@ static inline int put_if_room(bk_cuckoo *f, uint64_t bucket, uint32_t fp)
     return 1;
 }
 
-/* Place fp, homeless, starting from the full bucket `bucket`. BK_OK or
- * BK_EFULL with the table exactly as before. */
+/* Place fp, homeless, starting from the full bucket `bucket`. BK_OK, or
+ * BK_EFULL (or BK_ENOMEM for a log of more than PATH_STACK steps) with the
+ * table exactly as before. */
 static int relocate(bk_cuckoo *f, uint64_t bucket, uint32_t fp)
 {
+    kick stack_path[PATH_STACK];
+    kick *path = stack_path;
+    if (f->max_kicks > PATH_STACK) {
+        path = bk__malloc((size_t)f->max_kicks * sizeof(kick));
+        if (path == NULL) return BK_ENOMEM;
+    }
     uint32_t depth = 0;
+    int rc = BK_EFULL;
     for (uint32_t step = 0; step < f->max_kicks; step++) {
         /* lookahead: a resident whose other bucket has room */
         for (uint32_t s = 0; s < f->b; s++) {
@@ -248,27 +349,30 @@ static int relocate(bk_cuckoo *f, uint64_t bucket, uint32_t fp)
             if (put_if_room(f, alt_bucket(f, bucket, resident), resident)) {
                 set_slot(f, bucket, s, fp);
                 f->relocations += depth + 1;
-                return BK_OK;
+                rc = BK_OK;
+                goto done;
             }
         }
         /* evict a random resident and carry it to its other bucket */
         uint32_t s = (uint32_t)(next_random(f) % f->b);
         uint32_t evicted = get_slot(f, bucket, s);
-        f->path[depth].bucket = bucket;
-        f->path[depth].slot = s;
-        f->path[depth].evicted = evicted;
+        path[depth].bucket = bucket;
+        path[depth].placed = fp;
+        path[depth].evicted = evicted;
         depth++;
         set_slot(f, bucket, s, fp);
         fp = evicted;
         bucket = alt_bucket(f, bucket, evicted);
         /* the lookahead above saw this bucket full: no put_if_room here */
     }
-    while (depth > 0) { /* undo, newest first */
+    while (depth > 0) { /* undo, newest first, by value (slots may move) */
         depth--;
-        set_slot(f, f->path[depth].bucket, f->path[depth].slot,
-                 f->path[depth].evicted);
+        int s = find_slot(f, path[depth].bucket, path[depth].placed);
+        set_slot(f, path[depth].bucket, (uint32_t)s, path[depth].evicted);
     }
-    return BK_EFULL;
+done:
+    if (path != stack_path) bk__free(path);
+    return rc;
 }
 
 static int add_position(bk_cuckoo *f, position p)
@@ -319,7 +423,10 @@ double bk_cuckoo_fpr(uint64_t n, uint64_t buckets, uint32_t bucket_size,
         bucket_size == 0 || !valid_fp_bits(fingerprint_bits))
         return NAN;
     double load = (double)n / ((double)buckets * bucket_size);
-    double values = ldexp(1.0, (int)fingerprint_bits) - 1.0; /* nonzero fps */
+    /* nonzero fingerprints: 2^f - 1, or 254 in paired buckets (b 2, f 8) */
+    double values = (bucket_size == 2 && fingerprint_bits == 8)
+                        ? PAIR_VALUES
+                        : ldexp(1.0, (int)fingerprint_bits) - 1.0;
     return -expm1(2.0 * bucket_size * load * log1p(-1.0 / values));
 }
 
@@ -355,9 +462,11 @@ int bk_cuckoo_optimal(uint64_t n, double p, uint32_t bucket_size,
  * API: life cycle
  *==========================================================================*/
 
+/* paired: store pair codes (only b = 2, f = 8; new filters of that shape
+ * always are, loaded ones keep what their file says). */
 static int create_filter(bk_cuckoo **out, uint64_t buckets, uint32_t b,
                          uint32_t fp_bits, uint32_t max_kicks, uint64_t seed,
-                         uint64_t capacity, double target_fpr)
+                         uint64_t capacity, double target_fpr, int paired)
 {
     bk_cuckoo *f = NULL;
     if (out == NULL) return BK_EINVAL;
@@ -370,24 +479,20 @@ static int create_filter(bk_cuckoo **out, uint64_t buckets, uint32_t b,
     if (max_kicks == 0) max_kicks = BK_CUCKOO_DEFAULT_MAX_KICKS;
     if (max_kicks > BK_CUCKOO_MAX_KICKS) return BK_EPARAM;
 
-    uint64_t bits = buckets * b * fp_bits; /* <= 2^40 * 8 * 32 */
-    uint64_t bytes = (bits + 7) / 8;
-    if (bytes > SIZE_MAX - TABLE_PAD) return BK_ESIZE;
+    paired = paired && b == 2 && fp_bits == 8;
+    uint64_t bytes = table_bytes_for(buckets, b, fp_bits, paired); /* <= 2^45 */
+    if (bytes > SIZE_MAX - TABLE_PAD - sizeof(*f)) return BK_ESIZE;
 
-    f = bk__calloc(1, sizeof(*f));
-    if (f == NULL) goto fail;
-    f->table = bk__calloc_aligned((size_t)bytes + TABLE_PAD);
-    if (f->table == NULL) goto fail;
+    /* one allocation: the handle, then the table and its padding */
+    f = bk__calloc(1, sizeof(*f) + (size_t)bytes + TABLE_PAD);
+    if (f == NULL) return BK_ENOMEM;
     bk__object_init(&f->obj, &cuckoo_ops);
+    f->table = (unsigned char *)(f + 1);
     f->owns_mem = 1;
-    f->path = bk__calloc(max_kicks, sizeof(kick));
-    if (f->path == NULL) goto fail;
-    f->table_bytes = (size_t)bytes;
-    f->buckets = buckets;
     f->mask = buckets - 1;
-    f->b = b;
-    f->f = fp_bits;
-    f->fp_mask = (UINT64_C(1) << fp_bits) - 1;
+    f->b = (uint8_t)b;
+    f->f = (uint8_t)fp_bits;
+    f->paired = (uint8_t)paired;
     f->max_kicks = max_kicks;
     f->seed = seed;
     f->capacity = capacity;
@@ -395,11 +500,6 @@ static int create_filter(bk_cuckoo **out, uint64_t buckets, uint32_t b,
     f->rng = (seed ^ UINT64_C(0x5851F42D4C957F2D)) | 1;
     *out = f;
     return BK_OK;
-
-fail:
-    if (f != NULL) bk__free_aligned(f->table);
-    bk__free(f);
-    return BK_ENOMEM;
 }
 
 int bk_cuckoo_create(bk_cuckoo **out, uint64_t capacity, double fpr,
@@ -417,7 +517,7 @@ int bk_cuckoo_create(bk_cuckoo **out, uint64_t capacity, double fpr,
                                &buckets, &fp_bits);
     if (rc != BK_OK) return rc;
     return create_filter(out, buckets, b, fp_bits, opts->max_kicks, seed,
-                         capacity, fpr);
+                         capacity, fpr, 1);
 }
 
 int bk_cuckoo_create_params(bk_cuckoo **out, uint64_t buckets,
@@ -425,14 +525,12 @@ int bk_cuckoo_create_params(bk_cuckoo **out, uint64_t buckets,
                             uint32_t max_kicks, uint64_t seed)
 {
     return create_filter(out, buckets, bucket_size, fingerprint_bits,
-                         max_kicks, seed, 0, 0.0);
+                         max_kicks, seed, 0, 0.0, 1);
 }
 
 void bk_cuckoo_free(bk_cuckoo *f)
 {
     if (f == NULL) return;
-    bk__free(f->path);
-    if (f->owns_mem) bk__free_aligned(f->table);
     bk__object_release(&f->obj);
     bk__free(f);
 }
@@ -442,10 +540,10 @@ int bk_cuckoo_clone(bk_cuckoo **out, const bk_cuckoo *src)
     if (out == NULL) return BK_EINVAL;
     *out = NULL;
     if (src == NULL) return BK_EINVAL;
-    int rc = create_filter(out, src->buckets, src->b, src->f, src->max_kicks,
-                           src->seed, src->capacity, src->target_fpr);
+    int rc = create_filter(out, buckets_of(src), src->b, src->f, src->max_kicks,
+                           src->seed, src->capacity, src->target_fpr, src->paired);
     if (rc != BK_OK) return rc;
-    memcpy((*out)->table, src->table, src->table_bytes);
+    memcpy((*out)->table, src->table, table_bytes(src));
     (*out)->items = src->items;
     (*out)->relocations = src->relocations;
     (*out)->rng = src->rng;
@@ -455,7 +553,7 @@ int bk_cuckoo_clone(bk_cuckoo **out, const bk_cuckoo *src)
 void bk_cuckoo_clear(bk_cuckoo *f)
 {
     if (f == NULL) return;
-    memset(f->table, 0, f->table_bytes + TABLE_PAD);
+    memset(f->table, 0, table_bytes(f) + TABLE_PAD);
     f->items = 0;
     f->relocations = 0;
 }
@@ -536,9 +634,9 @@ uint32_t bk_cuckoo_count(const bk_cuckoo *f, const void *key, size_t len)
 
 static inline void prefetch_position(const bk_cuckoo *f, position p)
 {
-    uint64_t bucket_bits = (uint64_t)f->b * f->f;
-    BK_PREFETCH_READ(f->table + ((p.i1 * bucket_bits) >> 3));
-    BK_PREFETCH_READ(f->table + ((p.i2 * bucket_bits) >> 3));
+    uint64_t bits = bucket_bits(f->b, f->f, f->paired);
+    BK_PREFETCH_READ(f->table + ((p.i1 * bits) >> 3));
+    BK_PREFETCH_READ(f->table + ((p.i2 * bits) >> 3));
 }
 
 int64_t bk_cuckoo_add_batch(bk_cuckoo *f, const void *const *keys,
@@ -600,7 +698,7 @@ int64_t bk_cuckoo_contains_batch(const bk_cuckoo *f, const void *const *keys,
  * API: statistics
  *==========================================================================*/
 
-uint64_t bk_cuckoo_buckets(const bk_cuckoo *f) { return f->buckets; }
+uint64_t bk_cuckoo_buckets(const bk_cuckoo *f) { return buckets_of(f); }
 uint32_t bk_cuckoo_bucket_size(const bk_cuckoo *f) { return f->b; }
 uint32_t bk_cuckoo_fingerprint_bits(const bk_cuckoo *f) { return f->f; }
 uint32_t bk_cuckoo_max_kicks(const bk_cuckoo *f) { return f->max_kicks; }
@@ -609,15 +707,15 @@ uint64_t bk_cuckoo_items(const bk_cuckoo *f) { return f->items; }
 
 size_t bk_cuckoo_bytes(const bk_cuckoo *f)
 {
-    return sizeof(*f) + f->table_bytes + TABLE_PAD + BK_CACHE_LINE +
-           sizeof(void *) + (size_t)f->max_kicks * sizeof(kick);
+    if (f->owns_mem) return sizeof(*f) + table_bytes(f) + TABLE_PAD;
+    return sizeof(*f) + (f->obj.block_kind != BK__BLOCK_NONE ? f->obj.block_len : 0);
 }
 
 int bk_cuckoo_get_stats(const bk_cuckoo *f, bk_cuckoo_stats *out)
 {
     if (f == NULL || out == NULL) return BK_EINVAL;
     memset(out, 0, sizeof(*out));
-    out->buckets = f->buckets;
+    out->buckets = buckets_of(f);
     out->bucket_size = f->b;
     out->fingerprint_bits = f->f;
     out->max_kicks = f->max_kicks;
@@ -625,9 +723,9 @@ int bk_cuckoo_get_stats(const bk_cuckoo *f, bk_cuckoo_stats *out)
     out->capacity = f->capacity;
     out->target_fpr = f->target_fpr;
     out->items = f->items;
-    out->slots = f->buckets * f->b;
+    out->slots = buckets_of(f) * f->b;
     out->load_factor = (double)f->items / (double)out->slots;
-    out->fpr_now = bk_cuckoo_fpr(f->items, f->buckets, f->b, f->f);
+    out->fpr_now = bk_cuckoo_fpr(f->items, buckets_of(f), f->b, f->f);
     out->relocations = f->relocations;
     out->bytes = bk_cuckoo_bytes(f);
     out->bits_per_item =
@@ -727,12 +825,13 @@ static int ops_describe(const void *vf, bk__image *img)
     img->items = p->items = f->items;
     img->param[0] = f->max_kicks;
     img->param[1] = f->relocations;
-    p->m = f->buckets;
+    p->m = buckets_of(f);
+    p->flags = f->paired ? PART_PAIRED : 0;
     p->width = (uint8_t)f->f;
     p->slots = (uint8_t)f->b;
     p->param = f->rng;
     p->data = f->table;
-    p->length = f->table_bytes + TABLE_PAD;
+    p->length = table_bytes(f) + TABLE_PAD;
     return BK_OK;
 }
 
@@ -746,7 +845,10 @@ static int ops_restore(const bk__image *img, void **out)
     if (find_bucket_size(p->slots) == NULL || p->slots == 0 || !valid_fp_bits(p->width))
         return BK_ECORRUPT;
     if (img->param[0] == 0 || img->param[0] > BK_CUCKOO_MAX_KICKS) return BK_ECORRUPT;
-    uint64_t bytes = (buckets * p->slots * p->width + 7) / 8;
+    if (p->flags & ~PART_PAIRED) return BK_ECORRUPT;
+    int paired = (p->flags & PART_PAIRED) != 0;
+    if (paired && (p->slots != 2 || p->width != 8)) return BK_ECORRUPT;
+    uint64_t bytes = table_bytes_for(buckets, p->slots, p->width, paired);
     if (p->length != bytes + TABLE_PAD) return BK_ECORRUPT;
     if (img->items > buckets * p->slots || p->param == 0) return BK_ECORRUPT;
     if (!bk__valid_stored_fpr(img->fpr) || (img->fpr == 0.0) != (img->capacity == 0))
@@ -755,26 +857,19 @@ static int ops_restore(const bk__image *img, void **out)
     for (int i = 0; i < TABLE_PAD; i++)
         if (pad[i] != 0) return BK_ECORRUPT;
     /* bits past the last slot in the last table byte are never set */
-    uint64_t used_bits = buckets * p->slots * p->width;
+    uint64_t used_bits = buckets * bucket_bits(p->slots, p->width, paired);
     if ((used_bits & 7) && (((const unsigned char *)p->data)[bytes - 1] >> (used_bits & 7)) != 0)
         return BK_ECORRUPT;
 
     bk_cuckoo *f = bk__calloc(1, sizeof(*f));
     if (f == NULL) return BK_ENOMEM;
-    f->path = bk__calloc((size_t)img->param[0], sizeof(kick));
-    if (f->path == NULL) {
-        bk__free(f);
-        return BK_ENOMEM;
-    }
     bk__object_init(&f->obj, &cuckoo_ops);
     f->owns_mem = 0;
     f->table = p->data;
-    f->table_bytes = (size_t)bytes;
-    f->buckets = buckets;
     f->mask = buckets - 1;
     f->b = p->slots;
     f->f = p->width;
-    f->fp_mask = (UINT64_C(1) << p->width) - 1;
+    f->paired = (uint8_t)paired;
     f->max_kicks = (uint32_t)img->param[0];
     f->seed = img->seed;
     f->capacity = img->capacity;
@@ -782,6 +877,13 @@ static int ops_restore(const bk__image *img, void **out)
     f->items = img->items;
     f->relocations = img->param[1];
     f->rng = p->param;
+    /* every pair code names two fingerprints of 0..254 */
+    for (uint64_t i = 0; paired && i < buckets; i++) {
+        if (get_bits(f, i * PAIR_BITS, PAIR_BITS) >= PAIR_CODES) {
+            bk__free(f);
+            return BK_ECORRUPT;
+        }
+    }
     *out = f;
     return BK_OK;
 }

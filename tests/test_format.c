@@ -105,6 +105,9 @@ static bk_filter *make_counting8(void) { return make_generic(BK_FAMILY_COUNTING,
 static bk_filter *make_deletable(void) { return make_generic(BK_FAMILY_DELETABLE, NULL); }
 static bk_filter *make_cuckoo(void) { return make_generic(BK_FAMILY_CUCKOO, NULL); }
 static bk_filter *make_cuckoo12(void) { return make_generic(BK_FAMILY_CUCKOO, tune_cuckoo12); }
+static void tune_cuckoo_paired(bk_filter_config *c) { c->bucket_size = 2; c->fingerprint_bits = 8; }
+/* RedisBloom's CF shape: buckets of 2 x 8 bits as 15-bit pair codes */
+static bk_filter *make_cuckoo_paired(void) { return make_generic(BK_FAMILY_CUCKOO, tune_cuckoo_paired); }
 static bk_filter *make_dleft(void) { return make_generic(BK_FAMILY_DLEFT, NULL); }
 static bk_filter *make_varcount(void) { return make_generic(BK_FAMILY_VARCOUNT, NULL); }
 static bk_filter *make_hier(void) { return make_generic(BK_FAMILY_HIER, NULL); }
@@ -147,6 +150,7 @@ static const sample samples[] = {
     {"deletable-v1.bkf", make_deletable},
     {"cuckoo-v1.bkf", make_cuckoo},
     {"cuckoo12-v1.bkf", make_cuckoo12},
+    {"cuckoo-paired-v1.bkf", make_cuckoo_paired},
     {"scalable-r09-v1.bkf", make_scalable}, /* the 0.9 schedule; scalable-v1.bkf: below */
     {"window-v1.bkf", make_window},
     {"dleft-v1.bkf", make_dleft},
