@@ -46,6 +46,14 @@
  *   (only possible when keys never added are removed) is left at zero
  *   rather than wrapping.
  *
+ * Write modes and code paths
+ *   The above is the concurrent mode (the default). In the single-writer
+ *   mode (bk_counting_set_single_writer) adds and removes change the k
+ *   fields with plain loads and stores: the caller guarantees no other
+ *   thread uses the filter meanwhile. Lookups never branch on the line's
+ *   contents; with AVX-512 (and AVX512CD) the draws and the field tests run
+ *   in 64-bit lanes. Every mode and path touches the same counters.
+ *
  * What it cannot do
  *   Tell a false positive from a present key: removing a key that was never
  *   added corrupts other keys' counters (the header states this hazard).
