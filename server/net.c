@@ -83,6 +83,8 @@ struct bks_client {
     int unix_sock;               /* came in on the Unix socket */
     int monitor;                 /* MONITOR: in g_monitors */
     _Atomic int kill;            /* CLIENT KILL from another worker: close */
+    _Atomic int listed;          /* 1 once its fields are set, 0 once closing: what
+                                    other workers (CLIENT LIST / KILL) may look at */
     char laddr[64];              /* the local address (CLIENT LIST laddr) */
     uint64_t created_ms;         /* monotonic */
     _Atomic uint64_t last_ms;    /* monotonic: the last command (idle) */
@@ -218,7 +220,12 @@ const char *bks_client_addr(const bks_client *c) { return c->addr; }
 int bks_client_authed(const bks_client *c) { return c->authed; }
 void bks_client_set_authed(bks_client *c, int authed) { c->authed = authed; }
 int bks_client_resp(const bks_client *c) { return c->resp; }
-void bks_client_set_resp(bks_client *c, int resp) { c->resp = resp; }
+void bks_client_set_resp(bks_client *c, int resp)
+{
+    pthread_mutex_lock(&c->w->list_lock);    /* CLIENT LIST reads it from any worker */
+    c->resp = resp;
+    pthread_mutex_unlock(&c->w->list_lock);
+}
 void bks_client_close_after_reply(bks_client *c) { c->closing = 1; }
 int bks_client_closing(const bks_client *c) { return c->closing; }
 int bks_client_is_unix(const bks_client *c) { return c->unix_sock; }
@@ -265,7 +272,7 @@ char *bks_clients_describe(size_t *len)
         bks_worker *w = &g_workers[i];
         pthread_mutex_lock(&w->list_lock);
         for (bks_client *c = w->clients; c; c = c->next) {
-            if (c->closed || !c->id)
+            if (!atomic_load_explicit(&c->listed, memory_order_acquire))
                 continue;
             char line[768];
             const char *cmd = atomic_load_explicit(&c->last_cmd, memory_order_relaxed);
@@ -305,7 +312,8 @@ uint64_t bks_clients_kill(bks_client *self, const bks_kill_filter *f)
         int any = 0;
         pthread_mutex_lock(&w->list_lock);
         for (bks_client *c = w->clients; c; c = c->next) {
-            if (c->closed || !c->id || atomic_load(&c->kill))
+            if (!atomic_load_explicit(&c->listed, memory_order_acquire) ||
+                atomic_load(&c->kill))
                 continue;
             if ((f->id && c->id != f->id) || (f->addr && strcmp(f->addr, c->addr)) ||
                 (f->laddr && strcmp(f->laddr, c->laddr)) ||
@@ -330,6 +338,7 @@ uint64_t bks_clients_kill(bks_client *self, const bks_kill_filter *f)
 
 int bks_client_monitor(bks_client *c)
 {
+    pthread_mutex_lock(&c->w->list_lock);   /* c->monitor: CLIENT LIST's flags */
     pthread_mutex_lock(&g_mon_lock);
     if (!c->monitor) {
         if (g_nmons == g_mons_cap) {
@@ -337,6 +346,7 @@ int bks_client_monitor(bks_client *c)
             bks_client **m = realloc(g_mons, cap * sizeof *m);
             if (!m) {
                 pthread_mutex_unlock(&g_mon_lock);
+                pthread_mutex_unlock(&c->w->list_lock);
                 return -1;
             }
             g_mons = m;
@@ -347,6 +357,7 @@ int bks_client_monitor(bks_client *c)
         atomic_fetch_add(&bks_monitors, 1);
     }
     pthread_mutex_unlock(&g_mon_lock);
+    pthread_mutex_unlock(&c->w->list_lock);
     return 0;
 }
 
@@ -427,6 +438,7 @@ static void client_close(bks_client *c)
     if (c->closed)
         return;
     c->closed = 1;
+    atomic_store(&c->listed, 0);
     uv_read_stop(&c->h.stream);
     uv_close(&c->h.handle, on_client_closed);
 }
@@ -846,6 +858,7 @@ static void on_connection(uv_stream_t *server, int status)
         }
         uv_tcp_nodelay(&c->h.tcp, 1);
     }
+    atomic_store_explicit(&c->listed, 1, memory_order_release);
     bks_log(BKS_LOG_DEBUG, "client id=%llu %s connected (%llu clients)",
             (unsigned long long)c->id, c->addr, (unsigned long long)n);
     if (n > __atomic_load_n(&g_srv.cfg.maxclients, __ATOMIC_RELAXED)) {

@@ -219,7 +219,7 @@ def slowlog():
 # -- CONFIG -------------------------------------------------------------------
 
 def config_set_get():
-    with Server() as srv:
+    with Server("--appendfsync", "no") as srv:
         r = srv.client()
         r.config_set("maxmemory", "1mb")
         assert r.config_get("maxmemory")["maxmemory"] == str(1 << 20)
@@ -234,6 +234,14 @@ def config_set_get():
         assert r.config_get("loglevel")["loglevel"] == "debug"
         r.config_set("maxclients", "500")
         assert r.info("clients")["maxclients"] == 500
+        # appendfsync at run time, each way (everysec starts its fsync thread
+        # when the server began without one); writes go on and are kept
+        for mode in ("always", "no", "everysec", "always"):
+            r.config_set("appendfsync", mode)
+            assert r.config_get("appendfsync")["appendfsync"] == mode
+            r.execute_command("BF.ADD", "fs", mode)
+        raises("possibly related to argument 'appendfsync'", r.config_set, "appendfsync",
+               "sometimes")
         raises("immutable", r.config_set, "port", "1234")
         raises("Unknown option", r.config_set, "nosuch", "1")
         raises("possibly related to argument 'maxmemory'", r.config_set, "maxmemory", "lots")
@@ -251,6 +259,10 @@ def config_set_get():
         r.config_set("requirepass", "")
         assert srv.client().ping()
         raises("without a config file", r.config_rewrite)
+        srv.kill()              # no final snapshot: the log must have them
+        srv.start()
+        r = srv.client()
+        assert r.execute_command("BF.MEXISTS", "fs", "always", "no", "everysec") == [1, 1, 1]
         assert srv.stop() == 0
 
 
