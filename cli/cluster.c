@@ -115,8 +115,9 @@ static int parse_addr(const char *entry, size_t len, char **host, int *port)
     return 0;
 }
 
-/* Walk the list; with c, store the seeds. */
-static int parse_nodes(const char *cmd, const char *list, cluster *c)
+/* Walk the list; with c, store the seeds. what names the list in messages
+ * ("--nodes", or copy's "SRC" / "DST"). */
+static int parse_list(const char *cmd, const char *what, const char *list, cluster *c)
 {
     const char *p = list;
     for (;;) {
@@ -125,7 +126,7 @@ static int parse_nodes(const char *cmd, const char *list, cluster *c)
         char *host = NULL;
         int port;
         if (parse_addr(p, len, c ? &host : NULL, &port) != 0) {
-            cli_error("%s: --nodes: '%.*s' is not HOST:PORT", cmd, (int)len, p);
+            cli_error("%s: %s: '%.*s' is not HOST:PORT", cmd, what, (int)len, p);
             return -1;
         }
         if (c != NULL) {
@@ -145,6 +146,16 @@ static int parse_nodes(const char *cmd, const char *list, cluster *c)
         if (comma == NULL) return 0;
         p = comma + 1;
     }
+}
+
+static int parse_nodes(const char *cmd, const char *list, cluster *c)
+{
+    return parse_list(cmd, "--nodes", list, c);
+}
+
+int cluster_check_list(const char *cmd, const char *what, const char *list)
+{
+    return parse_list(cmd, what, list, NULL);
 }
 
 int cluster_check_nodes(const char *cmd, const char *list)

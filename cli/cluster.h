@@ -58,6 +58,8 @@ typedef struct cluster {
 /* Check a --nodes list ("host:port,host:port", IPv6 as "[::1]:7000")
  * without connecting. Prints the problem and returns -1 when it is bad. */
 int cluster_check_nodes(const char *cmd, const char *list);
+/* The same for a list another argument holds (what: its name in messages). */
+int cluster_check_list(const char *cmd, const char *what, const char *list);
 
 /* Connect to the first seed of --nodes that answers CLUSTER SLOTS and load
  * the slot map (a server without cluster support holds every slot).

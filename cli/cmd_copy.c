@@ -220,7 +220,8 @@ int cmd_copy(int argc, char **argv)
         }
     copy_opts o;
     if (parse_copy_args(argc, argv, &o) != 0) return CLI_EXIT_ERROR;
-    if (cluster_check_nodes("copy", o.src) != 0 || cluster_check_nodes("copy", o.dst) != 0)
+    if (cluster_check_list("copy", "SRC", o.src) != 0 ||
+        cluster_check_list("copy", "DST", o.dst) != 0)
         return CLI_EXIT_ERROR;
     cluster src, dst;
     memset(&src, 0, sizeof(src));

@@ -1,0 +1,1 @@
+bloomkit copy a:1 b:2 --pattern

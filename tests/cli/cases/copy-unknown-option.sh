@@ -1,0 +1,1 @@
+bloomkit copy --force a:1 b:2
