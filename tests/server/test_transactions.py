@@ -48,6 +48,13 @@ def pipelines():
         p.execute_command("CF.ADD", key + ":cf", "x")
         p.execute_command("CF.COUNT", key + ":cf", "x")
         assert p.execute() == [1, [0, 1], 1, 1, 1], tx
+    # BF.ADDs in a row on one key are queued one by one (never run as a batch
+    # before EXEC)
+    p = r.pipeline()
+    for item in ("a", "b", "a", "c"):
+        p.execute_command("BF.ADD", "p:run", item)
+    p.execute_command("BF.CARD", "p:run")
+    assert p.execute() == [1, 1, 0, 1, 3]
     # the default pipeline is a transaction (MULTI/EXEC)
     with r.pipeline() as p:
         p.execute_command("BF.ADD", "p:default", "z")
