@@ -19,6 +19,8 @@
  *                UNLINK, TYPE, KEYS, SCAN, RENAME, EXPIRE, PEXPIRE, TTL,
  *                PTTL, PERSIST, FLUSHALL, SAVE, BGSAVE, LASTSAVE, SHUTDOWN,
  *                QUIT); everything else goes to bkc_dispatch (commands/)
+ *   multi.c      transactions: MULTI/EXEC/DISCARD/WATCH/UNWATCH (EXEC pauses
+ *                every worker), a transaction as one log record
  *   persist.c    durability: snapshots + append-only log (below)
  *
  * How a BF.ADD travels: net.c reads bytes -> resp.c parses argv in place ->
