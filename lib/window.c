@@ -435,7 +435,7 @@ static int collect_stats(const bk_window *f, bk_window_stats *out,
         bits += gs.bits;
         bits_set += gs.fill * (double)gs.bits;
     }
-    out->fpr_now = -expm1(log_miss);
+    out->fpr_now = 0.0 - expm1(log_miss); /* +0, not -0, when empty */
     *fill = bits ? bits_set / (double)bits : 0.0;
     return BK_OK;
 }

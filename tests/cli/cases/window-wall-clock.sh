@@ -7,6 +7,7 @@ echo old > old
 echo new > new
 start=$(($(date +%s) * 1000))
 bloomkit create w.bkf -n 1000 -e 0.001 -t window --window 1s --generations 3
+bloomkit info w.bkf | grep '^error now'   # an empty window: 0, not -0
 bloomkit add w.bkf old
 bloomkit check w.bkf old
 bloomkit info w.bkf | grep -E '^(window|generations)'
