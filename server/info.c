@@ -212,12 +212,14 @@ static void sec_persistence(text *t)
             "loading:0\r\n"
             "async_loading:0\r\n"
             "persistence_enabled:%d\r\n"
+            "rdb_changes_since_last_save:%llu\r\n"
             "rdb_bgsave_in_progress:%d\r\n"
             "rdb_last_save_time:%llu\r\n"
             "aof_enabled:%d\r\n"
             "aof_rewrite_in_progress:0\r\n"
             "dir:%s\r\n",
-            on, bgsave, (unsigned long long)last, on && c->appendonly, c->dir);
+            on, (unsigned long long)(on ? bks_persist_changes(g_srv.persist) : 0), bgsave,
+            (unsigned long long)last, on && c->appendonly, c->dir);
     if (on) {
         char more[1024];    /* the log's health (persist.c) */
         bks_persist_info(g_srv.persist, more, sizeof more);

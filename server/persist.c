@@ -158,6 +158,13 @@ int bks_persist_set_fsync(bks_persist *p, bks_fsync mode)
     return 0;
 }
 
+uint64_t bks_persist_changes(bks_persist *p)
+{
+    if (p == NULL) return 0;
+    uint64_t saved = atomic_load(&p->changes_saved), now = atomic_load(&p->changes);
+    return now > saved ? now - saved : 0;
+}
+
 int bks_persist_bgsave_in_progress(bks_persist *p)
 {
     /* ctl_mu is held only briefly (BGSAVE's start, the tick's reaping) or

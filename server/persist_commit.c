@@ -85,7 +85,9 @@ void pst_lead_write(bks_persist *p)
 
 int bks_persist_log(bks_persist *p, int argc, const bkc_str *argv)
 {
-    if (p == NULL || !p->appendonly) return 0;
+    if (p == NULL) return 0;
+    atomic_fetch_add_explicit(&p->changes, 1, memory_order_relaxed);
+    if (!p->appendonly) return 0;
     if (argc <= 0 || argv == NULL) return -1;
     size_t size = pst_record_size(argc, argv);
     unsigned char stack[4096];

@@ -119,6 +119,11 @@ struct bks_persist {
     int keep_debris;            /* CURRENT was rebuilt: delete nothing this start */
 
     _Atomic uint64_t lastsave;  /* unix seconds */
+    /* INFO rdb_changes_since_last_save: writes since start-up, and how many
+     * of them the snapshot being written / the installed one holds */
+    _Atomic uint64_t changes;
+    _Atomic uint64_t changes_at_switch;
+    _Atomic uint64_t changes_saved;
     _Atomic uint64_t last_write_error_s; /* unix seconds of the last log failure, 0: none */
     _Atomic int last_bgsave_err;         /* the last snapshot failed */
 

@@ -358,6 +358,7 @@ void pst_finish_generation(bks_persist *p, uint64_t gen, uint64_t bytes)
     p->snap_gen = gen;
     p->snap_bytes = bytes;
     atomic_store(&p->lastsave, pst_wall_ms() / 1000);
+    atomic_store(&p->changes_saved, atomic_load(&p->changes_at_switch));
     pst_remove_unreferenced(p, gen, &p->logs);
 
     atomic_store(&p->last_bgsave_err, 0);
@@ -445,6 +446,8 @@ int pst_start_snapshot(bks_persist *p, int foreground)
     if (p->fsync_mode != BKS_FSYNC_ALWAYS) fdatasync(p->fd);
 
     bks_pause_all();
+    /* the snapshot holds every write up to this instant (no command runs) */
+    atomic_store(&p->changes_at_switch, atomic_load(&p->changes));
     int old = pst_switch_log(p, nfd, gen, err, sizeof err);
     if (old < 0) {
         int saved = errno;

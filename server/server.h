@@ -192,6 +192,10 @@ void bks_persist_info(bks_persist *p, char *buf, size_t cap);
 /* INFO rdb_bgsave_in_progress: 1 while a snapshot child runs, 0 when none,
  * -1 when that cannot be told without waiting (ask again). */
 int bks_persist_bgsave_in_progress(bks_persist *p);
+/* INFO rdb_changes_since_last_save: writes (log records; a transaction is
+ * one) since the instant the installed snapshot was taken, or since
+ * start-up. */
+uint64_t bks_persist_changes(bks_persist *p);
 /* CONFIG SET appendfsync: the mode from the next write on (starts the
  * everysec thread if there is none). Call with the server paused. 0 or -1. */
 int bks_persist_set_fsync(bks_persist *p, bks_fsync mode);

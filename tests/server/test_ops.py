@@ -52,6 +52,16 @@ def info_fields():
         assert isinstance(info["rdb_last_save_time"], int)
         assert info["aof_enabled"] == 1 and info["loading"] == 0
         assert info["rdb_bgsave_in_progress"] == 0
+        # writes since the last snapshot: counted, and back to 0 after SAVE
+        base = r.info("persistence")["rdb_changes_since_last_save"]
+        for i in range(5):
+            r.execute_command("BF.ADD", "chg", "i%d" % i)
+        r.execute_command("BF.EXISTS", "chg", "i0")    # a read: not a change
+        assert r.info("persistence")["rdb_changes_since_last_save"] == base + 5
+        r.save()
+        assert r.info("persistence")["rdb_changes_since_last_save"] == 0
+        r.execute_command("BF.ADD", "chg", "after")
+        assert r.info("persistence")["rdb_changes_since_last_save"] == 1
         # a snapshot of ~60 MB takes long enough to be seen in progress
         r.execute_command("BF.RESERVE", "big", "0.0001", "25000000")
         before = r.info("persistence")["rdb_last_save_time"]
