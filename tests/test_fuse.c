@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "peel.h" /* the construction internals (tests see lib/) */
 
 #define TAG_IN 1
 #define TAG_OUT 2
@@ -476,6 +477,60 @@ static void test_allocation_failures(void **state)
     bk_static_free(f);
 }
 
+/*--------------------------------------------------------------------------
+ * Construction internals: a graph that cannot peel is reported, not
+ * looped on; sorting removes duplicates and finds conflicting values.
+ *--------------------------------------------------------------------------*/
+
+static void test_peel_internals(void **state)
+{
+    (void)state;
+    bk__fuse_shape shape;
+    assert_int_equal(bk__fuse_shape_for(1000, &shape), BK_OK);
+    assert_int_equal(shape.array_length % shape.segment_length, 0);
+    assert_true(shape.array_length >= 1000);
+    bk__fuse_shape again;
+    assert_int_equal(bk__fuse_shape_from(shape.segment_length, shape.array_length, &again),
+                     BK_OK);
+    assert_memory_equal(&again, &shape, sizeof(shape));
+    assert_int_equal(bk__fuse_shape_from(3, 12, &again), BK_ECORRUPT);
+
+    /* Two keys with the same hash share all three cells: each cell holds
+     * two keys whose hashes cancel, so nothing ever peels. */
+    bk__peel p;
+    assert_int_equal(bk__peel_alloc(&p, 4, shape.array_length, 0), BK_OK);
+    uint64_t rng = 99;
+    p.hashes[0] = p.hashes[1] = tu_next(&rng);
+    p.hashes[2] = tu_next(&rng);
+    p.hashes[3] = tu_next(&rng);
+    p.n = 4; /* not deduplicated on purpose */
+    assert_int_equal(bk__peel_run(&p, &shape), 0);
+    assert_true(p.peeled < 4);
+    bk__peel_free(&p);
+
+    /* sort + dedupe: duplicates removed, order ascending */
+    assert_int_equal(bk__peel_alloc(&p, 10000, shape.array_length, 1), BK_OK);
+    for (int i = 0; i < 10000; i++) {
+        p.hashes[i] = tu_next(&rng) % 3000; /* many repeats */
+        p.values[i] = (uint32_t)(p.hashes[i] * 7);
+    }
+    assert_int_equal(bk__peel_sort_dedupe(&p, 10000, NULL), BK_OK);
+    for (uint64_t i = 1; i < p.n; i++) assert_true(p.hashes[i - 1] < p.hashes[i]);
+    for (uint64_t i = 0; i < p.n; i++) assert_int_equal(p.values[i], p.hashes[i] * 7);
+    assert_int_equal(p.n + p.duplicates, 10000);
+    /* the same hash with two values is a conflict, naming the hash */
+    for (int i = 0; i < 100; i++) {
+        p.hashes[i] = (uint64_t)i;
+        p.values[i] = 1;
+    }
+    p.values[57] = 2;
+    p.hashes[99] = 57;
+    uint64_t conflict = 0;
+    assert_int_equal(bk__peel_sort_dedupe(&p, 100, &conflict), BK_ECONFLICT);
+    assert_int_equal(conflict, 57);
+    bk__peel_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -491,6 +546,7 @@ int main(void)
         cmocka_unit_test(test_golden_file),
         cmocka_unit_test(test_damaged_fields),
         cmocka_unit_test(test_allocation_failures),
+        cmocka_unit_test(test_peel_internals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
