@@ -420,15 +420,6 @@ static inline void build_mask(uint32_t x, uint32_t k, uint64_t mask[BLOCK_WORDS]
 }
 
 #if SCALABLE_AVX512
-/* (line & mask) == mask with one 512-bit load (no branch on the data). */
-__attribute__((target("avx512f"))) static int line_has_avx512(const uint64_t *line,
-                                                              const uint64_t *mask)
-{
-    __m512i l = _mm512_load_si512((const void *)line);
-    __m512i m = _mm512_loadu_si512((const void *)mask);
-    return _mm512_test_epi64_mask(_mm512_andnot_si512(l, m), m) == 0;
-}
-
 static int have_avx512(void)
 {
     static int level = -1; /* benign race: every thread computes the same */
@@ -442,13 +433,8 @@ static int have_avx512(void)
 }
 #endif
 
-static inline int line_has(const uint64_t *line, const uint64_t *mask, int simd)
+static inline int line_has(const uint64_t *line, const uint64_t *mask)
 {
-#if SCALABLE_AVX512
-    if (simd) return line_has_avx512(line, mask);
-#else
-    (void)simd;
-#endif
     uint64_t missing = 0;
     for (int j = 0; j < BLOCK_WORDS; j++) missing |= mask[j] & ~bk__load64(&line[j]);
     return missing == 0;
@@ -463,17 +449,6 @@ static inline int classic_test(const uint64_t *w, uint64_t m, uint32_t k, bk_has
         if ((i & 3) == 3 && !(ok & 1)) return 0;
     }
     return (int)(ok & 1);
-}
-
-/* 1 when every bit of h is set in the stage (the scalar path). */
-static inline int stage_contains(const stage *s, bk_hash h)
-{
-    uint64_t shape = s->shape;
-    const uint64_t *w = stage_words(s);
-    if (shape_classic(shape)) return classic_test(w, shape_units(shape), shape_k(shape), h);
-    uint64_t mask[BLOCK_WORDS];
-    build_mask((uint32_t)h.hi, shape_k(shape), mask);
-    return line_has(w + bk__fastrange64(h.lo, shape_units(shape)) * BLOCK_WORDS, mask, 0);
 }
 
 static inline void set_bit(uint64_t *word, uint64_t bit)
@@ -542,6 +517,93 @@ static census stage_census(const stage *s)
  * Internals: lookups and adds
  *==========================================================================*/
 
+/* Test stages n-1 .. 0 of h, at[i] being stage i's line (blocked): 1 when
+ * one has every bit. Scalar: the key's 512-bit mask, built once per k,
+ * compared with each line without branches on the data. */
+static int test_stages(const stage *const *st, const uint64_t *const *at, uint32_t n,
+                       bk_hash h)
+{
+    uint64_t mask[BLOCK_WORDS];
+    uint32_t mask_k = 0;
+    for (uint32_t i = n; i-- > 0;) {
+        uint64_t shape = st[i]->shape;
+        int hit;
+        if (shape_classic(shape)) {
+            hit = classic_test(stage_words(st[i]), shape_units(shape), shape_k(shape), h);
+        } else {
+            if (shape_k(shape) != mask_k) {
+                mask_k = shape_k(shape);
+                build_mask((uint32_t)h.hi, mask_k, mask);
+            }
+            hit = line_has(at[i], mask);
+        }
+        if (hit) return 1;
+    }
+    return 0;
+}
+
+#if SCALABLE_AVX512
+/* The same with AVX-512: the 16 in-block positions of the key in 32-bit
+ * lanes, computed once; per stage each lane's word of the line is brought
+ * in with one permute, shifted and tested, and the first k lanes must all
+ * be set (RocksDB's FastLocalBloom tests its probes this way). Bit pos of
+ * a block is bit pos % 32 of its 32-bit word pos / 32 on this
+ * little-endian CPU, the layout's numbering. */
+__attribute__((target("avx512f"))) static int test_stages_avx512(
+    const stage *const *st, const uint64_t *const *at, uint32_t n, bk_hash h)
+{
+    __m512i salts = _mm512_loadu_si512((const void *)SALT);
+    __m512i pos = _mm512_srli_epi32(
+        _mm512_mullo_epi32(_mm512_set1_epi32((int)(uint32_t)h.hi), salts), 23);
+    __m512i idx = _mm512_srli_epi32(pos, 5);
+    __m512i sh = _mm512_and_si512(pos, _mm512_set1_epi32(31));
+    __m512i one = _mm512_set1_epi32(1);
+    for (uint32_t i = n; i-- > 0;) {
+        uint64_t shape = st[i]->shape;
+        if (shape_classic(shape)) {
+            if (classic_test(stage_words(st[i]), shape_units(shape), shape_k(shape), h))
+                return 1;
+            continue;
+        }
+        __m512i w = _mm512_permutexvar_epi32(idx, _mm512_loadu_si512((const void *)at[i]));
+        __mmask16 set = _mm512_test_epi32_mask(_mm512_srlv_epi32(w, sh), one);
+        __mmask16 need = (__mmask16)((1u << shape_k(shape)) - 1);
+        if ((set & need) == need) return 1;
+    }
+    return 0;
+}
+#endif
+
+static inline int test_all(const stage *const *st, const uint64_t *const *at, uint32_t n,
+                           bk_hash h, int simd)
+{
+#if SCALABLE_AVX512
+    if (simd) return test_stages_avx512(st, at, n, h);
+#else
+    (void)simd;
+#endif
+    return test_stages(st, at, n, h);
+}
+
+/* Tests force the scalar path with bk__scalable_simd(0). */
+static int simd_allowed = 1;
+
+BK_HIDDEN int bk__scalable_simd(int allowed)
+{
+    int was = __atomic_load_n(&simd_allowed, __ATOMIC_RELAXED);
+    __atomic_store_n(&simd_allowed, allowed, __ATOMIC_RELAXED);
+    return was;
+}
+
+static inline int use_simd(void)
+{
+#if SCALABLE_AVX512
+    return __atomic_load_n(&simd_allowed, __ATOMIC_RELAXED) && have_avx512();
+#else
+    return 0;
+#endif
+}
+
 /* Every stage's line (blocked) or first probe's word (classic) is located
  * and prefetched, then the stages are tested newest first. */
 static int contains_in(const bk_scalable *f, uint32_t n, bk_hash h)
@@ -557,28 +619,7 @@ static int contains_in(const bk_scalable *f, uint32_t n, bk_hash h)
         at[i] = first_line(st[i], h);
         BK_PREFETCH_READ(at[i]);
     }
-#if SCALABLE_AVX512
-    int simd = have_avx512();
-#else
-    int simd = 0;
-#endif
-    uint64_t mask[BLOCK_WORDS];
-    uint32_t mask_k = 0;
-    for (uint32_t i = n; i-- > 0;) {
-        uint64_t shape = st[i]->shape;
-        int hit;
-        if (shape_classic(shape)) {
-            hit = classic_test(stage_words(st[i]), shape_units(shape), shape_k(shape), h);
-        } else {
-            if (shape_k(shape) != mask_k) {
-                mask_k = shape_k(shape);
-                build_mask((uint32_t)h.hi, mask_k, mask);
-            }
-            hit = line_has(at[i], mask, simd);
-        }
-        if (hit) return 1;
-    }
-    return 0;
+    return test_all(st, at, n, h, use_simd());
 }
 
 static int contains_hash(const bk_scalable *f, bk_hash h)
@@ -877,11 +918,7 @@ int64_t bk_scalable_contains_batch(const bk_scalable *f,
         stage_dir *d = load_dir(f);
         for (uint32_t i = 1; i < ns; i++) st[i] = __atomic_load_n(&d->slot[i], __ATOMIC_ACQUIRE);
     }
-#if SCALABLE_AVX512
-    int simd = have_avx512();
-#else
-    int simd = 0;
-#endif
+    int simd = use_simd();
     size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
     for (size_t i = 0; i < ahead; i++) {
         ring[i] = bk__hash(keys[i], lens[i], f->seed);
@@ -895,21 +932,9 @@ int64_t bk_scalable_contains_batch(const bk_scalable *f,
             ring[i % BATCH_AHEAD] = g;
             for (uint32_t s = 0; s < ns; s++) BK_PREFETCH_READ(first_line(st[s], g));
         }
-        int r = 0;
-        uint64_t mask[BLOCK_WORDS];
-        uint32_t mask_k = 0;
-        for (uint32_t s = ns; s-- > 0 && !r;) {
-            uint64_t shape = st[s]->shape;
-            if (shape_classic(shape)) {
-                r = classic_test(stage_words(st[s]), shape_units(shape), shape_k(shape), h);
-                continue;
-            }
-            if (shape_k(shape) != mask_k) {
-                mask_k = shape_k(shape);
-                build_mask((uint32_t)h.hi, mask_k, mask);
-            }
-            r = line_has(first_line(st[s], h), mask, simd);
-        }
+        const uint64_t *at[BK_SCALABLE_MAX_STAGES];
+        for (uint32_t s = 0; s < ns; s++) at[s] = first_line(st[s], h);
+        int r = test_all(st, at, ns, h, simd);
         found += r;
         if (results != NULL) results[i] = (uint8_t)r;
     }

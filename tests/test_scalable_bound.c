@@ -160,10 +160,59 @@ static void test_small_filter_size(void **state)
     bk_scalable_free(f);
 }
 
+/* The AVX-512 lookup (where the CPU has it) and the scalar one give the
+ * same answer for every key, one at a time and in batches. */
+int bk__scalable_simd(int allowed); /* lib/scalable.c, hidden: tests only */
+
+static void test_scalar_and_simd_agree(void **state)
+{
+    (void)state;
+    bk_scalable *f;
+    char key[TU_KEY_LEN];
+    assert_int_equal(bk_scalable_create(&f, 100, 0.01, 2, BK_SCALABLE_BOUNDED, 9), BK_OK);
+    for (uint64_t i = 0; i < 200000; i++) {
+        tu_key(key, i, TAG_IN);
+        assert_true(bk_scalable_add(f, key, sizeof(key)) >= 0);
+    }
+    enum { N = 300000, B = 1000 };
+    static uint8_t simd[N], scalar[N], batch[B];
+    static char keys[B][TU_KEY_LEN];
+    const void *ptrs[B];
+    size_t lens[B];
+    uint64_t hits = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        bk__scalable_simd(pass == 0);
+        uint8_t *out = pass == 0 ? simd : scalar;
+        for (uint64_t i = 0; i < N; i++) { /* two thirds absent, one present */
+            tu_key(key, i % 3 ? i : i / 3, i % 3 ? TAG_OUT : TAG_IN);
+            out[i] = (uint8_t)bk_scalable_contains(f, key, sizeof(key));
+        }
+        for (uint64_t i = 0; i < N; i += B) {
+            for (int j = 0; j < B; j++) {
+                uint64_t k = i + (uint64_t)j;
+                tu_key(keys[j], k % 3 ? k : k / 3, k % 3 ? TAG_OUT : TAG_IN);
+                ptrs[j] = keys[j];
+                lens[j] = TU_KEY_LEN;
+            }
+            assert_true(bk_scalable_contains_batch(f, ptrs, lens, B, batch) >= 0);
+            for (int j = 0; j < B; j++) assert_int_equal(batch[j], out[i + (uint64_t)j]);
+        }
+    }
+    bk__scalable_simd(1);
+    for (uint64_t i = 0; i < N; i++) {
+        assert_int_equal(simd[i], scalar[i]);
+        hits += simd[i];
+    }
+    /* every present key found, and some false positives among the absent */
+    assert_true(hits >= N / 3 && hits < N / 3 + N / 50);
+    bk_scalable_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_small_filter_size),
+        cmocka_unit_test(test_scalar_and_simd_agree),
         cmocka_unit_test(test_bound_1e4),
         cmocka_unit_test(test_bound_1e6),
         cmocka_unit_test(test_bound_1e7),
