@@ -502,7 +502,6 @@ static int ops_restore(const bk__image *img, void **out)
         return BK_ECORRUPT;
     if (!bk__valid_stored_fpr(img->fpr) || (img->fpr == 0.0) != (img->capacity == 0))
         return BK_ECORRUPT;
-    if (img->items > (uint64_t)TABLES * p->m * CELLS) return BK_ECORRUPT;
     bk_dleft *f = bk__calloc(1, sizeof(*f));
     if (f == NULL) return BK_ENOMEM;
     bk__object_init(&f->obj, &dleft_ops);
