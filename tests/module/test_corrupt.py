@@ -65,6 +65,46 @@ def expect_refused(r, srv, payload, reason):
     assert reason in srv.log(), "log lacks %r:\n%s" % (reason, srv.log()[-2000:])
 
 
+def _rdb_len(n):
+    """RDB length encoding (no special encodings)."""
+    if n < 64:
+        return bytes([n])
+    if n < 16384:
+        return bytes([0x40 | n >> 8, n & 0xFF])
+    if n < 1 << 32:
+        return b"\x80" + struct.pack(">I", n)
+    return b"\x81" + struct.pack(">Q", n)
+
+
+def _read_len(b, i):
+    t = b[i] >> 6
+    if t == 0:
+        return b[i] & 63, i + 1
+    if t == 1:
+        return (b[i] & 63) << 8 | b[i + 1], i + 2
+    assert t == 2 and b[i] in (0x80, 0x81), b[i]
+    if b[i] == 0x80:
+        return struct.unpack(">I", b[i + 1:i + 5])[0], i + 5
+    return struct.unpack(">Q", b[i + 1:i + 9])[0], i + 9
+
+
+def _pieces(body):
+    """The STRING pieces of an encoding-2 payload (uncompressed)."""
+    i = 10
+    op, i = _read_len(body, i)
+    assert op == 2
+    total, i = _read_len(body, i)
+    out, got = [], 0
+    while got < total:
+        op, i = _read_len(body, i)
+        assert op == 5
+        n, i = _read_len(body, i)
+        out.append(body[i:i + n])
+        i += n
+        got += n
+    return out
+
+
 def restore_damaged():
     with Server("--rdbcompression", "no") as srv:
         r = srv.client()
@@ -87,23 +127,43 @@ def restore_damaged():
         header[at + 17] ^= 0x01    # the container header's filter count
         expect_refused(r, srv, reseal(bytes(header)), "bloomkit: corrupt bkbloom-- value")
 
-        # cut short: the string's length claims more than there is
+        # cut short: the piece's length claims more than there is
         cut = body[:at + 100] + body[-3:]
         expect_refused(r, srv, reseal(cut), "bloomkit: bkbloom-- value truncated")
 
-        # another encoding version (the low 10 bits of the module id)
+        # another encoding version (the low 10 bits of the module id): the
+        # module writes 2 (a total, then pieces) and reads 1 and 2
         mid = struct.unpack(">Q", body[2:10])[0]
+        assert mid & 1023 == 2
         ver = bytearray(body)
-        ver[2:10] = struct.pack(">Q", (mid & ~1023) | 2)
-        expect_refused(r, srv, reseal(bytes(ver)), "encoding version 2")
+        ver[2:10] = struct.pack(">Q", (mid & ~1023) | 3)
+        expect_refused(r, srv, reseal(bytes(ver)), "encoding version 3")
+
+        # encoding 2: a declared total of 0 bytes, and a total larger than
+        # the pieces that follow (UINT opcode 2; 64-bit length 0x81)
+        v2 = body[:10]
+        zero = v2 + b"\x02\x00" + b"\x00" + body[-2:]
+        expect_refused(r, srv, reseal(zero), "bkbloom-- value declares 0 bytes")
+        short = v2 + b"\x02\x0a" + b"\x05\x04abcd" + b"\x00" + body[-2:]
+        expect_refused(r, srv, reseal(short), "bloomkit: bkbloom-- value truncated")
+
+        # encoding 1, one string holding the whole container: an intact one
+        # (as bloomkit-server's DUMP writes) restores, an empty one does not
+        v1 = body[:2] + struct.pack(">Q", (mid & ~1023) | 1)
+        total_at = 10
+        assert body[total_at] == 2  # UINT opcode, then the total
+        container = b"".join(_pieces(body))
+        one = v1 + b"\x05" + _rdb_len(len(container)) + container + b"\x00" + body[-2:]
+        r.restore("one", 0, reseal(one))
+        assert r.execute_command("BF.MEXISTS", "one", "a", "b", "c") == [1, 1, 1]
 
         # a cuckoo payload under the Bloom type's id
         cbody = unseal(r.dump("cf"))
         swapped = cbody[:2] + body[2:10] + cbody[10:]
         expect_refused(r, srv, reseal(swapped), "bkbloom-- payload holds a bkcuckoo- value")
 
-        # an empty string payload, then garbage of the right length
-        empty = body[:10] + b"\x05\x00" + b"\x00" + body[-2:]
+        # an empty string payload (encoding 1), then garbage of the right length
+        empty = v1 + b"\x05\x00" + b"\x00" + body[-2:]
         expect_refused(r, srv, reseal(empty), "bloomkit: corrupt bkbloom-- value")
         garbage = bytearray(body)
         for i in range(at, len(body) - 3):
