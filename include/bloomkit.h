@@ -829,7 +829,12 @@ BK_API uint64_t bk_deletable_items(const bk_deletable *f);
  * cuckoo hashing), so both buckets are found from the fingerprint alone and
  * stored fingerprints can be moved without the keys. False-positive rate
  * about 2 b load / 2^f. Supports removal and counting of duplicates (up to
- * 2b copies of one key).
+ * 2b copies of one key). Buckets of 2 slots of 8 bits (RedisBloom's shape)
+ * are stored in 15 bits as an unordered pair (fingerprints 1..254).
+ *
+ * Memory beyond the table: one allocation of a 104-byte handle, the packed
+ * table and 8 bytes of padding (bk_cuckoo_bytes); a relocation keeps its
+ * undo log on the stack (up to 512 kicks; more are allocated per add).
  *
  * An add into two full buckets relocates fingerprints up to max_kicks times
  * (default 500). When that fails the relocations are undone and the add
@@ -911,8 +916,10 @@ BK_API void bk_cuckoo_clear(bk_cuckoo *f);
 /* Add a key (a duplicate adds one more copy). Returns BK_OK, BK_EFULL (no
  * room within max_kicks relocations: nothing changed) or BK_ECOPIES (the
  * key's two buckets already hold 2b copies of its fingerprint, or b when
- * both candidate buckets are the same one: nothing changed). O(1) expected,
- * up to max_kicks relocations near full load. A writer. */
+ * both candidate buckets are the same one: nothing changed), or BK_ENOMEM
+ * (max_kicks above 512 and no memory for the relocation log: nothing
+ * changed). O(1) expected, up to max_kicks relocations near full load. A
+ * writer. */
 BK_API int bk_cuckoo_add(bk_cuckoo *f, const void *key, size_t len);
 
 /* Add the key only if it is not probably present. Returns 1 when added, 0
@@ -1019,8 +1026,10 @@ BK_API size_t bk_cuckoo_bytes(const bk_cuckoo *f);
  * nothing; a non-scaling filter refuses new keys once full with BK_EFULL.
  *
  * Concurrency: adds and lookups are lock-free, with each other and with
- * growth. Stages live in a fixed array of pointers published with
- * release/acquire atomics and never move or change until clear or free, so
+ * growth. Stages are reached through a directory of pointers published with
+ * release/acquire atomics (a full one is replaced by a copy twice its size,
+ * the old one kept until free); stages never move or change until clear or
+ * free, so
  * a lookup always sees a consistent prefix of stages; two adds that both
  * find the newest stage full race to install the next one and the loser
  * frees its copy. Counts are relaxed atomics: with concurrent adds a stage
