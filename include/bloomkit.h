@@ -1747,7 +1747,8 @@ typedef enum bk_family {
 } bk_family;
 
 /* "bloom", "blocked", "counting", "deletable", "cuckoo", "scalable",
- * "window"; NULL for an unknown value. */
+ * "window", "dleft", "varcount", "hier", "hybrid", "morris" (and the
+ * families numbered from 16); NULL for an unknown value. */
 BK_API const char *bk_family_name(bk_family family);
 
 /* The family with that name, or 0 when there is none. */
