@@ -1425,8 +1425,9 @@ typedef struct bk_delete_stats {
  * distinct keys sharing a fingerprint (probability ~ n / (B 2^r) each).
  * (b) A key whose d buckets are all full cannot be stored: the add returns
  * BK_EFULL and changes nothing. With d-left placement at 75% load this is
- * rare: measured 0 events for 1e6 keys at capacity, and 0 in 4 rounds of
- * 1e6 remove-one-add-one churn. Saturated cells are never freed, so a
+ * rare: measured 0 events for 1e6 keys at capacity and in 4 rounds of 1e6
+ * remove-one-add-one churn, 1 in the 1.5e6 adds of bench_delete at 1%
+ * (docs/DELETING.md). Saturated cells are never freed, so a
  * workload that adds keys more than 3 times and removes them leaks cells
  * until adds fail: use counter_bits 4 there (tests/test_dleft.c, model).
  * Both events are counted in bk_delete_stats.overflows.
