@@ -213,6 +213,7 @@ int bk_map_build(bk_map **out, const void *const *keys, const size_t *lens,
 
         m->cells = bk__calloc_aligned(table_bytes(&m->shape, m->width));
         if (m->cells == NULL) { rc = BK_ENOMEM; goto fail; }
+        bk__advise_huge(m->cells, table_bytes(&m->shape, m->width));
         m->owns_cells = 1;
         m->seed = s;
         m->items = p.n;

@@ -167,6 +167,7 @@ int bk_static_build(bk_static **out, const void *const *keys,
 
         f->cells = bk__calloc_aligned(cells_bytes(&f->shape, f->width));
         if (f->cells == NULL) { rc = BK_ENOMEM; goto fail; }
+        bk__advise_huge(f->cells, cells_bytes(&f->shape, f->width));
         f->owns_cells = 1;
         f->seed = s;
         f->items = p.n;

@@ -4,6 +4,7 @@
  * peel.h.
  */
 #include <math.h> /* log, floor */
+#include <sys/mman.h> /* madvise */
 
 #include "peel.h"
 
@@ -59,6 +60,20 @@ int bk__fuse_shape_from(uint64_t segment_length, uint64_t array_length,
  * Work space
  *==========================================================================*/
 
+void bk__advise_huge(void *p, size_t len)
+{
+#if defined(MADV_HUGEPAGE)
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    if (p == NULL || len < 2 * huge) return;
+    uintptr_t start = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+    uintptr_t end = ((uintptr_t)p + len) & ~(huge - 1);
+    if (end > start) madvise((void *)start, end - start, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)len;
+#endif
+}
+
 uint64_t bk__peel_temp_bytes(uint64_t n, int with_values)
 {
     bk__fuse_shape s;
@@ -88,6 +103,15 @@ int bk__peel_alloc(bk__peel *p, uint64_t n, uint32_t cells, int with_values)
                      : (p->count == NULL || p->xor_hash == NULL))) {
         bk__peel_free(p);
         return BK_ENOMEM;
+    }
+    bk__advise_huge(p->hashes, (size_t)keys * sizeof(uint64_t));
+    bk__advise_huge(p->queue, (size_t)cells * sizeof(uint32_t));
+    if (with_values) {
+        bk__advise_huge(p->values, (size_t)keys * sizeof(uint32_t));
+        bk__advise_huge(p->cells, (size_t)cells * sizeof(bk__peel_cell));
+    } else {
+        bk__advise_huge(p->count, cells);
+        bk__advise_huge(p->xor_hash, (size_t)cells * sizeof(uint64_t));
     }
     p->temp_bytes = (size_t)keys * (8 + (with_values ? 4 : 0)) +
                     (size_t)cells * (4 + (with_values ? sizeof(bk__peel_cell) : 1 + 8));
