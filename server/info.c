@@ -189,11 +189,15 @@ static void sec_memory(text *t, bks_session *s)
             "maxmemory_policy:noeviction\r\n"
             "mem_fragmentation_ratio:%.2f\r\n"
             "mem_allocator:libc\r\n"
+            "mem_clients_normal:%llu\r\n"
+            "maxmemory_clients:%llu\r\n"
             "\r\n",
             (unsigned long long)used, h_used, (unsigned long long)rss, h_rss,
             (unsigned long long)used, (unsigned long long)used, (unsigned long long)sys,
             h_sys, (unsigned long long)maxmem, h_max,
-            used ? (double)rss / (double)used : 0.0);
+            used ? (double)rss / (double)used : 0.0,
+            (unsigned long long)bks_net_client_query_bytes(),
+            (unsigned long long)g_srv.cfg.maxmemory_clients);
 }
 
 static void sec_persistence(text *t)

@@ -151,6 +151,8 @@ static size_t g_nmons, g_mons_cap;
 /* Bytes of query buffer held by all clients together (maxmemory-clients). */
 static _Atomic uint64_t g_client_qbytes;
 
+uint64_t bks_net_client_query_bytes(void) { return atomic_load(&g_client_qbytes); }
+
 static _Thread_local bks_worker *tl_worker;
 static _Thread_local int tl_holding;       /* tl_worker->exec is held */
 static _Thread_local int tl_pause_depth;

@@ -88,6 +88,8 @@ char *bks_clients_describe(size_t *len);
 /* net.c: start the workers (bind listeners: errors are fatal), run until a
  * shutdown is requested, stop them. Returns 0 or -1. */
 int bks_net_start(void);
+/* Bytes of query buffer all clients hold now (INFO mem_clients_normal). */
+uint64_t bks_net_client_query_bytes(void);
 int bks_net_run(void);       /* main thread: signals + shutdown requests */
 void bks_net_stop(void);
 void bks_net_free(void);
