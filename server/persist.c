@@ -67,6 +67,15 @@
  * takes no lock, calls no libuv and no bks_log (its error message travels
  * back through a pipe), and ends with _exit.
  *
+ * Failures. A directory whose CURRENT is missing or damaged but which holds
+ * data refuses to start (--rebuild-manifest rebuilds CURRENT); nothing is
+ * ever deleted without a sound CURRENT. A log that cannot be written or
+ * synced refuses writes (MISCONF) until a snapshot taken after the fault
+ * is installed, retried every 1-4 s, then writes resume by themselves.
+ * Filters mapped from a snapshot are served only once their payload
+ * checksum has been read: in the background after start-up, or on first
+ * use (persist_verify.c).
+ *
  * The files (persist_int.h holds what they share):
  *
  *   persist.c            this interface: open, close, SAVE, BGSAVE, the tick

@@ -20,9 +20,24 @@
  *       generation, and only remove_unreferenced deletes it.
  *   M5. remove_unreferenced runs only with a CURRENT that was just read
  *       (and verified) or just written. With no readable CURRENT nothing
- *       is deleted.
+ *       is deleted and start-up refuses (pst_recover: no_current), unless
+ *       the directory holds no snapshot and no log with a record (a first
+ *       start that crashed before CURRENT: its empty logs may go), or
+ *       --rebuild-manifest rebuilds CURRENT (pst_rebuild_current), after
+ *       which nothing is deleted until the next snapshot is installed.
  *   M6. Generation numbers only grow: a new generation is numbered above
  *       every generation present on disk.
+ *
+ * From M3 and M6: snapshot S holds the keyspace as it was when log S
+ * began, and every later write is in log S or a later one. That is what
+ * lets --rebuild-manifest take the newest complete snapshot and every log
+ * numbered from it on.
+ *
+ * A failing log (persist_commit.c) is recovered here too: pst_mark_broken
+ * refuses writes, the tick retries pst_start_snapshot with backoff
+ * (pst_schedule_retry), and pst_finish_generation ends the refusal once a
+ * snapshot begun after the failure is installed (docs/PERSISTENCE.md,
+ * "Disk faults").
  */
 #include <signal.h>
 #include <stdatomic.h>
