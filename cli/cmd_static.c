@@ -170,13 +170,14 @@ int cli_create_static(const cli_options *o)
     }
     if (o->given & OPTBIT(OPT_FINGERPRINT_BITS)) {
         bits = o->config.fingerprint_bits;
-        if (bits != 8 && bits != 16) {
-            cli_error("create: --fingerprint-bits: static filters take 8 or 16");
+        if (bits != 8 && bits != 12 && bits != 16) {
+            cli_error("create: --fingerprint-bits: static filters take 8, 12 or 16");
             goto done;
         }
     } else if (o->given & OPTBIT(OPT_ERROR)) {
         double p = o->config.fpr;
         if (p >= 1.0 / 256) bits = 8;
+        else if (p >= 1.0 / 4096) bits = 12;
         else if (p >= 1.0 / 65536) bits = 16;
         else {
             cli_error("create: --error %g: a static filter reaches 2^-16 = 0.0015%% at best", p);

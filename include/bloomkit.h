@@ -1975,11 +1975,12 @@ BK_API void bk_loader_free(bk_loader *l);
  *
  * For sets that are rebuilt rather than updated (a blocklist published
  * daily, the keys of an immutable table file): built once from the whole
- * key array, then read only. Each key's fingerprint (8 or 16 bits) is the
+ * key array, then read only. Each key's fingerprint (8, 12 or 16 bits) is the
  * XOR of three table cells, one in each of three consecutive segments, so
  * a lookup reads three cells. Memory ~1.125 x w bits per key from 10^6
- * keys up (more for small sets): 9.0 bits per key at 0.39% (w = 8), 18.0
- * at 0.0015% (w = 16), against ~1.44 x log2(1/p) for Bloom filters. No
+ * keys up (more for small sets): 9.0 bits per key at 0.39% (w = 8), 13.5
+ * at 0.024% (w = 12, cells packed), 18.0 at 0.0015% (w = 16), against
+ * ~1.44 x log2(1/p) for Bloom filters. No
  * false negatives. Duplicate keys are allowed (a set: counted once).
  * Construction peels a random 3-hypergraph; an unlucky seed is retried
  * with another, at most 64 times (BK_EBUILD after that, never a hang).
@@ -1993,7 +1994,7 @@ BK_API void bk_loader_free(bk_loader *l);
 typedef struct bk_static bk_static;
 
 /* Build a filter of the n keys (keys[i] of lens[i] bytes; duplicates
- * allowed) with fingerprints of fingerprint_bits (8 or 16). The first
+ * allowed) with fingerprints of fingerprint_bits (8, 12 or 16). The first
  * attempt hashes with `seed`, later ones with seeds derived from it.
  * Temporary memory: bk_static_build_memory(n) bytes besides the keys.
  * Returns BK_OK and *out, BK_EINVAL, BK_EPARAM (fingerprint bits),

@@ -3,7 +3,7 @@
  * Fuse Filters: Fast and Smaller Than Xor Filters", JEA 2022).
  *
  * Structure
- *   A table of array_length w-bit fingerprints (w = 8 or 16), built once
+ *   A table of array_length w-bit fingerprints (w = 8, 12 or 16), built once
  *   from the whole key set. A key's 64-bit hash h (the low half of XXH3-128
  *   with the filter's seed) names three cells, one in each of three
  *   consecutive segments (geometry in peel.h), and its fingerprint
@@ -44,7 +44,7 @@
 struct bk_static {
     bk__object obj;         /* first: a bk_static is also a bk_filter */
     bk__fuse_shape shape;
-    uint32_t width;         /* fingerprint bits: 8 or 16 */
+    uint32_t width;         /* fingerprint bits: 8, 12 or 16 */
     void *cells;            /* array_length fingerprints, 64-byte aligned */
     int owns_cells;         /* 0 when they live in a loaded block or mapping */
     uint64_t seed;          /* of the key hash (the successful attempt's) */
@@ -67,6 +67,24 @@ static inline uint64_t fingerprint(uint64_t h)
     return h ^ (h >> 32);
 }
 
+/* 12-bit cells are packed two to three bytes: cell i is bits
+ * [12 i, 12 i + 12) of the little-endian byte string, read with one
+ * 16-bit load at byte 3i/2 (the cell starts at bit 0 or 4 of it). */
+static inline uint32_t load12(const unsigned char *t, uint32_t i)
+{
+    uint16_t word;
+    memcpy(&word, t + ((size_t)i * 3 >> 1), sizeof(word)); /* little-endian host */
+    return (uint32_t)(word >> ((i & 1) * 4)) & 0xFFF;
+}
+
+static inline void xor12(unsigned char *t, uint32_t i, uint32_t v)
+{
+    uint16_t word;
+    memcpy(&word, t + ((size_t)i * 3 >> 1), sizeof(word));
+    word ^= (uint16_t)(v << ((i & 1) * 4));
+    memcpy(t + ((size_t)i * 3 >> 1), &word, sizeof(word));
+}
+
 static inline int contains_hash(const bk_static *f, bk_hash key_hash)
 {
     uint64_t h = key_hash.lo;
@@ -75,6 +93,11 @@ static inline int contains_hash(const bk_static *f, bk_hash key_hash)
     if (f->width == 8) {
         const uint8_t *t = f->cells;
         return (uint8_t)fingerprint(h) == (uint8_t)(t[c[0]] ^ t[c[1]] ^ t[c[2]]) &&
+               f->items != 0;
+    }
+    if (f->width == 12) {
+        const unsigned char *t = f->cells;
+        return (fingerprint(h) & 0xFFF) == (load12(t, c[0]) ^ load12(t, c[1]) ^ load12(t, c[2])) &&
                f->items != 0;
     }
     const uint16_t *t = f->cells;
@@ -87,15 +110,13 @@ static inline void prefetch_hash(const bk_static *f, bk_hash key_hash)
     uint32_t c[3];
     bk__fuse_cells(&f->shape, key_hash.lo, c);
     const unsigned char *t = f->cells;
-    unsigned shift = f->width == 16;
-    BK_PREFETCH_READ(t + ((size_t)c[0] << shift));
-    BK_PREFETCH_READ(t + ((size_t)c[1] << shift));
-    BK_PREFETCH_READ(t + ((size_t)c[2] << shift));
+    for (int j = 0; j < 3; j++)
+        BK_PREFETCH_READ(t + ((size_t)c[j] * f->width >> 3));
 }
 
 static size_t cells_bytes(const bk__fuse_shape *s, uint32_t width)
 {
-    return (size_t)s->array_length * (width / 8);
+    return (size_t)(((uint64_t)s->array_length * width + 7) / 8);
 }
 
 /* Fill the table from a completed peel: reverse stack order, each lone
@@ -113,6 +134,10 @@ static void assign(bk_static *f, const bk__peel *p)
         if (f->width == 8) {
             uint8_t *t = f->cells;
             t[lone] = (uint8_t)(fingerprint(h) ^ t[c[0]] ^ t[c[1]] ^ t[c[2]]);
+        } else if (f->width == 12) {
+            unsigned char *t = f->cells;
+            uint32_t have = load12(t, c[0]) ^ load12(t, c[1]) ^ load12(t, c[2]);
+            xor12(t, lone, ((uint32_t)fingerprint(h) ^ have) & 0xFFF);
         } else {
             uint16_t *t = f->cells;
             t[lone] = (uint16_t)(fingerprint(h) ^ t[c[0]] ^ t[c[1]] ^ t[c[2]]);
@@ -139,7 +164,8 @@ int bk_static_build(bk_static **out, const void *const *keys,
     if (out == NULL) return BK_EINVAL;
     *out = NULL;
     if (n > 0 && (keys == NULL || lens == NULL)) return BK_EINVAL;
-    if (fingerprint_bits != 8 && fingerprint_bits != 16) return BK_EPARAM;
+    if (fingerprint_bits != 8 && fingerprint_bits != 12 && fingerprint_bits != 16)
+        return BK_EPARAM;
     if (n > SIZE_MAX / sizeof(uint64_t)) return BK_ESIZE;
 
     /* The largest table is that of n distinct keys; duplicates only shrink
@@ -349,10 +375,15 @@ static int ops_restore(const bk__image *img, void **out)
 {
     const bk__part *p = &img->parts[0];
     bk__fuse_shape shape;
-    if (img->nparts != 1 || p->k != 3 || (p->width != 8 && p->width != 16))
+    if (img->nparts != 1 || p->k != 3 ||
+        (p->width != 8 && p->width != 12 && p->width != 16))
         return BK_ECORRUPT;
     if (bk__fuse_shape_from(p->param, p->m, &shape) != BK_OK) return BK_ECORRUPT;
-    if (p->length != (uint64_t)shape.array_length * (p->width / 8u)) return BK_ECORRUPT;
+    if (p->length != cells_bytes(&shape, p->width)) return BK_ECORRUPT;
+    /* canonical: the 4 bits after an odd number of 12-bit cells are 0 */
+    if (p->width == 12 && (shape.array_length & 1) &&
+        (((const unsigned char *)p->data)[p->length - 1] >> 4) != 0)
+        return BK_ECORRUPT;
     /* a table holds at most one key per cell */
     if (img->items > shape.array_length || p->items != img->items ||
         img->capacity != img->items || p->capacity != img->items)

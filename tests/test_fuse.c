@@ -91,6 +91,12 @@ static void test_fpr_8(void **state)
     check_rate(8, 100000, 1000000);
 }
 
+static void test_fpr_12(void **state)
+{
+    (void)state;
+    check_rate(12, 100000, 2000000);
+}
+
 static void test_fpr_16(void **state)
 {
     (void)state;
@@ -104,7 +110,7 @@ static void test_bits_per_key(void **state)
     (void)state;
     keyset ks;
     keyset_make(&ks, 1000000, 0, TAG_IN);
-    for (uint32_t w = 8; w <= 16; w += 8) {
+    for (uint32_t w = 8; w <= 16; w += 4) {
         bk_static *f;
         assert_int_equal(bk_static_build(&f, ks.keys, ks.lens, ks.n, w, 7), BK_OK);
         bk_static_stats st;
@@ -170,7 +176,7 @@ static void test_tiny_sets(void **state)
     uint32_t max_attempts = 0;
     for (uint64_t n = 1; n <= 200; n++) {
         for (uint64_t seed = 0; seed < 5; seed++) {
-            uint32_t w = (n & 1) ? 8 : 16;
+            uint32_t w = 8 + 4 * (uint32_t)(n % 3);
             assert_int_equal(bk_static_build(&f, ks.keys, ks.lens, n, w, seed), BK_OK);
             assert_int_equal(bk_static_items(f), n);
             assert_int_equal(count_present(f, 0, n, TAG_IN), n);
@@ -272,7 +278,8 @@ static void test_invalid_parameters(void **state)
     assert_int_equal(bk_static_build(&f, NULL, l, 1, 8, 0), BK_EINVAL);
     assert_null(f);
     assert_int_equal(bk_static_build(&f, k, NULL, 1, 8, 0), BK_EINVAL);
-    assert_int_equal(bk_static_build(&f, k, l, 1, 12, 0), BK_EPARAM);
+    assert_int_equal(bk_static_build(&f, k, l, 1, 10, 0), BK_EPARAM);
+    assert_int_equal(bk_static_build(&f, k, l, 1, 32, 0), BK_EPARAM);
     assert_int_equal(bk_static_build(&f, k, l, 1, 0, 0), BK_EPARAM);
     assert_int_equal(bk_static_build(&f, k, l, UINT64_C(1) << 40, 8, 0), BK_ESIZE);
     assert_int_equal(bk_static_contains_batch(NULL, k, l, 1, NULL), BK_EINVAL);
@@ -298,7 +305,7 @@ static void test_round_trip_and_map(void **state)
     (void)state;
     keyset ks;
     keyset_make(&ks, 30000, 0, TAG_IN);
-    for (uint32_t w = 8; w <= 16; w += 8) {
+    for (uint32_t w = 8; w <= 16; w += 4) {
         bk_static *f;
         assert_int_equal(bk_static_build(&f, ks.keys, ks.lens, ks.n, w, 11), BK_OK);
         bk_filter *g = bk_static_as_filter(f);
@@ -409,7 +416,8 @@ static void test_damaged_fields(void **state)
     size_t len;
     unsigned char *good = serialize(bk_static_as_filter(f), &len);
     struct { size_t off; uint64_t value; int bytes; } cases[] = {
-        {128 + 28, 12, 1},        /* width 12 */
+        {128 + 28, 10, 1},        /* width 10 */
+        {128 + 28, 16, 1},        /* width 16: the length no longer fits */
         {128 + 24, 4, 4},         /* k = 4 */
         {128 + 56, 3, 8},         /* segment length not a power of two */
         {128 + 56, 1u << 20, 8},  /* segment length too large */
@@ -535,6 +543,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fpr_8),
+        cmocka_unit_test(test_fpr_12),
         cmocka_unit_test(test_fpr_16),
         cmocka_unit_test(test_bits_per_key),
         cmocka_unit_test(test_duplicates),
