@@ -270,9 +270,11 @@ static void slow_add(bks_client *c, int argc, const bkc_str *argv, uint64_t usec
         return;
     }
     slow_entry *e = &g_slow[g_slow_head];
-    if (g_slow_len == g_slow_cap)
+    if (g_slow_len == g_slow_cap) {
         slow_entry_clear(e);          /* the oldest goes */
-    if (slow_copy_args(e, argc, argv) < 0) {
+        g_slow_len--;
+    }
+    if (slow_copy_args(e, argc, argv) < 0) {   /* out of memory: not logged */
         pthread_mutex_unlock(&g_slow_mu);
         return;
     }
@@ -282,8 +284,7 @@ static void slow_add(bks_client *c, int argc, const bkc_str *argv, uint64_t usec
     snprintf(e->addr, sizeof e->addr, "%s", bks_client_addr(c));
     snprintf(e->name, sizeof e->name, "%s", bks_client_name(c));
     g_slow_head = (g_slow_head + 1) % g_slow_cap;
-    if (g_slow_len < g_slow_cap)
-        g_slow_len++;
+    g_slow_len++;
     pthread_mutex_unlock(&g_slow_mu);
 }
 
