@@ -63,8 +63,8 @@
  *   server's single-threaded event loop needs nothing.
  *
  * Memory (bk_cuckoo_bytes: bytes asked of the allocator)
- *   One allocation: the 104-byte handle, the table and 8 bytes of padding;
- *   a loaded filter counts the payload block it borrows instead. So
+ *   One allocation: the 104-byte handle, the table and 8 bytes of padding
+ *   (a loaded filter reports the same; it borrows the file's block). So
  *   RedisBloom's CF.RESERVE k 1000 (512 buckets of 2, 8-bit fingerprints)
  *   is 104 + 960 + 8 = 1072 bytes.
  *
@@ -705,10 +705,11 @@ uint32_t bk_cuckoo_max_kicks(const bk_cuckoo *f) { return f->max_kicks; }
 uint64_t bk_cuckoo_seed(const bk_cuckoo *f) { return f->seed; }
 uint64_t bk_cuckoo_items(const bk_cuckoo *f) { return f->items; }
 
+/* Exact for a created filter; a loaded one (holding the file's payload
+ * block instead) reports the same, so CF.INFO Size survives a reload. */
 size_t bk_cuckoo_bytes(const bk_cuckoo *f)
 {
-    if (f->owns_mem) return sizeof(*f) + table_bytes(f) + TABLE_PAD;
-    return sizeof(*f) + (f->obj.block_kind != BK__BLOCK_NONE ? f->obj.block_len : 0);
+    return sizeof(*f) + table_bytes(f) + TABLE_PAD;
 }
 
 int bk_cuckoo_get_stats(const bk_cuckoo *f, bk_cuckoo_stats *out)

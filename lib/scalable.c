@@ -76,8 +76,9 @@
  *   bits, its 16-byte record and up to 87 bytes of alignment and
  *   bookkeeping; the stage directory (8 bytes a slot, doubling, the
  *   smaller ones kept until free because lock-free readers may hold them)
- *   adds under 32 bytes per stage. A loaded filter counts the payload
- *   block it borrows instead of its bits.
+ *   adds under 32 bytes per stage. A loaded filter reports the same bytes
+ *   as the same filter built by adds (it holds the file's payload block
+ *   instead), so BF.INFO Size survives a save and a reload.
  *
  * Limits
  *   At most BK_SCALABLE_MAX_STAGES stages (settable lower) and an optional
@@ -260,13 +261,6 @@ static stage *stage_alloc(uint64_t bytes, uint64_t shape)
     memcpy((char *)s - sizeof(void *), &raw, sizeof(raw));
     s->shape = shape;
     return s;
-}
-
-/* Allocation bytes of stage i >= 1. */
-static uint64_t stage_alloc_bytes(const stage *s)
-{
-    return ((s->shape & SH_POINTER) ? sizeof(void *) : shape_bytes(s->shape)) +
-           STAGE_SLACK;
 }
 
 static uint64_t dir_bytes(uint32_t cap)
@@ -627,17 +621,22 @@ static int contains_hash(const bk_scalable *f, bk_hash h)
     return contains_in(f, load_nstages(f), h);
 }
 
-/* Bytes the filter holds now. */
+/* Bytes the filter holds: the handle with stage 0's bits, each later
+ * stage's allocation and the directories growth made (4, 8, ... slots, the
+ * smaller ones retired but kept). Exact for a filter built by adds; a
+ * loaded filter reports the same figure for the same stages (it holds
+ * the file's payload block instead of one allocation per stage), so Size
+ * does not change across a save and a reload. */
 static size_t total_bytes(const bk_scalable *f)
 {
-    uint64_t total = sizeof(*f);
-    if (f->first.shape & SH_POINTER) total += sizeof(void *);
-    else total += shape_bytes(f->first.shape);
-    if (f->obj.block_kind != BK__BLOCK_NONE) total += f->obj.block_len;
+    uint64_t total = sizeof(*f) + shape_bytes(f->first.shape);
     uint32_t n = load_nstages(f);
-    stage_dir *d = load_dir(f);
-    for (uint32_t i = 1; i < n; i++) total += stage_alloc_bytes(load_stage(f, i));
-    for (; d != NULL; d = d->retired) total += dir_bytes(d->cap);
+    for (uint32_t i = 1; i < n; i++)
+        total += shape_bytes(load_stage(f, i)->shape) + STAGE_SLACK;
+    for (uint32_t cap = 4; n > 1; cap *= 2) {
+        total += dir_bytes(cap > BK_SCALABLE_MAX_STAGES ? BK_SCALABLE_MAX_STAGES : cap);
+        if (cap >= n || cap >= BK_SCALABLE_MAX_STAGES) break;
+    }
     return total > SIZE_MAX ? SIZE_MAX : (size_t)total;
 }
 
@@ -991,9 +990,7 @@ int bk_scalable_get_stage_stats(const bk_scalable *f, uint32_t i,
     out->fill = (double)c.bits_set / (double)out->bits;
     out->estimated_items = c.estimated_items;
     out->fpr_now = c.fpr_now;
-    out->bytes = i == 0 ? (size_t)shape_bytes(s->shape)
-                        : (size_t)stage_alloc_bytes(s);
-    if (i == 0 && (s->shape & SH_POINTER)) out->bytes = sizeof(void *);
+    out->bytes = (size_t)shape_bytes(s->shape) + (i == 0 ? 0 : STAGE_SLACK);
     return BK_OK;
 }
 
