@@ -188,6 +188,9 @@ int bk_static_build(bk_static **out, const void *const *keys,
         if (rc != BK_OK) goto fail;
         rc = bk__fuse_shape_for(p.n, &f->shape);
         if (rc != BK_OK) goto fail;
+        /* fewer distinct keys never need more cells; should rounding ever
+         * say otherwise, the table sized for all n keys works too */
+        if (f->shape.array_length > p.cells_room) f->shape = most;
         f->attempts = attempt + 1;
         if (!bk__peel_run(&p, &f->shape)) continue;
 

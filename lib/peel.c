@@ -74,14 +74,24 @@ void bk__advise_huge(void *p, size_t len)
 #endif
 }
 
+/* A map's queue lives in the hashes array (8 bytes per key: room for two
+ * cell indexes per key) when the table has at most twice as many cells as
+ * keys, which holds from a handful of keys up. */
+static int map_queue_aliased(uint64_t keys, uint64_t cells)
+{
+    return cells <= 2 * keys;
+}
+
 uint64_t bk__peel_temp_bytes(uint64_t n, int with_values)
 {
     bk__fuse_shape s;
     if (bk__fuse_shape_for(n, &s) != BK_OK) return UINT64_MAX;
-    uint64_t per_key = 8 + (with_values ? 4 : 0);
-    uint64_t per_cell = 4 + (with_values ? sizeof(bk__peel_cell) : 1 + 8);
     uint64_t keys = n > 0 ? n : 1;
-    return keys * per_key + (uint64_t)s.array_length * per_cell;
+    if (with_values)
+        return keys * 12 + (uint64_t)s.array_length *
+                               (sizeof(bk__peel_cell) +
+                                (map_queue_aliased(keys, s.array_length) ? 0 : 4));
+    return keys * 8 + (uint64_t)s.array_length * (1 + 8 + 4);
 }
 
 int bk__peel_alloc(bk__peel *p, uint64_t n, uint32_t cells, int with_values)
@@ -89,8 +99,10 @@ int bk__peel_alloc(bk__peel *p, uint64_t n, uint32_t cells, int with_values)
     memset(p, 0, sizeof(*p));
     uint64_t keys = n > 0 ? n : 1;
     if (keys > SIZE_MAX / sizeof(uint64_t)) return BK_ESIZE;
+    p->cells_room = cells;
+    p->queue_owned = !with_values || !map_queue_aliased(keys, cells);
     p->hashes = bk__malloc((size_t)keys * sizeof(uint64_t));
-    p->queue = bk__malloc((size_t)cells * sizeof(uint32_t));
+    if (p->queue_owned) p->queue = bk__malloc((size_t)cells * sizeof(uint32_t));
     if (with_values) {
         p->values = bk__malloc((size_t)keys * sizeof(uint32_t));
         p->cells = bk__calloc(cells, sizeof(bk__peel_cell));
@@ -98,14 +110,14 @@ int bk__peel_alloc(bk__peel *p, uint64_t n, uint32_t cells, int with_values)
         p->count = bk__calloc(cells, 1);
         p->xor_hash = bk__calloc(cells, sizeof(uint64_t));
     }
-    if (p->hashes == NULL || p->queue == NULL ||
+    if (p->hashes == NULL || (p->queue_owned && p->queue == NULL) ||
         (with_values ? (p->values == NULL || p->cells == NULL)
                      : (p->count == NULL || p->xor_hash == NULL))) {
         bk__peel_free(p);
         return BK_ENOMEM;
     }
     bk__advise_huge(p->hashes, (size_t)keys * sizeof(uint64_t));
-    bk__advise_huge(p->queue, (size_t)cells * sizeof(uint32_t));
+    if (p->queue_owned) bk__advise_huge(p->queue, (size_t)cells * sizeof(uint32_t));
     if (with_values) {
         bk__advise_huge(p->values, (size_t)keys * sizeof(uint32_t));
         bk__advise_huge(p->cells, (size_t)cells * sizeof(bk__peel_cell));
@@ -114,7 +126,8 @@ int bk__peel_alloc(bk__peel *p, uint64_t n, uint32_t cells, int with_values)
         bk__advise_huge(p->xor_hash, (size_t)cells * sizeof(uint64_t));
     }
     p->temp_bytes = (size_t)keys * (8 + (with_values ? 4 : 0)) +
-                    (size_t)cells * (4 + (with_values ? sizeof(bk__peel_cell) : 1 + 8));
+                    (size_t)cells * (with_values ? sizeof(bk__peel_cell) : 1 + 8) +
+                    (p->queue_owned ? (size_t)cells * 4 : 0);
     return BK_OK;
 }
 
@@ -125,7 +138,7 @@ void bk__peel_free(bk__peel *p)
     bk__free(p->count);
     bk__free(p->xor_hash);
     bk__free(p->cells);
-    bk__free(p->queue);
+    if (p->queue_owned) bk__free(p->queue);
     memset(p, 0, sizeof(*p));
 }
 
@@ -332,7 +345,6 @@ static int peel_map(bk__peel *p, const bk__fuse_shape *s)
     bk__peel_cell *cells = p->cells;
     const uint64_t *hashes = p->hashes;
     const uint32_t *values = p->values;
-    uint32_t *queue = p->queue;
     const uint64_t n = p->n;
 
     memset(cells, 0, (size_t)ncells * sizeof(*cells));
@@ -349,7 +361,11 @@ static int peel_map(bk__peel *p, const bk__fuse_shape *s)
         }
     }
 
-    uint32_t *stack = (uint32_t *)(void *)p->hashes;
+    /* The cells hold the hashes and values now: the stack (n entries) goes
+     * into the values array, the queue (at most one entry per cell) into
+     * the hashes unless it has its own allocation. */
+    uint32_t *stack = (uint32_t *)(void *)p->values;
+    uint32_t *queue = p->queue_owned ? p->queue : (uint32_t *)(void *)p->hashes;
     p->stack = stack;
     uint64_t queued = 0, peeled = 0;
     for (uint32_t c = 0; c < ncells; c++) {

@@ -37,8 +37,10 @@
  * Temporary memory: the n hashes (8 bytes each, reused as the peeling
  * stack), and per cell a count (1 byte), a hash XOR (8 bytes) and a queue
  * entry (4 bytes): 8 n + 13 cells bytes, ~22.6 bytes per key at 1.125
- * cells per key. A map keeps 4 more bytes per key (the values) and 20 per
- * cell (a 16-byte cell and the queue entry): ~34.5 bytes per key.
+ * cells per key. A map keeps 4 more bytes per key (the values) and 16 per
+ * cell, and once the cells are filled its hash and value arrays are free:
+ * the stack goes into the values and the queue into the hashes (when they
+ * hold it: always from a few keys up), ~30 bytes per key.
  */
 #ifndef BK_PEEL_H
 #define BK_PEEL_H
@@ -100,8 +102,12 @@ typedef struct bk__peel {
     uint8_t *count;     /* sets, per cell: keys still attached (255: overflow) */
     uint64_t *xor_hash; /* sets, per cell: XOR of the attached keys' hashes */
     bk__peel_cell *cells; /* maps: per cell, the three above together */
-    uint32_t *queue;    /* cells holding one key */
-    uint32_t *stack;    /* lone cells in peeling order (aliases hashes) */
+    uint32_t *queue;    /* cells holding one key (maps: aliases hashes
+                           when they have room, see bk__peel_alloc) */
+    uint32_t cells_room;/* cells the arrays were allocated for */
+    int queue_owned;    /* queue is its own allocation */
+    uint32_t *stack;    /* lone cells in peeling order (sets: aliases
+                           hashes; maps: aliases values) */
     uint64_t peeled;    /* stack entries */
     size_t temp_bytes;  /* everything above, for the caller's report */
 } bk__peel;
