@@ -32,8 +32,23 @@ static inline uint64_t bk__dl_hash64(uint64_t x, uint64_t salt)
     return bk__dl_mix64(&s);
 }
 
+/* x^k for the small integer k of a filter (by squaring), else pow. */
+static inline double bk__dl_powk(double x, double k)
+{
+    unsigned n = (unsigned)k;
+    if ((double)n != k || n > 64) return pow(x, k);
+    double r = 1.0;
+    while (n) {
+        if (n & 1) r *= x;
+        x *= x;
+        n >>= 1;
+    }
+    return r;
+}
+
 /* sum_i Poisson(i; lambda) (1 - (1 - k/C)^i)^k over the Poisson mass that
- * matters (mode +- 12 sd), walking out from the mode by p(i+1)/p(i). */
+ * matters (mode +- 12 sd), walking out from the mode by p(i+1)/p(i) and
+ * s^(i+1) = s^i s (s = 1 - k/C): no pow or exp per term. */
 static inline double bk__dl_blocked_fpr(double lambda, double counters, double k)
 {
     const double survive = 1.0 - k / counters;
@@ -42,15 +57,20 @@ static inline double bk__dl_blocked_fpr(double lambda, double counters, double k
     double mode = floor(lambda);
     double spread = 12.0 * sqrt(lambda) + 20.0;
     double p_mode = exp(-lambda + mode * log(lambda) - lgamma(mode + 1.0));
-    double sum = 0.0, p = p_mode;
+    double s_mode = pow(survive, mode);
+    double sum = 0.0, p = p_mode, s = s_mode;
     for (double i = mode; i <= mode + spread; i += 1.0) {
-        sum += p * pow(1.0 - pow(survive, i), k);
+        sum += p * bk__dl_powk(1.0 - s, k);
         p *= lambda / (i + 1.0);
+        s *= survive;
     }
     p = p_mode;
+    s = s_mode;
     for (double i = mode; i >= 1.0 && i >= mode - spread; i -= 1.0) {
         p *= i / lambda;
-        sum += p * pow(1.0 - pow(survive, i - 1.0), k);
+        /* s^(i-1) = s^i / s, unless s^i underflowed (or s is 0) */
+        s = (s > 0.0 && survive > 0.0) ? s / survive : pow(survive, i - 1.0);
+        sum += p * bk__dl_powk(1.0 - s, k);
     }
     return sum;
 }
@@ -68,6 +88,23 @@ static inline double bk__dl_poisson_tail(double lambda, double limit)
         p *= lambda / (i + 1.0);
     }
     return sum;
+}
+
+/* The smallest i >= ceil(lambda) with P(X > i) <= bound, X ~ Poisson(lambda):
+ * one pass down from far in the tail, adding p(i) = p(i+1) (i+1)/lambda. */
+static inline double bk__dl_poisson_quantile(double lambda, double bound)
+{
+    double lo = ceil(lambda);
+    double i = lo + floor(12.0 * sqrt(lambda) + 60.0);
+    double p = exp(-lambda + i * log(lambda) - lgamma(i + 1.0)); /* p(i) */
+    double tail = 0.0; /* P(X > i) */
+    while (i > lo) {
+        if (tail + p > bound) return i; /* P(X > i - 1) would exceed it */
+        tail += p;
+        p *= i / lambda;
+        i -= 1.0;
+    }
+    return lo;
 }
 
 /* k distinct positions in [0, counters) (counters a power of two up to

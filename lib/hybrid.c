@@ -224,8 +224,7 @@ static double hybrid_fpr(double lambda, uint32_t k)
  * 4 standard deviations (variance <= mean) they fit the usable slots. */
 static int slots_fit(double lambda, uint32_t k, uint32_t lines)
 {
-    double i = ceil(lambda);
-    while (bk__dl_poisson_tail(lambda, i) > OVERFLOW_BOUND) i += 1.0;
+    double i = bk__dl_poisson_quantile(lambda, OVERFLOW_BOUND);
     double a = (double)k * i / CELLS;
     double multi = CELLS * (1.0 - exp(-a) * (1.0 + a));
     return multi + 4.0 * sqrt(multi) <= (double)(lines * SLOTS_PER_LINE - 1);
@@ -239,7 +238,9 @@ static int fits(uint64_t n, uint64_t blocks, double p, uint32_t k, uint32_t line
 
 static uint64_t blocks_for(uint64_t n, double p, uint32_t k, uint32_t lines)
 {
-    uint64_t lo = 0, hi = 1;
+    /* fits() is monotone in the block count: start at a mean load of 256
+     * keys per block (cheap sums; lo = 0 is never evaluated) */
+    uint64_t lo = 0, hi = n / 256 ? n / 256 : 1;
     while (!fits(n, hi, p, k, lines)) {
         lo = hi;
         if (hi >= BK_HYBRID_MAX_BLOCKS) return 0;

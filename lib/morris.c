@@ -131,7 +131,9 @@ static unsigned min_counter(const bk_morris *f, bk_hash h)
 
 static uint64_t blocks_for(uint64_t n, double p, uint32_t k)
 {
-    uint64_t lo = 0, hi = 1;
+    /* the rate falls as blocks grow: start at a mean load of one key per
+     * counter (cheap sums; lo = 0 is never evaluated) */
+    uint64_t lo = 0, hi = n / COUNTERS ? n / COUNTERS : 1;
     while (bk__dl_blocked_fpr((double)n / (double)hi, COUNTERS, k) > p) {
         lo = hi;
         if (hi >= BK_MORRIS_MAX_BLOCKS) return 0;

@@ -284,7 +284,11 @@ static uint64_t blocks_for(uint64_t n, double p, uint32_t k, uint32_t c)
 {
     double limit = (double)(STREAM_BITS - c) / (double)k; /* keys a block holds */
     if (limit < 1.0) return 0;
-    uint64_t lo = 0, hi = 1;
+    /* fits() is monotone in the block count, so the search may start where
+     * a block's mean load is the most it can hold (far cheaper sums than at
+     * hi = 1); lo = 0 is never evaluated */
+    uint64_t lo = 0, hi = (uint64_t)((double)n / limit);
+    if (hi < 1) hi = 1;
     for (;;) {
         double lambda = (double)n / (double)hi;
         if (bk__dl_blocked_fpr(lambda, c, k) <= p &&
