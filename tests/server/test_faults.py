@@ -3,8 +3,8 @@
 "Disk faults"), through the LD_PRELOAD library faultshim.c ($BKS_FAULTSHIM):
 
 1. write() on the log fails with ENOSPC for 2 s, then fdatasync fails with
-   EIO for 2 s (appendfsync always), and fdatasync with EIO again under
-   everysec: during each fault writes answer MISCONF and reads are served,
+   EIO for 2 s (appendfsync always); under everysec the background
+   fdatasync fails with EIO, then write() with EROFS (a read-only remount): during each fault writes answer MISCONF and reads are served,
    INFO persistence says aof_last_write_status:err with the fault's time;
    after it clears writes resume by themselves within a few seconds
    (status ok, "writes resume" in the log); after a kill -9 every
@@ -184,7 +184,7 @@ def test_faults():
     try:
         acked = []
         for mode, faults in (("always", ("write ENOSPC", "fsync EIO")),
-                             ("everysec", ("fsync EIO",))):
+                             ("everysec", ("fsync EIO", "write EROFS"))):
             srv = shimmed("--appendfsync", mode, d=d, ctl=ctl)
             took = []
             with Writer(srv, "bf:f", tag="f" + mode) as w:
