@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>        /* FILE */
 #include <sys/types.h>    /* pid_t */
 
 #include "server.h"
@@ -135,6 +136,11 @@ struct bks_persist {
     int have_verifier;
     pthread_t verifier;
     _Atomic int verifier_stop;
+
+    /* --check-data: damaged .bkf files and corrupt keys are reported here
+     * (and counted) and the check goes on; NULL: the first one fails. */
+    FILE *check_out;
+    uint64_t check_bad;
 };
 
 /* The verification state of one key loaded with mapped filters, or of a

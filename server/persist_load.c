@@ -32,7 +32,7 @@
 static int load_split(bks_persist *p, const char *sname, const char *mpath,
                       const unsigned char *base, size_t size, size_t *off,
                       fields *k, int check_only, bks_guard **guard, bkc_value **out,
-                      char *err, size_t errlen)
+                      bkc_str name, char *err, size_t errlen)
 {
     uint32_t kind = pst_fd_u32(k);
     uint64_t cf_capacity = pst_fd_u64(k);
@@ -95,6 +95,14 @@ static int load_split(bks_persist *p, const char *sname, const char *mpath,
             else
 #endif
                 lrc = bk_filter_load(&f, fpath);
+            if (lrc != BK_OK && check_only && p->check_out != NULL) {
+                /* --check-data: say it, and go on with the other files */
+                fprintf(p->check_out, "BAD   %s: %s (a filter of key '%.*s')\n", fpath,
+                        lrc == BK_ECHECKSUM ? "checksum mismatch" : bk_strerror(lrc),
+                        (int)(name.len > 64 ? 64 : name.len), name.ptr);
+                p->check_bad++;
+                continue;
+            }
             if (lrc != BK_OK) {
                 pst_errf(err, errlen, "%s: %s", fpath, bk_strerror(lrc));
                 goto fail;
@@ -219,6 +227,14 @@ int pst_snapshot_load(bks_persist *p, uint64_t gen, int check_only, uint64_t *nk
                 goto done;
             }
             snprintf(why, sizeof why, "%.*s", (int)wlen, (const char *)k.p + k.pos);
+            if (check_only && p->check_out != NULL) {
+                fprintf(p->check_out, "BAD   %s offset %zu: key '%.*s' is recorded as corrupt "
+                        "(snapshot file %s: %s)\n", mpath, at,
+                        (int)(name.len > 64 ? 64 : name.len), name.ptr, file, why);
+                p->check_bad++;
+                nkeys++;
+                continue;
+            }
             if (check_only) {
                 pst_errf(err, errlen, "%s offset %zu: key '%.*s' is recorded as corrupt "
                          "(snapshot file %s: %s)", mpath, at,
@@ -249,8 +265,8 @@ int pst_snapshot_load(bks_persist *p, uint64_t gen, int check_only, uint64_t *nk
             off += (size_t)len;
         } else if (!k.bad && layout == KEY_SPLIT) {
             char why[600];
-            if (load_split(p, sname, mpath, base, size, &off, &k, check_only, &guard, &v, why,
-                           sizeof why) != 0) {
+            if (load_split(p, sname, mpath, base, size, &off, &k, check_only, &guard, &v, name,
+                           why, sizeof why) != 0) {
                 pst_errf(err, errlen, "%s offset %zu: key '%.*s': %s", mpath, at,
                      (int)(name.len > 64 ? 64 : name.len), name.ptr, why);
                 goto done;

@@ -302,6 +302,7 @@ int bks_persist_check_data(const bks_config *cfg, FILE *out)
     snprintf(p->dir, sizeof p->dir, "%s", cfg->dir[0] ? cfg->dir : ".");
     p->map_threshold = cfg->map_threshold;
     p->fd = p->lockfd = p->child_pipe = -1;
+    p->check_out = out;
     p->dirfd = open(p->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (p->dirfd < 0) {
         fprintf(out, "BAD   %s: %s\n", p->dir, strerror(errno));
@@ -324,8 +325,12 @@ int bks_persist_check_data(const bks_config *cfg, FILE *out)
         /* Check what is there anyway: the report says what a rebuild has. */
         for (size_t i = 0; i < snaps.n; i++) {
             uint64_t nkeys = 0;
+            p->check_bad = 0;
             if (pst_snapshot_load(p, snaps.gens[i], 1, &nkeys, err, sizeof err) != 0) {
                 fprintf(out, "BAD   %s\n", err);
+            } else if (p->check_bad > 0) {
+                fprintf(out, "BAD   %s/snap-%" PRIu64 ": %" PRIu64 " keys, %" PRIu64
+                        " damaged (above)\n", p->dir, snaps.gens[i], nkeys, p->check_bad);
             } else {
                 fprintf(out, "ok    %s/snap-%" PRIu64 ": %" PRIu64 " keys, every checksum "
                         "verified\n", p->dir, snaps.gens[i], nkeys);
@@ -341,8 +346,13 @@ int bks_persist_check_data(const bks_config *cfg, FILE *out)
                 p->logs.n);
         if (snap != 0) {
             uint64_t nkeys = 0;
+            p->check_bad = 0;
             if (pst_snapshot_load(p, snap, 1, &nkeys, err, sizeof err) != 0) {
                 fprintf(out, "BAD   %s\n", err);
+                bad = 1;
+            } else if (p->check_bad > 0) {
+                fprintf(out, "BAD   %s/snap-%" PRIu64 ": %" PRIu64 " keys, %" PRIu64
+                        " damaged (above)\n", p->dir, snap, nkeys, p->check_bad);
                 bad = 1;
             } else {
                 fprintf(out, "ok    %s/snap-%" PRIu64 ": %" PRIu64 " keys, every checksum "

@@ -297,6 +297,19 @@ def test_mapped_corrupt():
 
         rc, out = run_check_data(d)
         assert rc == 1 and bad in out, "--check-data: exit %d\n%s" % (rc, out)
+        # Two damaged files: both reported, the check goes on after the first.
+        d2 = d + "-two"
+        shutil.copytree(d, d2)
+        try:
+            other = files["m2"][0].replace(d, d2)
+            with open(other, "r+b") as f:
+                f.seek(os.path.getsize(other) // 2)
+                f.write(b"\0" * 4096)
+            rc, out = run_check_data(d2)
+            assert rc == 1 and bad.replace(d, d2) in out and other in out, \
+                "--check-data with two damaged files: exit %d\n%s" % (rc, out)
+        finally:
+            shutil.rmtree(d2, ignore_errors=True)
         rc, out = run_verify(bad)
         assert rc == 1 and "CORRUPT" in out and bad in out, "verify bad: %d %s" % (rc, out)
         rc, out = run_verify(good)
