@@ -537,7 +537,9 @@ BK_API int bk_blocked_single_writer(const bk_blocked *f);
  * false negatives. bk_counting_remove refuses keys that are certainly absent
  * (BK_ENOTFOUND), but it cannot tell a false positive from a real key.
  *
- * Concurrency: adds, removes and lookups are lock-free. Counters are changed
+ * Concurrency (the default, concurrent write mode; bk_counting_set_single_
+ * writer switches to plain stores for a filter one thread owns): adds,
+ * removes and lookups are lock-free. Counters are changed
  * by compare-and-swap on 64-bit words, so any number of threads may add,
  * remove and look up at once. Each word is updated atomically, a key's
  * update as a whole is not: a lookup racing with the add or remove of the
