@@ -461,7 +461,9 @@ BK_API uint64_t bk_blocked_items(const bk_blocked *f);
  * is full. O(m). Thread-safe. */
 BK_API double bk_blocked_estimate_items(const bk_blocked *f);
 
-/* SIMD levels of the blocked filter's code paths. */
+/* SIMD levels of the blocked filter's code paths (the counting filter's
+ * lookups follow the same process-wide level: AVX-512 when it is set and
+ * the CPU also has AVX512CD, else portable C). */
 enum bk_simd_level {
     BK_SIMD_SCALAR = 0, /* portable C: the reference */
     BK_SIMD_AVX2 = 1,   /* x86-64 with AVX2 */
