@@ -909,6 +909,7 @@ int64_t bk_scalable_contains_batch(const bk_scalable *f,
 {
     const stage *st[BK_SCALABLE_MAX_STAGES];
     bk_hash ring[BATCH_AHEAD];
+    const uint64_t *at[BATCH_AHEAD][BK_SCALABLE_MAX_STAGES]; /* lines located ahead */
     int64_t found = 0;
     if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
     uint32_t ns = load_nstages(f);
@@ -921,21 +922,24 @@ int64_t bk_scalable_contains_batch(const bk_scalable *f,
     size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
     for (size_t i = 0; i < ahead; i++) {
         ring[i] = bk__hash(keys[i], lens[i], f->seed);
-        for (uint32_t s = 0; s < ns; s++) BK_PREFETCH_READ(first_line(st[s], ring[i]));
+        for (uint32_t s = 0; s < ns; s++) {
+            at[i][s] = first_line(st[s], ring[i]);
+            BK_PREFETCH_READ(at[i][s]);
+        }
     }
     for (size_t i = 0; i < n; i++) {
-        bk_hash h = ring[i % BATCH_AHEAD];
-        size_t next = i + BATCH_AHEAD;
-        if (next < n) {
-            bk_hash g = bk__hash(keys[next], lens[next], f->seed);
-            ring[i % BATCH_AHEAD] = g;
-            for (uint32_t s = 0; s < ns; s++) BK_PREFETCH_READ(first_line(st[s], g));
-        }
-        const uint64_t *at[BK_SCALABLE_MAX_STAGES];
-        for (uint32_t s = 0; s < ns; s++) at[s] = first_line(st[s], h);
-        int r = test_all(st, at, ns, h, simd);
+        size_t slot = i % BATCH_AHEAD;
+        int r = test_all(st, at[slot], ns, ring[slot], simd);
         found += r;
         if (results != NULL) results[i] = (uint8_t)r;
+        size_t next = i + BATCH_AHEAD;
+        if (next < n) {
+            ring[slot] = bk__hash(keys[next], lens[next], f->seed);
+            for (uint32_t s = 0; s < ns; s++) {
+                at[slot][s] = first_line(st[s], ring[slot]);
+                BK_PREFETCH_READ(at[slot][s]);
+            }
+        }
     }
     return found;
 }
