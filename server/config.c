@@ -52,6 +52,8 @@ static const opt options[] = {
      "addresses to listen on, blank-separated (\"127.0.0.1\")"},
     {"port", NULL, OPT_INT, F(port), 0, 65535, "TCP port, 0 disables TCP (6380)"},
     {"unixsocket", NULL, OPT_STR, F(unixsocket), 0, 0, "Unix socket path (none)"},
+    {"unixsocketperm", NULL, OPT_STR, F(unixsocketperm), 0, 0,
+     "octal permissions of the Unix socket, e.g. 700 (as the umask leaves them)"},
     {"dir", NULL, OPT_STR, F(dir), 0, 0, "data directory, created if missing (./data)"},
     {"requirepass", NULL, OPT_STR, F(requirepass), 0, 0,
      "password clients must AUTH with (none)"},
@@ -77,6 +79,9 @@ static const opt options[] = {
      "most clients connected at once (10000)"},
     {"client-output-buffer-limit", "max-output-buffer", OPT_SIZE, F(max_output_buffer), 1024, 0,
      "pending replies of one client before it is disconnected (256mb)"},
+    {"maxmemory-clients", NULL, OPT_SIZE, F(maxmemory_clients), 0, 0,
+     "query-buffer bytes of all clients together; the client that would pass it is "
+     "disconnected, 0: no cap (2gb)"},
     {"auto-aof-rewrite-min-size", NULL, OPT_SIZE, F(auto_rewrite_min), 0, 0,
      "compact the log once past this size (64mb)"},
     {"auto-aof-rewrite-percentage", NULL, OPT_U32, F(auto_rewrite_pct), 0, 0x7fffffff,
@@ -116,6 +121,7 @@ void bks_config_defaults(bks_config *c)
     c->max_query_buffer = 1ULL << 30;
     c->maxclients = 10000;
     c->max_output_buffer = 256ULL << 20;
+    c->maxmemory_clients = 2ULL << 30;
     c->auto_rewrite_min = 64ULL << 20;
     c->auto_rewrite_pct = 100;
     c->map_threshold = 64ULL << 20;

@@ -53,6 +53,7 @@ typedef struct bks_config {
     char bind[256];              /* "127.0.0.1" */
     int port;                    /* 6380; 0 disables TCP */
     char unixsocket[256];        /* "" disables */
+    char unixsocketperm[8];      /* octal mode of the socket file, "" leaves the umask's */
     char dir[1024];              /* data directory, "./data" */
     char requirepass[512];       /* "" none */
     int protected_mode;          /* 1 */
@@ -66,6 +67,7 @@ typedef struct bks_config {
     uint64_t max_query_buffer;   /* 1 GiB per client */
     uint32_t maxclients;         /* 10000 */
     uint64_t max_output_buffer;  /* per client, before it is disconnected */
+    uint64_t maxmemory_clients;  /* all clients' query buffers together, 0: no cap (2 GiB) */
     uint64_t auto_rewrite_min;   /* compact the log past this size (64 MiB) */
     uint32_t auto_rewrite_pct;   /* ... and this growth since the last (100) */
     uint64_t map_threshold;      /* filters larger than this are mapped at start (64 MiB) */
