@@ -401,7 +401,8 @@ int cmd_remove(int argc, char **argv)
     bk_filter_info info;
     if (bk_filter_get_info(f, &info) != BK_OK || !info.can_remove) {
         cli_error("%s: cannot remove keys from a %s filter (use --type "
-                  "counting, deletable or cuckoo)", path,
+                  "counting, deletable, cuckoo, dleft, varcount, hier or "
+                  "hybrid)", path,
                   cli_family_name(bk_filter_family(f)));
         goto done;
     }
