@@ -90,6 +90,9 @@ static const opt options[] = {
      "filters larger than this are mapped from the snapshot at start (64mb)"},
     {"repair-aof", NULL, OPT_BOOL, F(repair_aof), 0, 1,
      "truncate a corrupt log at the bad record and start (no)"},
+    {"snapshot-timeout", NULL, OPT_U64, F(snapshot_timeout), 0, 0,
+     "seconds a background snapshot may run before it is killed and retried, 0: no "
+     "limit (3600)"},
     {"rebuild-manifest", NULL, OPT_BOOL, F(rebuild_manifest), 0, 1,
      "CURRENT missing or damaged: rebuild it from the newest complete snapshot (no)"},
     {"loglevel", NULL, OPT_LOGLEVEL, F(loglevel), 0, 0,
@@ -122,6 +125,7 @@ void bks_config_defaults(bks_config *c)
     c->maxclients = 10000;
     c->max_output_buffer = 256ULL << 20;
     c->maxmemory_clients = 2ULL << 30;
+    c->snapshot_timeout = 3600;
     c->auto_rewrite_min = 64ULL << 20;
     c->auto_rewrite_pct = 100;
     c->map_threshold = 64ULL << 20;

@@ -38,7 +38,8 @@ static int make_dirs(const char *path)
             return -1;
         *p = '/';
     }
-    if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+    /* the data directory itself: its owner only (snapshots, logs) */
+    if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
         return -1;
     struct stat st;
     return stat(tmp, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
@@ -128,7 +129,7 @@ int main(int argc, char **argv)
     rc = 0;
     if (g_srv.persist && atomic_load(&g_srv.shutdown_mode) != BKS_SHUTDOWN_NOSAVE) {
         bks_log(BKS_LOG_INFO, "Saving the final snapshot...");
-        if (bks_persist_save(g_srv.persist) < 0) {
+        if (bks_persist_save_final(g_srv.persist) < 0) {
             bks_log(BKS_LOG_ERROR, "the final snapshot failed: the log still has every write");
             rc = 1;
         }

@@ -127,6 +127,23 @@ int bks_persist_save(bks_persist *p)
     return rc;
 }
 
+int bks_persist_save_final(bks_persist *p)
+{
+    if (p == NULL) return -1;
+    pthread_mutex_lock(&p->ctl_mu);
+    if (p->child != 0) {
+        /* Its data predates the last writes, and the thread that forked it
+         * is gone (the child dies with it): the final snapshot replaces it. */
+        bks_log(BKS_LOG_INFO, "persist: a background snapshot is running: the final "
+                "snapshot replaces it");
+        kill(p->child, SIGKILL);
+        pst_reap_child(p, 1);
+    }
+    int rc = pst_start_snapshot(p, 1);
+    pthread_mutex_unlock(&p->ctl_mu);
+    return rc;
+}
+
 int bks_persist_bgsave(bks_persist *p)
 {
     if (p == NULL) return -1;
@@ -195,12 +212,14 @@ void bks_persist_info(bks_persist *p, char *buf, size_t cap)
     snprintf(buf, cap,
              "aof_last_write_status:%s\r\n"
              "aof_last_write_error_time:%llu\r\n"
+             "rdb_last_bgsave_status:%s\r\n"
              "aof_last_bgrewrite_status:%s\r\n"
              "mapped_verify_in_progress:%d\r\n"
              "mapped_keys_unverified:%llu\r\n"
              "mapped_keys_corrupt:%llu\r\n",
              broken ? "err" : "ok",
              (unsigned long long)atomic_load(&p->last_write_error_s),
+             atomic_load(&p->last_bgsave_err) ? "err" : "ok",
              atomic_load(&p->last_bgsave_err) ? "err" : "ok",
              atomic_load(&p->guards_unverified) > 0,
              (unsigned long long)atomic_load(&p->guards_unverified),
@@ -210,7 +229,18 @@ void bks_persist_info(bks_persist *p, char *buf, size_t cap)
 void bks_persist_tick(bks_persist *p)
 {
     if (p == NULL || pthread_mutex_trylock(&p->ctl_mu) != 0) return;
-    if (p->child != 0) {
+    if (p->child != 0 && p->snapshot_timeout_ms &&
+        pst_mono_ms() - p->child_start_ms > p->snapshot_timeout_ms) {
+        /* a child that hangs (a stuck disk, a stopped process) would block
+         * every later snapshot and compaction: kill it; the reap reports
+         * the failure and schedules a retry */
+        bks_log(BKS_LOG_WARNING,
+                "persist: background snapshot %" PRIu64 " has run for over %" PRIu64
+                " s (snapshot-timeout): killing it",
+                p->child_gen, p->snapshot_timeout_ms / 1000);
+        kill(p->child, SIGKILL);
+        pst_reap_child(p, 1);
+    } else if (p->child != 0) {
         pst_reap_child(p, 0);
     } else if (pst_mono_ms() >= p->retry_at_ms) {
         pthread_mutex_lock(&p->mu);
@@ -239,7 +269,7 @@ void bks_persist_tick(bks_persist *p)
 
 static int lock_dir(bks_persist *p, char *err, size_t errlen)
 {
-    p->lockfd = openat(p->dirfd, "LOCK", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    p->lockfd = openat(p->dirfd, "LOCK", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (p->lockfd < 0) {
         pst_errf(err, errlen, "%s/LOCK: %s", p->dir, strerror(errno));
         return -1;
@@ -281,8 +311,9 @@ int bks_persist_open(bks_persist **out, const bks_config *cfg, bks_keyspace *ks)
     p->map_threshold = cfg->map_threshold;
     p->repair = cfg->repair_aof;
     p->rebuild = cfg->rebuild_manifest;
+    p->snapshot_timeout_ms = cfg->snapshot_timeout * 1000;
 
-    if (mkdir(p->dir, 0755) != 0 && errno != EEXIST) {
+    if (mkdir(p->dir, 0700) != 0 && errno != EEXIST) {
         pst_errf(err, sizeof err, "%s: %s", p->dir, strerror(errno));
         goto fail;
     }

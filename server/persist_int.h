@@ -114,6 +114,8 @@ struct bks_persist {
     uint64_t snap_bytes;
     pid_t child;                /* 0: none */
     uint64_t child_gen;
+    uint64_t child_start_ms;    /* monotonic: when the child was forked */
+    uint64_t snapshot_timeout_ms; /* a child running longer is killed (0: never) */
     int child_pipe;
     uint64_t retry_at_ms;       /* monotonic: no automatic snapshot before */
     uint64_t fault_delay_ms;    /* current backoff while the log is failing */

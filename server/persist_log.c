@@ -199,7 +199,7 @@ int pst_log_create(bks_persist *p, uint64_t gen, int *fd_out, char *err,
     unsigned char h[LOG_HEADER_SIZE];
     pst_log_name(name, sizeof name, gen);
     pst_log_header_encode(h, gen);
-    int fd = openat(p->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    int fd = openat(p->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
     if (fd < 0 || pst_write_all(fd, h, sizeof h) != 0 || fdatasync(fd) != 0 ||
         fsync(p->dirfd) != 0) {
         pst_errf(err, errlen, "%s/%s: %s", p->dir, name, strerror(errno));
@@ -289,7 +289,7 @@ int pst_log_cut(bks_persist *p, uint64_t gen, uint64_t off, const char *why, cha
             off < LOG_HEADER_SIZE ? " (the whole file; a fresh header replaces it)" : "",
             bytes > 0 ? copy : "(nothing: 0 bytes)");
     if (bytes > 0) {
-        for (int i = 1; (cfd = open(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0 &&
+        for (int i = 1; (cfd = open(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0 &&
                         errno == EEXIST && i < 100; i++)
             pst_errf(copy, sizeof copy, "%s.cut-%lld-%d", path, now, i);
         if (cfd < 0 || pst_write_all(cfd, base + off, bytes) != 0 || fsync(cfd) != 0 ||

@@ -96,7 +96,7 @@ int pst_current_write(bks_persist *p, uint64_t snap, const gen_list *logs,
         n += (size_t)snprintf(text + n, cap - n, "log %" PRIu64 "\n", logs->gens[i]);
     n += (size_t)snprintf(text + n, cap - n, "check %016" PRIx64 "\n", pst_checksum(text, n));
 
-    fd = openat(p->dirfd, "CURRENT.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fd = openat(p->dirfd, "CURRENT.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0 || pst_write_all(fd, text, n) != 0 || fsync(fd) != 0) goto io;
     if (close(fd) != 0) {
         fd = -1;
@@ -503,6 +503,7 @@ int pst_start_snapshot(bks_persist *p, int foreground)
     }
     p->child = pid;
     p->child_gen = gen;
+    p->child_start_ms = pst_mono_ms();
     p->child_pipe = pipefd[0];
     bks_log(BKS_LOG_INFO, "persist: background snapshot %" PRIu64 " started by pid %d",
             gen, (int)pid);

@@ -195,7 +195,7 @@ static int snap_key_split(snap_ctx *c, bkc_str name, const bkc_value *v,
             char fname[32];
             file = ++c->next_file;
             snprintf(fname, sizeof fname, "%" PRIu64 ".bkf", file);
-            int fd = openat(c->sdir, fname, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            int fd = openat(c->sdir, fname, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
             int rc = fd < 0 ? BK_EIO : bk_filter_write_fd(f, fd);
             if (rc == BK_OK && fsync(fd) != 0) rc = BK_EIO;
             if (fd >= 0 && close(fd) != 0 && rc == BK_OK) rc = BK_EIO;
@@ -289,9 +289,9 @@ int pst_snapshot_write(bks_keyspace *ks, int dirfd, uint64_t gen,
     int rc = -1;
 
     pst_remove_tree_at(dirfd, name);
-    if (mkdirat(dirfd, name, 0755) != 0 ||
+    if (mkdirat(dirfd, name, 0700) != 0 ||
         (c.sdir = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-        (c.w.fd = openat(c.sdir, "manifest", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
+        (c.w.fd = openat(c.sdir, "manifest", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
         pst_errf(err, errlen, "%s: %s", name, strerror(errno));
         goto done;
     }

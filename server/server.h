@@ -73,6 +73,7 @@ typedef struct bks_config {
     uint64_t map_threshold;      /* filters larger than this are mapped at start (64 MiB) */
     int repair_aof;              /* --repair-aof: truncate a corrupt log and go on */
     int rebuild_manifest;        /* --rebuild-manifest: CURRENT missing or damaged */
+    uint64_t snapshot_timeout;   /* seconds a snapshot child may run, 0: no limit (3600) */
     bks_log_level loglevel;
     char logfile[1024];          /* "" = stderr */
     int slowlog_log_slower_than; /* microseconds; < 0 off, 0 every command (10000) */
@@ -187,6 +188,10 @@ int bks_persist_log(bks_persist *p, int argc, const bkc_str *argv);
  * state LASTSAVE and INFO report. */
 int bks_persist_save(bks_persist *p);
 int bks_persist_bgsave(bks_persist *p);
+/* The final snapshot of a shutdown: a background snapshot still running
+ * (its data predates the last writes) is stopped and replaced by a
+ * foreground one. 0 or -1 as bks_persist_save. */
+int bks_persist_save_final(bks_persist *p);
 uint64_t bks_persist_lastsave(const bks_persist *p);   /* unix seconds */
 /* INFO persistence lines ("name:value\r\n" each) of the log's health and
  * of the mapped filters' verification, written to buf (NUL-terminated). */
