@@ -458,7 +458,10 @@ int pst_start_snapshot(bks_persist *p, int foreground)
         goto fail;   /* the empty log stays listed: harmless */
     }
     /* Most of the old log's dirty pages, before the pause rather than in it. */
-    if (p->fsync_mode != BKS_FSYNC_ALWAYS) fdatasync(p->fd);
+    pthread_mutex_lock(&p->mu);   /* CONFIG SET appendfsync writes it under mu */
+    int synced_each_write = p->fsync_mode == BKS_FSYNC_ALWAYS;
+    pthread_mutex_unlock(&p->mu);
+    if (!synced_each_write) fdatasync(p->fd);
 
     bks_pause_all();
     /* the snapshot holds every write up to this instant (no command runs) */
