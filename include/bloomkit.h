@@ -1503,8 +1503,10 @@ BK_API bk_dleft *bk_filter_as_dleft(bk_filter *f);
  * adds set bits; removes of keys whose bits are set return BK_OK but clear
  * nothing (the key stays a false positive); counts answer 1 or 0. Each
  * freeze is one event in bk_delete_stats.overflows; at capacity the
- * expected number is below 1e-7 per block, and it grows quickly when a
- * filter is overfilled (about 2x capacity) or keys are added many times.
+ * expected number is below 1e-7 per block, and it grows quickly past it:
+ * measured for 1e5 keys at 1% (3802 blocks), 0 frozen blocks at 1.25x
+ * capacity, 7 at 1.5x, 132 at 1.75x, 791 at 2x; many adds of one key
+ * freeze its block too ((511 - C) / k copies fit in an empty block).
  *
  * Threads: lookups may run concurrently with each other; adds and removes
  * need exclusive access.
@@ -1618,7 +1620,7 @@ BK_API bk_hier *bk_filter_as_hier(bk_filter *f);
  * return BK_OK and clear nothing (the key stays a false positive), counts
  * answer 1 or 0; no false negative. Each freeze is one event in
  * bk_delete_stats.overflows; sizing keeps it below about 1e-7 per block at
- * capacity.
+ * capacity (measured: none for 1e5 keys at 1% even at 2x capacity).
  *
  * Threads: lookups may run concurrently with each other; adds and removes
  * need exclusive access.
