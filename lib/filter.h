@@ -161,6 +161,23 @@ static inline void bk__object_init(bk__object *o, const bk__family_ops *ops)
  * family's free calls it before freeing its own memory. */
 BK_HIDDEN void bk__object_release(bk__object *o);
 
+/* The generic info of a deleting family from its bk_delete_stats (the
+ * fill, which each family defines its own way, given). */
+static inline void bk__info_from_delete_stats(const bk_delete_stats *st, double fill,
+                                              bk_filter_info *out)
+{
+    out->seed = st->seed;
+    out->capacity = st->capacity;
+    out->target_fpr = st->target_fpr;
+    out->items = st->items;
+    out->estimated_items = (double)st->items;
+    out->fpr_now = st->fpr_now;
+    out->fpr_at_capacity = st->fpr_at_capacity;
+    out->fill = fill;
+    out->bytes = st->bytes;
+    out->parts = 1;
+}
+
 /* The ops of a family id, or NULL. */
 BK_HIDDEN const bk__family_ops *bk__family_lookup(uint32_t family);
 

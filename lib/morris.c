@@ -350,16 +350,7 @@ static int ops_info(const void *vf, bk_filter_info *out)
     bk_delete_stats st;
     int rc = bk_morris_get_stats(f, &st);
     if (rc != BK_OK) return rc;
-    out->seed = st.seed;
-    out->capacity = st.capacity;
-    out->target_fpr = st.target_fpr;
-    out->items = st.items;
-    out->estimated_items = (double)st.items;
-    out->fpr_now = st.fpr_now;
-    out->fpr_at_capacity = st.fpr_at_capacity;
-    out->fill = pow(st.fpr_now, 1.0 / (double)f->k);
-    out->bytes = st.bytes;
-    out->parts = 1;
+    bk__info_from_delete_stats(&st, pow(st.fpr_now, 1.0 / (double)f->k), out);
     return BK_OK;
 }
 
