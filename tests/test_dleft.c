@@ -315,27 +315,6 @@ static int attempt_generic(void *ctx)
     return rc;
 }
 
-static int attempt_clone(void *ctx)
-{
-    bk_filter *f;
-    int rc = bk_filter_clone(&f, ctx);
-    if (rc == BK_OK) assert_int_equal(bk_filter_contains(f, "x", 1), 1);
-    bk_filter_free(f);
-    return rc;
-}
-
-typedef struct image { unsigned char *buf; size_t len; } image;
-
-static int attempt_load(void *ctx)
-{
-    const image *im = ctx;
-    bk_filter *f;
-    int rc = bk_filter_deserialize(&f, im->buf, im->len);
-    if (rc == BK_OK) assert_int_equal(bk_filter_contains(f, "x", 1), 1);
-    bk_filter_free(f);
-    return rc;
-}
-
 static void test_out_of_memory(void **state)
 {
     (void)state;
@@ -343,13 +322,7 @@ static void test_out_of_memory(void **state)
     assert_int_equal(tu_oom_loop(attempt_generic, NULL), 2);
     bk_filter *src = make(100, 0.01, 0, 1);
     bk_filter_add(src, "x", 1);
-    tu_oom_loop(attempt_clone, src);
-    image im;
-    im.len = (size_t)bk_filter_serialized_size(src);
-    im.buf = malloc(im.len);
-    assert_int_equal(bk_filter_serialize(src, im.buf, im.len), BK_OK);
-    tu_oom_loop(attempt_load, &im);
-    free(im.buf);
+    tu_oom_clone_and_load(src);
     bk_filter_free(src);
 }
 

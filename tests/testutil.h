@@ -128,6 +128,42 @@ static inline long tu_oom_loop(int (*attempt)(void *ctx), void *ctx)
     return -1;
 }
 
+/* The allocation-failure loops every family's filter goes through on the
+ * generic handle: clone it, and load its serialized image. src must hold
+ * the key "x" (each attempt checks the copy still finds it). */
+static inline int tu__attempt_clone(void *ctx)
+{
+    bk_filter *f;
+    int rc = bk_filter_clone(&f, ctx);
+    if (rc == BK_OK) assert_int_equal(bk_filter_contains(f, "x", 1), 1);
+    bk_filter_free(f);
+    return rc;
+}
+
+typedef struct tu__image { unsigned char *buf; size_t len; } tu__image;
+
+static inline int tu__attempt_load(void *ctx)
+{
+    const tu__image *im = ctx;
+    bk_filter *f;
+    int rc = bk_filter_deserialize(&f, im->buf, im->len);
+    if (rc == BK_OK) assert_int_equal(bk_filter_contains(f, "x", 1), 1);
+    bk_filter_free(f);
+    return rc;
+}
+
+static inline void tu_oom_clone_and_load(bk_filter *src)
+{
+    tu_oom_loop(tu__attempt_clone, src);
+    tu__image im;
+    im.len = (size_t)bk_filter_serialized_size(src);
+    im.buf = malloc(im.len);
+    assert_non_null(im.buf);
+    assert_int_equal(bk_filter_serialize(src, im.buf, im.len), BK_OK);
+    tu_oom_loop(tu__attempt_load, &im);
+    free(im.buf);
+}
+
 #endif /* BK_TESTUTIL_H */
 
 /*--------------------------------------------------------------------------
