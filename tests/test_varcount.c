@@ -220,46 +220,7 @@ static void test_fpr(void **state)
 static void test_batch_clone_format(void **state)
 {
     (void)state;
-    enum { N = 3000 };
-    static char store[2 * N][TU_KEY_LEN];
-    const void *keys[2 * N];
-    size_t lens[2 * N];
-    uint8_t results[2 * N];
-    for (uint64_t i = 0; i < 2 * N; i++) {
-        tu_key(store[i], i, i < N ? 1 : 2);
-        keys[i] = store[i];
-        lens[i] = TU_KEY_LEN;
-    }
-    bk_filter *f = make(N, 0.01, 17), *copy, *loaded;
-    int64_t added = bk_filter_add_batch(f, keys, lens, N, results);
-    assert_true(added > N - 30 && added <= N);
-    int64_t found = bk_filter_contains_batch(f, keys, lens, 2 * N, results);
-    for (size_t i = 0; i < 2 * N; i++)
-        assert_int_equal(results[i], bk_filter_contains(f, keys[i], lens[i]));
-    assert_true(found >= N && found < N + 60);
-    assert_int_equal(bk_filter_clone(&copy, f), BK_OK);
-    uint64_t size = bk_filter_serialized_size(f);
-    unsigned char *buf = malloc(size);
-    assert_int_equal(bk_filter_serialize(f, buf, size), BK_OK);
-    assert_int_equal(bk_filter_deserialize(&loaded, buf, size), BK_OK);
-    assert_int_equal(bk_filter_family(loaded), BK_FAMILY_VARCOUNT);
-    for (size_t i = 0; i < 2 * N; i++) {
-        assert_int_equal(bk_filter_count(copy, keys[i], lens[i]),
-                         bk_filter_count(f, keys[i], lens[i]));
-        assert_int_equal(bk_filter_count(loaded, keys[i], lens[i]),
-                         bk_filter_count(f, keys[i], lens[i]));
-    }
-    assert_int_equal(bk_filter_remove(loaded, keys[0], lens[0]), BK_OK);
-    bk_filter_info info;
-    assert_int_equal(bk_filter_get_info(f, &info), BK_OK);
-    assert_int_equal(info.items, (uint64_t)added);
-    assert_int_equal(info.can_remove, 1);
-    assert_int_equal(bk_filter_clear(copy), BK_OK);
-    assert_int_equal(bk_filter_contains_batch(copy, keys, lens, 2 * N, NULL), 0);
-    free(buf);
-    bk_filter_free(loaded);
-    bk_filter_free(copy);
-    bk_filter_free(f);
+    tu_batch_clone_format(make(TU_BCF_KEYS, 0.01, 17), BK_FAMILY_VARCOUNT);
 }
 
 /*==========================================================================
