@@ -582,8 +582,6 @@ static const simd_impl IMPLS[] = {
 };
 #define N_IMPLS ((int)(sizeof(IMPLS) / sizeof(IMPLS[0])))
 
-static int simd_level = -1; /* -1: not detected yet */
-
 static int detect_best_level(void)
 {
 #if BK_BLOCKED_X86
@@ -594,14 +592,49 @@ static int detect_best_level(void)
     return BK_SIMD_SCALAR;
 }
 
+/* Until the first call the level is unknown: impl_now points at DETECT,
+ * whose entries detect it, install the level's table and forward. Every
+ * later call is one load of impl_now and an indirect call, with no branch
+ * and no cold path in the hot functions (a cold call there costs each
+ * single-key call saved registers). */
+static const simd_impl DETECT;
+static const simd_impl *impl_now = &DETECT;
+
+static const simd_impl *resolve_impl(void)
+{
+    const simd_impl *want = &IMPLS[detect_best_level()];
+    const simd_impl *expected = &DETECT;
+    /* a bk_blocked_set_simd_level that came first wins */
+    __atomic_compare_exchange_n(&impl_now, &expected, want, 0,
+                                __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return __atomic_load_n(&impl_now, __ATOMIC_RELAXED);
+}
+
+static int detect_contains(const uint64_t *l, uint32_t x, uint32_t k)
+{
+    return resolve_impl()->contains(l, x, k);
+}
+static int detect_add_plain(uint64_t *l, uint32_t x, uint32_t k)
+{
+    return resolve_impl()->add_plain(l, x, k);
+}
+static int detect_add_atomic(uint64_t *l, uint32_t x, uint32_t k)
+{
+    return resolve_impl()->add_atomic(l, x, k);
+}
+static int64_t detect_batch(bk_blocked *f, const void *const *keys,
+                            const size_t *lens, size_t n, uint8_t *results,
+                            int is_add)
+{
+    return resolve_impl()->run_batch(f, keys, lens, n, results, is_add);
+}
+
+static const simd_impl DETECT = {-1, detect_contains, detect_add_plain,
+                                 detect_add_atomic, detect_batch};
+
 static inline const simd_impl *current_impl(void)
 {
-    int level = __atomic_load_n(&simd_level, __ATOMIC_RELAXED);
-    if (BK_UNLIKELY(level < 0)) {
-        level = detect_best_level();
-        __atomic_store_n(&simd_level, level, __ATOMIC_RELAXED);
-    }
-    return &IMPLS[level];
+    return __atomic_load_n(&impl_now, __ATOMIC_RELAXED);
 }
 
 /*==========================================================================
@@ -974,7 +1007,8 @@ int bk_blocked_simd_best(void)
 
 int bk_blocked_simd_level(void)
 {
-    return current_impl()->level;
+    const simd_impl *impl = current_impl();
+    return impl == &DETECT ? resolve_impl()->level : impl->level;
 }
 
 const char *bk_blocked_simd_name(int level)
@@ -988,8 +1022,8 @@ int bk_blocked_set_simd_level(int level)
 {
     if (level < BK_SIMD_SCALAR || level > BK_SIMD_AVX512) return BK_EINVAL;
     if (level > detect_best_level() || level >= N_IMPLS) return BK_ENOTSUP;
-    int previous = current_impl()->level;
-    __atomic_store_n(&simd_level, level, __ATOMIC_RELAXED);
+    int previous = bk_blocked_simd_level();
+    __atomic_store_n(&impl_now, &IMPLS[level], __ATOMIC_RELAXED);
     return previous;
 }
 
@@ -1097,12 +1131,15 @@ int bk_blocked_add_if_absent_hash(bk_blocked *f, bk_hash h)
 
 int bk_blocked_add(bk_blocked *f, const void *key, size_t len)
 {
-    return bk_blocked_add_hash(f, bk_hash_key(key, len, f->seed));
+    return bk_blocked_add_hash(f, bk__hash(key, len, f->seed));
 }
 
 int bk_blocked_contains(const bk_blocked *f, const void *key, size_t len)
 {
-    return bk_blocked_contains_hash(f, bk_hash_key(key, len, f->seed));
+    /* the hash inlined: a single call is then one call deep, which lets
+     * the CPU keep more independent calls (and their misses) in flight */
+    bk_hash h = bk__hash(key, len, f->seed);
+    return current_impl()->contains(line_of(f, h), (uint32_t)h.hi, f->k);
 }
 
 int bk_blocked_add_if_absent(bk_blocked *f, const void *key, size_t len)

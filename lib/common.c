@@ -9,6 +9,7 @@
  * RedisModule_Alloc among them) offer no alignment guarantee beyond malloc's.
  */
 #include <stdlib.h> /* malloc, calloc, free */
+#include <sys/mman.h> /* madvise */
 
 #include "internal.h"
 
@@ -108,6 +109,20 @@ void bk__free(void *ptr)
     if (ptr != NULL) allocator.free_fn(allocator.opaque, ptr);
 }
 
+void bk__advise_huge(void *p, size_t len)
+{
+#if defined(MADV_HUGEPAGE)
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    if (p == NULL || len < 2 * huge) return;
+    uintptr_t start = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+    uintptr_t end = ((uintptr_t)p + len) & ~(huge - 1);
+    if (end > start) madvise((void *)start, end - start, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)len;
+#endif
+}
+
 void *bk__calloc_aligned(size_t size)
 {
     size_t total;
@@ -124,6 +139,7 @@ void *bk__calloc_aligned(size_t size)
     addr = (addr + BK_CACHE_LINE - 1) & ~(uintptr_t)(BK_CACHE_LINE - 1);
     void **slot = (void **)addr - 1; /* at least sizeof(void*) above raw */
     *slot = raw;
+    bk__advise_huge((void *)addr, size);
     return (void *)addr;
 }
 

@@ -52,7 +52,10 @@
  *   fields with plain loads and stores: the caller guarantees no other
  *   thread uses the filter meanwhile. Lookups never branch on the line's
  *   contents; with AVX-512 (and AVX512CD) the draws and the field tests run
- *   in 64-bit lanes. Every mode and path touches the same counters.
+ *   in 64-bit lanes, and so do the single writer's adds and removes: the k
+ *   increments become one vector of each counter's lowest bit, masked by
+ *   the saturated fields and added to the line at once. Every mode and path
+ *   touches the same counters.
  *
  * What it cannot do
  *   Tell a false positive from a present key: removing a key that was never
@@ -310,13 +313,64 @@ static int contains_avx512(const bk_counting *f, bk_hash h, int *present)
     return 1;
 }
 
-/* The fast draw into kc; 0 when the general draw must run. */
+/* The lowest bit of each of the key's k counters, in its word's lane: the
+ * +1 of all k at once (the counters are distinct, so no field receives two
+ * and nothing carries). Built in registers: lane i of off is broadcast by a
+ * permute, and a shift by (offset - 64 j) is 0 in every lane j but its
+ * own (vpsllvq gives 0 for counts of 64 and up, negative ones included). */
+__attribute__((target("avx512f")))
+static inline __m512i lowbits_avx512(__m512i off, uint32_t k)
+{
+    const __m512i base = _mm512_setr_epi64(0, 64, 128, 192, 256, 320, 384, 448);
+    const __m512i one = _mm512_set1_epi64(1);
+    __m512i acc = _mm512_setzero_si512();
+    for (uint32_t i = 0; i < k; i++) {
+        __m512i o = _mm512_permutexvar_epi64(_mm512_set1_epi64((long long)i), off);
+        acc = _mm512_or_si512(acc, _mm512_sllv_epi64(one, _mm512_sub_epi64(o, base)));
+    }
+    return acc;
+}
+
+/* nonzero_fields and saturated_fields of a whole line. */
+__attribute__((target("avx512f")))
+static inline __m512i fold_fields_avx512(const width_info *w, __m512i v, int all)
+{
+    __m512i x = all ? _mm512_and_si512(v, _mm512_srli_epi64(v, 1))
+                    : _mm512_or_si512(v, _mm512_srli_epi64(v, 1));
+    x = all ? _mm512_and_si512(x, _mm512_srli_epi64(x, 2))
+            : _mm512_or_si512(x, _mm512_srli_epi64(x, 2));
+    if (w->bits == 8)
+        x = all ? _mm512_and_si512(x, _mm512_srli_epi64(x, 4))
+                : _mm512_or_si512(x, _mm512_srli_epi64(x, 4));
+    return _mm512_and_si512(x, _mm512_set1_epi64((long long)w->low_bits));
+}
+
+/* The single writer's +1 (delta > 0) or -1 of a key's counters, the same
+ * change as update_plain, with the offsets kept in registers and the line
+ * changed by one add or subtract. A remove first checks that every counter
+ * is nonzero. Returns 0 (nothing done) when the general draw must decide;
+ * else sets *result: for +1 whether a counter was zero before, for -1 1
+ * when the key was removed and 0 when a counter was zero (BK_ENOTFOUND). */
 __attribute__((target("avx512f,avx512cd")))
-static int draw_avx512(const bk_counting *f, bk_hash h, key_counters *kc)
+static int update_plain_avx512(const bk_counting *f, bk_hash h, int delta,
+                               int *result)
 {
     __m512i off;
     if (!offsets_avx512(f, h, &off)) return 0;
-    _mm_storeu_si128((__m128i *)(void *)kc->offset, _mm512_cvtepi64_epi16(off));
+    uint64_t *line = block_of(f, h);
+    __m512i touched = lowbits_avx512(off, f->k);
+    __m512i old = _mm512_load_si512((const void *)line);
+    __m512i zero = _mm512_andnot_si512(fold_fields_avx512(f->width, old, 0), touched);
+    int any_zero = _mm512_test_epi64_mask(zero, zero) != 0;
+    __m512i change = _mm512_andnot_si512(fold_fields_avx512(f->width, old, 1), touched);
+    if (delta > 0) {
+        _mm512_store_si512((void *)line, _mm512_add_epi64(old, change));
+        *result = any_zero;
+        return 1;
+    }
+    *result = !any_zero;
+    if (any_zero) return 1;
+    _mm512_store_si512((void *)line, _mm512_sub_epi64(old, change));
     return 1;
 }
 #endif /* BK_COUNTING_X86 */
@@ -331,13 +385,12 @@ static inline void draw(const bk_counting *f, bk_hash h, key_counters *kc)
     const width_info *w = f->width;
     const uint32_t draw_bits = w->counters_log2;
     kc->block = block_of(f, h);
-#if BK_COUNTING_X86
-    if (use_simd(f)) {
-        if (BK_LIKELY(draw_avx512(f, h, kc))) return;
-        draw_slow(f, h, kc);
-        return;
-    }
-#endif
+    /* Scalar on every level: the offsets go to memory and the update reads
+     * them back. Written by one vector store (draw_avx512), those 16-bit
+     * reads are not forwarded from the store buffer: they wait until the
+     * store retires, that is until the previous key's miss is served, and
+     * consecutive adds stop overlapping (an add at 1e8 keys cost a full
+     * memory latency). Scalar stores forward. */
     if (f->k <= w->draws_per_word) {
         const uint64_t draw_mask = (UINT64_C(1) << draw_bits) - 1;
         uint64_t pool = h.hi, taken[2] = {0, 0}, repeat = 0;
@@ -671,6 +724,11 @@ int bk_counting_single_writer(const bk_counting *f)
 /* An add that leaves the item count to the caller. */
 static inline int add_uncounted(bk_counting *f, bk_hash h)
 {
+#if BK_COUNTING_X86 && !BK_COUNTING_TSAN
+    int fresh;
+    if (f->single_writer && use_simd(f) && BK_LIKELY(update_plain_avx512(f, h, +1, &fresh)))
+        return fresh;
+#endif
     key_counters kc;
     draw(f, h, &kc);
     return update(f, &kc, +1);
@@ -685,10 +743,18 @@ int bk_counting_add_hash(bk_counting *f, bk_hash h)
 
 int bk_counting_remove_hash(bk_counting *f, bk_hash h)
 {
-    key_counters kc;
-    draw(f, h, &kc);
-    if (!all_nonzero(f, &kc)) return BK_ENOTFOUND;
-    update(f, &kc, -1);
+    int removed = -1;
+#if BK_COUNTING_X86 && !BK_COUNTING_TSAN
+    if (f->single_writer && use_simd(f) && !update_plain_avx512(f, h, -1, &removed))
+        removed = -1;
+#endif
+    if (removed == 0) return BK_ENOTFOUND;
+    if (removed < 0) {
+        key_counters kc;
+        draw(f, h, &kc);
+        if (!all_nonzero(f, &kc)) return BK_ENOTFOUND;
+        update(f, &kc, -1);
+    }
     /* items counts keys believed present; it never goes below zero even if
      * a caller removes what it did not add */
     if (f->single_writer) {

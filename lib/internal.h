@@ -43,6 +43,14 @@ BK_HIDDEN void bk__free(void *ptr);
 BK_HIDDEN void *bk__calloc_aligned(size_t size);
 BK_HIDDEN void bk__free_aligned(void *ptr);
 
+/* Ask for transparent huge pages over the 2 MiB pages wholly inside
+ * [p, p + len) (Linux, THP in "madvise" mode). Filters and construction
+ * arrays are read at random: with 4 KiB pages nearly every access of a
+ * large table is also a TLB miss and a page walk. bk__calloc_aligned does
+ * it for every table of 4 MiB and up. Advice only: ignored where
+ * unsupported. */
+BK_HIDDEN void bk__advise_huge(void *p, size_t len);
+
 /*--------------------------------------------------------------------------
  * Arithmetic
  *--------------------------------------------------------------------------*/

@@ -4,7 +4,6 @@
  * peel.h.
  */
 #include <math.h> /* log, floor */
-#include <sys/mman.h> /* madvise */
 
 #include "peel.h"
 
@@ -59,20 +58,6 @@ int bk__fuse_shape_from(uint64_t segment_length, uint64_t array_length,
 /*==========================================================================
  * Work space
  *==========================================================================*/
-
-void bk__advise_huge(void *p, size_t len)
-{
-#if defined(MADV_HUGEPAGE)
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    if (p == NULL || len < 2 * huge) return;
-    uintptr_t start = ((uintptr_t)p + huge - 1) & ~(huge - 1);
-    uintptr_t end = ((uintptr_t)p + len) & ~(huge - 1);
-    if (end > start) madvise((void *)start, end - start, MADV_HUGEPAGE);
-#else
-    (void)p;
-    (void)len;
-#endif
-}
 
 /* A map's queue lives in the hashes array (8 bytes per key: room for two
  * cell indexes per key) when the table has at most twice as many cells as

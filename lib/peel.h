@@ -140,13 +140,6 @@ BK_HIDDEN int bk__peel_sort_dedupe(bk__peel *p, uint64_t n,
  * (the stack then holds p->n cells), 0 when this seed failed. */
 BK_HIDDEN int bk__peel_run(bk__peel *p, const bk__fuse_shape *s);
 
-/* Ask for transparent huge pages over [p, p + len) when it spans several
- * (Linux, THP in "madvise" mode): the construction's arrays and the
- * finished tables are read at random, and with 4 KB pages nearly every
- * access of a large table is also a TLB miss. Advice only: ignored where
- * unsupported. */
-BK_HIDDEN void bk__advise_huge(void *p, size_t len);
-
 /* Bytes of temporary memory a construction of n keys takes. */
 BK_HIDDEN uint64_t bk__peel_temp_bytes(uint64_t n, int with_values);
 

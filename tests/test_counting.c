@@ -170,16 +170,22 @@ static void test_remove_absent(void **state)
     bk_counting_free(f);
 }
 
-/* Counters stick at their maximum: no false negative after overflow. */
+/* Counters stick at their maximum: no false negative after overflow. In
+ * both write modes and on every SIMD level (the single writer's AVX-512
+ * update has its own saturation masks). */
 static void test_saturation(void **state)
 {
     (void)state;
+    for (int level = BK_SIMD_SCALAR; level <= bk_blocked_simd_best(); level++)
+    for (int mode = 0; mode <= 1; mode++)
     for (size_t w = 0; w < 2; w++) {
         const uint32_t max = widths[w] == 4 ? 15 : 255;
         bk_counting *f;
         bk_counting_stats st;
+        assert_true(bk_blocked_set_simd_level(level) >= 0);
         assert_int_equal(bk_counting_create_params(&f, 4, widths[w], 6, 9),
                          BK_OK);
+        assert_int_equal(bk_counting_set_single_writer(f, mode), BK_OK);
         for (uint32_t i = 0; i < max + 10; i++) bk_counting_add(f, "hot", 3);
         assert_int_equal(bk_counting_count(f, "hot", 3), max);
         assert_int_equal(bk_counting_get_stats(f, &st), BK_OK);
@@ -197,6 +203,7 @@ static void test_saturation(void **state)
         assert_int_equal(bk_counting_items(f), 0);
         bk_counting_free(f);
     }
+    assert_true(bk_blocked_set_simd_level(bk_blocked_simd_best()) >= 0);
 }
 
 /*==========================================================================
