@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h> /* madvise */
 #include <time.h>
 
 #include "bloomkit.h"
@@ -387,17 +388,23 @@ static int run_libbloom(const keyset *in, const keyset *out, uint64_t lookups,
 }
 
 /* Random 64-byte reads in a buffer of `bytes` (rounded up to lines), its
- * pages touched first (fresh calloc pages would all map the zero page).
+ * pages touched first (fresh calloc pages would all map the zero page),
+ * on huge pages from 4 MiB up like the filters' tables.
  * plain: independent loads, which the out-of-order core overlaps on its
  * own; best: the faster of that and loads with software prefetch `ahead`
  * lines in front. Line numbers come from an inline generator, so the only
  * memory traffic is the reads themselves. */
 static void floor_ns(size_t bytes, uint64_t reads, double *plain, double *best)
 {
+    const size_t huge = (size_t)2 << 20;
     size_t lines = (bytes + 63) / 64;
-    uint64_t *buf = aligned_alloc(64, lines * 64);
+    size_t alloc = (lines * 64 + huge - 1) / huge * huge;
+    uint64_t *buf = aligned_alloc(huge, alloc);
     *plain = *best = NA;
     if (buf == NULL) return;
+    /* the same pages as the filters: bloomkit asks for huge pages for
+     * tables of 4 MiB and up (bk__calloc_aligned) */
+    if (alloc >= 2 * huge) madvise(buf, alloc, MADV_HUGEPAGE);
     memset(buf, 1, lines * 64);
     static const int aheads[] = {0, 16, 32, 64};
     uint64_t sink = 0;

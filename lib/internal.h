@@ -17,8 +17,24 @@
 #  define BK_HIDDEN __attribute__((visibility("hidden")))
 #  define BK_LIKELY(x) __builtin_expect(!!(x), 1)
 #  define BK_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#  define BK_PREFETCH_READ(p) __builtin_prefetch((p), 0, 3)
-#  define BK_PREFETCH_WRITE(p) __builtin_prefetch((p), 1, 3)
+#  if defined(__x86_64__) || defined(__i386__)
+/* An asm statement, not __builtin_prefetch: GCC 12 judges a small helper
+ * made only of __builtin_prefetch calls (cuckoo.c's prefetch_position,
+ * fuse.c's and bloomier.c's prefetch_hash) a const function and deletes
+ * every call to it, so those batches prefetched nothing. A volatile asm is
+ * never deleted; the "m" operand only names the address. */
+#    define BK_PREFETCH_READ(p) \
+        __asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)(p)))
+#    if defined(__PRFCHW__)
+#      define BK_PREFETCH_WRITE(p) \
+          __asm__ volatile("prefetchw %0" : : "m"(*(const char *)(p)))
+#    else
+#      define BK_PREFETCH_WRITE(p) BK_PREFETCH_READ(p)
+#    endif
+#  else
+#    define BK_PREFETCH_READ(p) __builtin_prefetch((p), 0, 3)
+#    define BK_PREFETCH_WRITE(p) __builtin_prefetch((p), 1, 3)
+#  endif
 #else
 #  define BK_HIDDEN
 #  define BK_LIKELY(x) (x)
