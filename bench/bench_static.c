@@ -260,7 +260,7 @@ static void run_blocked(const keyset *in, const keyset *absent, uint64_t npresen
 
 typedef struct map_result {
     int run;
-    double n, build_ns, bits, value_bits, check_bits, pass_rate;
+    double n, build_ns, bits, value_bits, check_bits, pass_rate, temp_per_key;
     uint64_t wrong;
 } map_result;
 
@@ -291,6 +291,7 @@ static map_result run_map(uint64_t n, const keyset *absent)
     m.bits = st.bits_per_key;
     m.value_bits = st.value_bits_per_key;
     m.check_bits = st.check_bits_per_key;
+    m.temp_per_key = (double)st.build_memory / (double)n;
     for (uint64_t i = 0; i < n; i++) {
         uint32_t v;
         if (bk_map_get(map, ks.keys[i], ks.lens[i], &v) != 1 || v != values[i]) m.wrong++;
@@ -301,6 +302,8 @@ static map_result run_map(uint64_t n, const keyset *absent)
            "non-members passing %.4f%% (2^-7 = 0.7813%%)\n",
            m.n, m.build_ns, m.bits, m.value_bits, m.check_bits,
            (unsigned long long)m.wrong, 100 * m.pass_rate);
+    printf("             (attempts %u, construction memory %.1f bytes per key)\n",
+           st.attempts, m.temp_per_key);
     bk_map_free(map);
 out:
     free(values);
@@ -524,6 +527,9 @@ int main(int argc, char **argv)
     verdict("map: no wrong value for a member (all 1e7 checked)", map_1e7, m.wrong == 0, buf);
     snprintf(buf, sizeof(buf), "%.1f ns/key", m.build_ns);
     verdict("map construction <= 200 ns/key at 1e7", map_1e7, m.build_ns <= 200, buf);
+    snprintf(buf, sizeof(buf), "%.1f bytes/key", m.temp_per_key);
+    verdict("map construction memory <= 24 bytes/key beyond the keys", map_1e7,
+            m.temp_per_key <= 24, buf);
     int sync_std = s.run && o.sync_n == 10000000 && o.sync_diff == 10000;
     snprintf(buf, sizeof(buf), "%s, %.2fx", s.exact ? "exact" : "WRONG",
              s.diff_bytes ? (double)s.bytes / (double)s.diff_bytes : 0.0);

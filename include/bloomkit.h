@@ -2093,7 +2093,7 @@ BK_API int bk_map_build(bk_map **out, const void *const *keys,
                         uint64_t n, uint32_t value_bits, uint32_t check_bits,
                         uint64_t seed, uint64_t *conflict);
 
-/* Temporary bytes bk_map_build takes for n keys (~30 per key). */
+/* Temporary bytes bk_map_build takes for n keys (~22 per key). */
 BK_API uint64_t bk_map_build_memory(uint64_t n);
 
 /* Release a map. Accepts NULL. */

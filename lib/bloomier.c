@@ -27,7 +27,7 @@
  *   equal keys with equal values are stored once, with different values
  *   the build fails with BK_ECONFLICT and the index of one of them. Bounded
  *   retries with derived seeds (BK_EBUILD). Temporary memory
- *   bk_map_build_memory(n): ~30 bytes per key.
+ *   bk_map_build_memory(n): ~22 bytes per key.
  *
  * What it cannot do
  *   Change: adding, removing or updating a key is a rebuild (BK_ESTATIC

@@ -59,23 +59,12 @@ int bk__fuse_shape_from(uint64_t segment_length, uint64_t array_length,
  * Work space
  *==========================================================================*/
 
-/* A map's queue lives in the hashes array (8 bytes per key: room for two
- * cell indexes per key) when the table has at most twice as many cells as
- * keys, which holds from a handful of keys up. */
-static int map_queue_aliased(uint64_t keys, uint64_t cells)
-{
-    return cells <= 2 * keys;
-}
-
 uint64_t bk__peel_temp_bytes(uint64_t n, int with_values)
 {
     bk__fuse_shape s;
     if (bk__fuse_shape_for(n, &s) != BK_OK) return UINT64_MAX;
     uint64_t keys = n > 0 ? n : 1;
-    if (with_values)
-        return keys * 12 + (uint64_t)s.array_length *
-                               (sizeof(bk__peel_cell) +
-                                (map_queue_aliased(keys, s.array_length) ? 0 : 4));
+    if (with_values) return keys * 12 + ((uint64_t)s.array_length + 1) * 4 + s.array_length * 5;
     return keys * 8 + (uint64_t)s.array_length * (1 + 8 + 4);
 }
 
@@ -84,35 +73,34 @@ int bk__peel_alloc(bk__peel *p, uint64_t n, uint32_t cells, int with_values)
     memset(p, 0, sizeof(*p));
     uint64_t keys = n > 0 ? n : 1;
     if (keys > SIZE_MAX / sizeof(uint64_t)) return BK_ESIZE;
+    const size_t queue_len = (size_t)cells + (with_values ? 1 : 0);
     p->cells_room = cells;
-    p->queue_owned = !with_values || !map_queue_aliased(keys, cells);
     p->hashes = bk__malloc((size_t)keys * sizeof(uint64_t));
-    if (p->queue_owned) p->queue = bk__malloc((size_t)cells * sizeof(uint32_t));
+    p->queue = bk__malloc(queue_len * sizeof(uint32_t));
+    p->count = bk__calloc(cells, 1);
     if (with_values) {
         p->values = bk__malloc((size_t)keys * sizeof(uint32_t));
-        p->cells = bk__calloc(cells, sizeof(bk__peel_cell));
+        p->xor_index = bk__calloc(cells, sizeof(uint32_t));
     } else {
-        p->count = bk__calloc(cells, 1);
         p->xor_hash = bk__calloc(cells, sizeof(uint64_t));
     }
-    if (p->hashes == NULL || (p->queue_owned && p->queue == NULL) ||
-        (with_values ? (p->values == NULL || p->cells == NULL)
-                     : (p->count == NULL || p->xor_hash == NULL))) {
+    if (p->hashes == NULL || p->queue == NULL || p->count == NULL ||
+        (with_values ? (p->values == NULL || p->xor_index == NULL)
+                     : p->xor_hash == NULL)) {
         bk__peel_free(p);
         return BK_ENOMEM;
     }
     bk__advise_huge(p->hashes, (size_t)keys * sizeof(uint64_t));
-    if (p->queue_owned) bk__advise_huge(p->queue, (size_t)cells * sizeof(uint32_t));
+    bk__advise_huge(p->queue, queue_len * sizeof(uint32_t));
+    bk__advise_huge(p->count, cells);
     if (with_values) {
         bk__advise_huge(p->values, (size_t)keys * sizeof(uint32_t));
-        bk__advise_huge(p->cells, (size_t)cells * sizeof(bk__peel_cell));
+        bk__advise_huge(p->xor_index, (size_t)cells * sizeof(uint32_t));
     } else {
-        bk__advise_huge(p->count, cells);
         bk__advise_huge(p->xor_hash, (size_t)cells * sizeof(uint64_t));
     }
     p->temp_bytes = (size_t)keys * (8 + (with_values ? 4 : 0)) +
-                    (size_t)cells * (with_values ? sizeof(bk__peel_cell) : 1 + 8) +
-                    (p->queue_owned ? (size_t)cells * 4 : 0);
+                    queue_len * 4 + (size_t)cells * (with_values ? 1 + 4 : 1 + 8);
     return BK_OK;
 }
 
@@ -122,8 +110,8 @@ void bk__peel_free(bk__peel *p)
     bk__free(p->values);
     bk__free(p->count);
     bk__free(p->xor_hash);
-    bk__free(p->cells);
-    if (p->queue_owned) bk__free(p->queue);
+    bk__free(p->xor_index);
+    bk__free(p->queue);
     memset(p, 0, sizeof(*p));
 }
 
@@ -322,59 +310,60 @@ static int peel_set(bk__peel *p, const bk__fuse_shape *s)
     return peeled == n;
 }
 
-/* A map: the same on 16-byte cells carrying the value XOR too. */
+/* A map: the same with index XORs (the values stay in their array), and
+ * the stack and the queue in one array: the stack grows from its front,
+ * the queue (last in, first out, as for sets) from its back. */
 static int peel_map(bk__peel *p, const bk__fuse_shape *s)
 {
-    const uint32_t ncells = s->array_length;
+    const uint32_t cells = s->array_length;
     const bk__fuse_shape shape = *s;
-    bk__peel_cell *cells = p->cells;
+    uint8_t *count = p->count;
+    uint32_t *xor_index = p->xor_index;
     const uint64_t *hashes = p->hashes;
-    const uint32_t *values = p->values;
+    uint32_t *both = p->queue;
     const uint64_t n = p->n;
+    if (n > UINT32_MAX) return 0; /* indexes are 32-bit (cells are too) */
 
-    memset(cells, 0, (size_t)ncells * sizeof(*cells));
+    memset(count, 0, cells);
+    memset(xor_index, 0, (size_t)cells * sizeof(uint32_t));
+    int overflow = 0;
     for (uint64_t i = 0; i < n; i++) {
-        uint64_t h = hashes[i];
-        uint32_t v = values[i];
         uint32_t c[3];
-        bk__fuse_cells(&shape, h, c);
+        bk__fuse_cells(&shape, hashes[i], c);
         for (int j = 0; j < 3; j++) {
-            bk__peel_cell *x = &cells[c[j]];
-            x->count++; /* 32 bits: at most n < 2^32 keys, no overflow */
-            x->hash ^= h;
-            x->value ^= v;
+            overflow |= count[c[j]] == 255; /* absurd load: try another seed */
+            count[c[j]]++;
+            xor_index[c[j]] ^= (uint32_t)i;
         }
     }
+    if (overflow) return 0;
 
-    /* The cells hold the hashes and values now: the stack (n entries) goes
-     * into the values array, the queue (at most one entry per cell) into
-     * the hashes unless it has its own allocation. */
-    uint32_t *stack = (uint32_t *)(void *)p->values;
-    uint32_t *queue = p->queue_owned ? p->queue : (uint32_t *)(void *)p->hashes;
-    p->stack = stack;
-    uint64_t queued = 0, peeled = 0;
-    for (uint32_t c = 0; c < ncells; c++) {
-        queue[queued] = c;
-        queued += cells[c].count == 1;
+    /* queue entries: both[cells], both[cells - 1], ... (pending = how
+     * many); a rejected push writes the free slot just below them. The
+     * stack (peeled entries) plus the pending entries never exceed the
+     * cells ever queued, at most `cells`, so the stack [0, peeled) and the
+     * queue (cells - pending, cells] never meet. */
+    uint64_t pending = 0, peeled = 0;
+    p->stack = both;
+    for (uint32_t c = 0; c < cells; c++) {
+        both[cells - pending] = c;
+        pending += count[c] == 1;
     }
-    while (queued > 0) {
-        uint32_t lone = queue[--queued];
-        bk__peel_cell *l = &cells[lone];
-        if (l->count != 1) continue;
-        uint64_t h = l->hash;
-        uint32_t v = l->value;
+    while (pending > 0) {
+        uint32_t lone = both[cells - --pending];
+        if (count[lone] != 1) continue;
+        uint32_t key = xor_index[lone];
         uint32_t c[3];
-        bk__fuse_cells(&shape, h, c);
-        stack[peeled++] = lone;
-        l->count = 0;
+        bk__fuse_cells(&shape, hashes[key], c);
+        both[peeled++] = lone;
+        count[lone] = 0;
+        /* the lone cell keeps the key's index for the assignment */
         for (int j = 0; j < 3; j++) {
             uint32_t x = c[j];
             if (x == lone) continue;
-            bk__peel_cell *d = &cells[x];
-            d->hash ^= h;
-            d->value ^= v;
-            queue[queued] = x;
-            queued += --d->count == 1;
+            xor_index[x] ^= key;
+            both[cells - pending] = x;
+            pending += --count[x] == 1;
         }
     }
     p->peeled = peeled;
@@ -383,5 +372,5 @@ static int peel_map(bk__peel *p, const bk__fuse_shape *s)
 
 int bk__peel_run(bk__peel *p, const bk__fuse_shape *s)
 {
-    return p->cells != NULL ? peel_map(p, s) : peel_set(p, s);
+    return p->xor_index != NULL ? peel_map(p, s) : peel_set(p, s);
 }

@@ -99,6 +99,12 @@ static void test_members_never_wrong(void **state)
     assert_true(st.value_bits_per_key <= 1.25 * 8);
     assert_true(st.bits_per_key <= 1.25 * 8 + st.check_bits_per_key);
     if (ps.n >= 1000000) assert_true(st.check_bits_per_key <= 1.15 * 7);
+    /* the documented temporary memory, under issue 16's 24 bytes per key
+     * (the old 16-byte cells took ~30) */
+    assert_true(st.build_memory == bk_map_build_memory(ps.n));
+    if ((double)st.build_memory / (double)ps.n >= 24.0)
+        fail_msg("%.2f bytes per key of construction memory",
+                 (double)st.build_memory / (double)ps.n);
     bk_map_free(m);
     pairs_free(&ps);
 }
