@@ -600,6 +600,16 @@ static int detect_best_level(void)
 static const simd_impl DETECT;
 static const simd_impl *impl_now = &DETECT;
 
+/* The level of impl_now for other families (internal.h): -1 until the
+ * first detection, then kept equal to impl_now->level. */
+int bk__simd_level_now = -1;
+
+static void publish(const simd_impl *impl)
+{
+    __atomic_store_n(&impl_now, impl, __ATOMIC_RELAXED);
+    __atomic_store_n(&bk__simd_level_now, impl->level, __ATOMIC_RELAXED);
+}
+
 static const simd_impl *resolve_impl(void)
 {
     const simd_impl *want = &IMPLS[detect_best_level()];
@@ -607,7 +617,9 @@ static const simd_impl *resolve_impl(void)
     /* a bk_blocked_set_simd_level that came first wins */
     __atomic_compare_exchange_n(&impl_now, &expected, want, 0,
                                 __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-    return __atomic_load_n(&impl_now, __ATOMIC_RELAXED);
+    const simd_impl *now = __atomic_load_n(&impl_now, __ATOMIC_RELAXED);
+    __atomic_store_n(&bk__simd_level_now, now->level, __ATOMIC_RELAXED);
+    return now;
 }
 
 static int detect_contains(const uint64_t *l, uint32_t x, uint32_t k)
@@ -1023,7 +1035,7 @@ int bk_blocked_set_simd_level(int level)
     if (level < BK_SIMD_SCALAR || level > BK_SIMD_AVX512) return BK_EINVAL;
     if (level > detect_best_level() || level >= N_IMPLS) return BK_ENOTSUP;
     int previous = bk_blocked_simd_level();
-    __atomic_store_n(&impl_now, &IMPLS[level], __ATOMIC_RELAXED);
+    publish(&IMPLS[level]);
     return previous;
 }
 

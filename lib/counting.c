@@ -264,7 +264,7 @@ static int use_simd(const bk_counting *f)
         ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd");
         __atomic_store_n(&simd_supported, ok, __ATOMIC_RELAXED);
     }
-    return ok && f->k <= 8 && bk_blocked_simd_level() == BK_SIMD_AVX512;
+    return ok && f->k <= 8 && bk__simd_level() == BK_SIMD_AVX512;
 }
 
 /* The k counters' bit offsets in lanes 0..k-1, or 0 when two of the first

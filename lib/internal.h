@@ -68,6 +68,19 @@ BK_HIDDEN void bk__free_aligned(void *ptr);
 BK_HIDDEN void bk__advise_huge(void *p, size_t len);
 
 /*--------------------------------------------------------------------------
+ * The process-wide SIMD level (bk_blocked_set_simd_level), for families
+ * whose hot paths ask it per key: one relaxed load instead of a call.
+ *--------------------------------------------------------------------------*/
+
+BK_HIDDEN extern int bk__simd_level_now; /* -1 until detected (blocked.c) */
+
+static inline int bk__simd_level(void)
+{
+    int level = __atomic_load_n(&bk__simd_level_now, __ATOMIC_RELAXED);
+    return level >= 0 ? level : bk_blocked_simd_level();
+}
+
+/*--------------------------------------------------------------------------
  * Arithmetic
  *--------------------------------------------------------------------------*/
 
