@@ -37,7 +37,6 @@
 #define ERR_BAD_BITS "ERR BITS must be 8, 12 or 16"
 #define ERR_BAD_VALUEBITS "ERR VALUEBITS must be between 1 and 32"
 #define ERR_BAD_CHECKBITS "ERR CHECKBITS must be between 0 and 24"
-#define ERR_WIDTHS "ERR VALUEBITS + CHECKBITS must be at most 56"
 #define ERR_PAIRS "ERR ITEMS needs item value pairs"
 #define ERR_BAD_VALUE "ERR bad value: an integer between 0 and 4294967295"
 #define ERR_ERROR_RANGE "ERR a static filter reaches 2^-16 = 0.0015% at best"
@@ -408,10 +407,6 @@ void bkc_cmd_sf_buildmap(bkc_ctx *c, int argc, const bkc_str *argv)
         value_bits = (uint32_t)a.value_bits;
     } else {
         while (value_bits < 32 && (largest >> value_bits) != 0) value_bits++;
-    }
-    if (value_bits + a.check_bits > 56) {
-        bkc__err(c, ERR_WIDTHS);
-        return;
     }
     if (!bkc__fits(c, build_bytes(bk_map_build_memory(n), n, value_bits + a.check_bits)))
         return;
