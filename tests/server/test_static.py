@@ -419,6 +419,7 @@ def command_docs(srv, r):
         assert docs[0] == b"sf.mget", docs
         assert b"The values of items in a static map, nil for each certainly absent" \
             in flat(docs), docs
+        assert flat(docs)[flat(docs).index(b"group") + 1] == b"sf", docs
         # arity from the table
         assert isinstance(c.call("SF.MGET", "m"), resp3.Err)
         assert c.call("SF.MGET", "m") == "ERR wrong number of arguments for 'sf.mget' command"
