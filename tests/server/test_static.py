@@ -466,6 +466,22 @@ def mapped_snapshot(srv, r):
         answers_equal(s2.client())
 
 
+def build_memory_limit(srv, r):
+    """A build is refused before it allocates when the construction's
+    temporary memory and the result would pass maxmemory (60000 bytes: 300
+    keys fit, 3000 do not: ~45 bytes a key while building)."""
+    from harness import Server
+    with Server("--maxmemory", "60000") as s2:
+        r2 = s2.client()
+        expect_error(lambda: r2.execute_command("SF.BUILD", "s", "ITEMS", *MEMBERS),
+                     "filter would exceed maxmemory")
+        pairs = [x for k in MEMBERS for x in (k, str(VALUES[k]))]
+        expect_error(lambda: r2.execute_command("SF.BUILDMAP", "m", "ITEMS", *pairs),
+                     "filter would exceed maxmemory")
+        assert r2.exists("s", "m") == 0
+        assert r2.execute_command("SF.BUILD", "s", "ITEMS", *MEMBERS[:300]) in (b"OK", True)
+
+
 def copy_between_servers(srv, r):
     from harness import Server
     with Server() as dst:
@@ -490,7 +506,7 @@ def main():
     steps = [pushed_keys_answer_like_the_cli, info_fields, resp_types, wrong_kinds,
              scandump_loadchunk, corrupt_chunks, pull_round_trip, dump_restore, builds,
              command_docs, restart_from_log, restart_from_snapshot, mapped_snapshot,
-             copy_between_servers]
+             build_memory_limit, copy_between_servers]
     r = srv.client()
     try:
         for fn in steps:
