@@ -26,7 +26,6 @@
  * Locking: lookups READ; LOADCHUNK and the builds WRITE (they replace the
  * whole value; the build itself runs before the key is opened).
  */
-#include <math.h>   /* ceil, log2 */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* malloc */
 #include <string.h>
