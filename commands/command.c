@@ -4,7 +4,7 @@
  * kind checks, the memory budget.
  *
  * The table is the one description of every command the server answers:
- * our BF/CF/CBF/WF handlers and, with BKC_CMD_HOST, the generic commands
+ * our BF/CF/CBF/WF/SF handlers and, with BKC_CMD_HOST, the generic commands
  * the host implements itself (their entries carry arity, flags, key
  * positions and docs, so COMMAND, COMMAND COUNT and COMMAND DOCS are
  * answered from here). It is sorted by name (strcmp order of the lower

@@ -1,6 +1,6 @@
 /*
- * command.h - the transport-free command layer: BF.*, CF.*, CBF.*, WF.* and
- * the generic Redis commands, written once for bloomkit-server and for the
+ * command.h - the transport-free command layer: BF.*, CF.*, CBF.*, WF.*,
+ * SF.* and the generic Redis commands, written once for bloomkit-server and for the
  * Redis module build.
  *
  * A command is a function of (arguments, keys it opens, a reply sink).

@@ -1,8 +1,8 @@
 /*
  * module.c - bloomkit.so: the command layer (commands/) inside Redis.
  *
- * bloomkit-server and this module answer the same BF.*, CF.*, CBF.*, WF.*
- * commands from the same code: commands/ is transport-free and reaches
+ * bloomkit-server and this module answer the same BF.*, CF.*, CBF.*, WF.*,
+ * SF.* commands from the same code: commands/ is transport-free and reaches
  * its host through three small interfaces (commands/command.h). This file
  * is the Redis side of those interfaces, and nothing else:
  *
