@@ -1,7 +1,7 @@
 /*
  * command.h - the transport-free command layer: BF.*, CF.*, CBF.*, WF.*,
- * SF.* and the generic Redis commands, written once for bloomkit-server and for the
- * Redis module build.
+ * SF.* and the generic Redis commands, written once for bloomkit-server
+ * and for the Redis module build.
  *
  * A command is a function of (arguments, keys it opens, a reply sink).
  * It never touches sockets, event loops, files or locks: the *host* (the
