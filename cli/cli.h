@@ -253,6 +253,8 @@ int cmd_intersect(int argc, char **argv);
 int cmd_cluster(int argc, char **argv);
 int cmd_verify(int argc, char **argv);   /* cmd_verify.c */
 int cmd_copy(int argc, char **argv);
+int cmd_push(int argc, char **argv);    /* cmd_push.c */
+int cmd_pull(int argc, char **argv);
 /* cmd_static.c: static sets and maps, reconciliation */
 int cmd_build_map(int argc, char **argv);
 int cmd_get(int argc, char **argv);

@@ -73,6 +73,7 @@ static const struct {
     {"merge", cmd_merge},   {"intersect", cmd_intersect},
     {"verify", cmd_verify},
     {"cluster", cmd_cluster}, {"copy", cmd_copy},
+    {"push", cmd_push}, {"pull", cmd_pull},
     {"build-map", cmd_build_map}, {"get", cmd_get},
     {"diff", cmd_diff}, {"sync", cmd_sync},
 };

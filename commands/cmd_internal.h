@@ -184,4 +184,14 @@ BKC__HANDLER(bkc_cmd_wf_mexists);
 BKC__HANDLER(bkc_cmd_wf_reserve);
 BKC__HANDLER(bkc_cmd_wf_scandump);
 
+BKC__HANDLER(bkc_cmd_sf_build);
+BKC__HANDLER(bkc_cmd_sf_buildmap);
+BKC__HANDLER(bkc_cmd_sf_exists);
+BKC__HANDLER(bkc_cmd_sf_get);
+BKC__HANDLER(bkc_cmd_sf_info);
+BKC__HANDLER(bkc_cmd_sf_loadchunk);
+BKC__HANDLER(bkc_cmd_sf_mexists);
+BKC__HANDLER(bkc_cmd_sf_mget);
+BKC__HANDLER(bkc_cmd_sf_scandump);
+
 #endif /* BKC_INTERNAL_H */

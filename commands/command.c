@@ -4,7 +4,7 @@
  * kind checks, the memory budget.
  *
  * The table is the one description of every command the server answers:
- * our BF/CF/CBF/WF handlers and, with BKC_CMD_HOST, the generic commands
+ * our BF/CF/CBF/WF/SF handlers and, with BKC_CMD_HOST, the generic commands
  * the host implements itself (their entries carry arity, flags, key
  * positions and docs, so COMMAND, COMMAND COUNT and COMMAND DOCS are
  * answered from here). It is sorted by name (strcmp order of the lower
@@ -169,6 +169,30 @@ const bkc_command bkc_command_table[] = {
      "SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]"},
     {"select", 2, H | F, 0, 0, 0, NULL,
      "Select the database (only 0 exists)", "SELECT index"},
+    {"sf.build", -4, W | M, 1, 1, 1, bkc_cmd_sf_build,
+     "Build a static filter of the given items (replaces only with REPLACE)",
+     "SF.BUILD key [ERROR error | BITS 8|12|16] [REPLACE] ITEMS item [item ...]"},
+    {"sf.buildmap", -5, W | M, 1, 1, 1, bkc_cmd_sf_buildmap,
+     "Build a static map of the given item/value pairs (replaces only with REPLACE)",
+     "SF.BUILDMAP key [VALUEBITS bits] [CHECKBITS bits] [REPLACE] ITEMS item value "
+     "[item value ...]"},
+    {"sf.exists", 3, R | F, 1, 1, 1, bkc_cmd_sf_exists,
+     "Whether an item may be in a static filter or map", "SF.EXISTS key item"},
+    {"sf.get", 3, R | F, 1, 1, 1, bkc_cmd_sf_get,
+     "The value of an item in a static map, nil when certainly absent", "SF.GET key item"},
+    {"sf.info", -2, R | F, 1, 1, 1, bkc_cmd_sf_info,
+     "Information about a static filter or map",
+     "SF.INFO key [TYPE | SIZE | ITEMS | BITS | ERROR | VALUEBITS | CHECKBITS]"},
+    {"sf.loadchunk", 4, W | M, 1, 1, 1, bkc_cmd_sf_loadchunk,
+     "Restore a static filter or map from the chunks of SF.SCANDUMP or bloomkit push",
+     "SF.LOADCHUNK key iterator data"},
+    {"sf.mexists", -3, R | F, 1, 1, 1, bkc_cmd_sf_mexists,
+     "Whether each item may be in a static filter or map", "SF.MEXISTS key item [item ...]"},
+    {"sf.mget", -3, R | F, 1, 1, 1, bkc_cmd_sf_mget,
+     "The values of items in a static map, nil for each certainly absent",
+     "SF.MGET key item [item ...]"},
+    {"sf.scandump", 3, R, 1, 1, 1, bkc_cmd_sf_scandump,
+     "Dump a static filter or map in chunks", "SF.SCANDUMP key iterator"},
     {"shutdown", -1, H, 0, 0, 0, NULL,
      "Stop the server", "SHUTDOWN [NOSAVE | SAVE]"},
     {"ttl", 2, H | R | F, 1, 1, 1, NULL,

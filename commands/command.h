@@ -1,7 +1,7 @@
 /*
- * command.h - the transport-free command layer: BF.*, CF.*, CBF.*, WF.* and
- * the generic Redis commands, written once for bloomkit-server and for the
- * Redis module build.
+ * command.h - the transport-free command layer: BF.*, CF.*, CBF.*, WF.*,
+ * SF.* and the generic Redis commands, written once for bloomkit-server
+ * and for the Redis module build.
  *
  * A command is a function of (arguments, keys it opens, a reply sink).
  * It never touches sockets, event loops, files or locks: the *host* (the
@@ -88,6 +88,8 @@ typedef enum bkc_kind {
     BKC_KIND_WINDOW = 4,    /* WF.*: time-window filter                 "bkwindow-" */
     BKC_KIND_LOADING = 5,   /* a *.LOADCHUNK in progress (load_* below) "bkloading"
                                hosts hide it from EXISTS/KEYS/SCAN/DBSIZE/TYPE */
+    BKC_KIND_STATIC = 6,    /* SF.*: static filter or static map (read-only)
+                                                                        "bkstatic-" */
     BKC_KIND_OTHER = 99     /* a key of the host's own (module: any other Redis type) */
 } bkc_kind;
 

@@ -2,8 +2,9 @@
  * value.c - what a key holds (bkc_value) and its byte form.
  *
  * A value is one bloomkit filter (BF: a scalable filter; CBF: a counting
- * filter; WF: a time-window filter) or, for CF, a chain of cuckoo filters
- * with the chain's settings, or a dump being loaded (BKC_KIND_LOADING).
+ * filter; WF: a time-window filter; SF: a static filter or map) or, for
+ * CF, a chain of cuckoo filters with the chain's settings, or a dump being
+ * loaded (BKC_KIND_LOADING).
  *
  * The byte form (SCANDUMP/LOADCHUNK, snapshots, the module's RDB) is a
  * container, all integers little-endian (docs/COMMANDS.md, "Value
@@ -12,7 +13,8 @@
  *   offset size
  *        0    4  magic "BKCV"
  *        4    2  container version (1)
- *        6    2  kind (bkc_kind: 1 BF, 2 CF, 3 CBF, 4 WF, 5 loading)
+ *        6    2  kind (bkc_kind: 1 BF, 2 CF, 3 CBF, 4 WF, 5 loading,
+ *                6 SF: a static filter or map)
  *        8    8  total length of the container, this header included
  *       16    4  number of filters
  *       20    4  CF bucket size          (0 for other kinds)
@@ -50,6 +52,7 @@ const char *bkc_kind_type_name(bkc_kind kind)
     case BKC_KIND_COUNTING: return "bkcount--";
     case BKC_KIND_WINDOW: return "bkwindow-";
     case BKC_KIND_LOADING: return "bkloading";
+    case BKC_KIND_STATIC: return "bkstatic-";
     default: return NULL;
     }
 }
@@ -141,15 +144,18 @@ static bk_family kind_family(bkc_kind kind)
     case BKC_KIND_CUCKOO: return BK_FAMILY_CUCKOO;
     case BKC_KIND_COUNTING: return BK_FAMILY_COUNTING;
     case BKC_KIND_WINDOW: return BK_FAMILY_WINDOW;
+    case BKC_KIND_STATIC: return BK_FAMILY_STATIC;
     default: return (bk_family)0;
     }
 }
 
 /* A CBF key holds the counting family or one of the other counting kinds
- * (CBF.RESERVE ... TYPE, cmd_counting.c). */
+ * (CBF.RESERVE ... TYPE, cmd_counting.c); an SF key a static filter or a
+ * static map. */
 static int family_fits(bkc_kind kind, bk_family family)
 {
     if (family == kind_family(kind)) return 1;
+    if (kind == BKC_KIND_STATIC) return family == BK_FAMILY_MAP;
     return kind == BKC_KIND_COUNTING &&
            (family == BK_FAMILY_DLEFT || family == BK_FAMILY_VARCOUNT ||
             family == BK_FAMILY_HIER || family == BK_FAMILY_HYBRID ||
@@ -285,7 +291,8 @@ static int header_check(const unsigned char *h, bkc_kind *kind, uint64_t *total)
     if (get64(h + 48) != bk_hash_key(h, HDR_CHECKED, 0).lo) return BK_ECHECKSUM;
     if (get16(h + 4) != CONTAINER_VERSION) return BK_EVERSION;
     uint16_t k = get16(h + 6);
-    if (k < BKC_KIND_BLOOM || k > BKC_KIND_LOADING) return BK_EFAMILY;
+    if (k < BKC_KIND_BLOOM || (k > BKC_KIND_LOADING && k != BKC_KIND_STATIC))
+        return BK_EFAMILY;
     *kind = (bkc_kind)k;
     *total = get64(h + 8);
     if (*total < HDR_SIZE + 8) return BK_ECORRUPT;
@@ -434,6 +441,7 @@ static const char *kind_noun(bkc_kind kind)
     case BKC_KIND_CUCKOO: return "cuckoo filter";
     case BKC_KIND_COUNTING: return "counting Bloom filter";
     case BKC_KIND_WINDOW: return "time-window filter";
+    case BKC_KIND_STATIC: return "static filter or map";
     default: return "filter";
     }
 }

@@ -1,6 +1,6 @@
 /*
  * fuzz_commands.c - libFuzzer target for the command layer (commands/):
- * arguments of every BF/CF/CBF/WF command through bkc_dispatch, against a
+ * arguments of every BF/CF/CBF/WF/SF command through bkc_dispatch, against a
  * fake single-threaded host, and the value decoder behind LOADCHUNK and the
  * server's snapshots (bkc_value_decode).
  *
@@ -435,10 +435,18 @@ static void host_free(fake_host *h)
  * key: the counting family or one of the CBF.RESERVE TYPE kinds). */
 static void check_value(const bkc_value *v)
 {
-    CHECK(v->kind >= BKC_KIND_BLOOM && v->kind <= BKC_KIND_LOADING);
+    CHECK((v->kind >= BKC_KIND_BLOOM && v->kind <= BKC_KIND_LOADING) ||
+          v->kind == BKC_KIND_STATIC);
     if (v->kind == BKC_KIND_LOADING) {
         CHECK(v->nfilters == 0);
         CHECK(v->load_len <= v->load_cap);
+        return;
+    }
+    if (v->kind == BKC_KIND_STATIC) { /* a static filter or a static map */
+        bk_family got;
+        CHECK(v->nfilters == 1);
+        got = bk_filter_family(v->filters[0]);
+        CHECK(got == BK_FAMILY_STATIC || got == BK_FAMILY_MAP);
         return;
     }
     bk_family want = v->kind == BKC_KIND_BLOOM      ? BK_FAMILY_SCALABLE
@@ -514,6 +522,7 @@ static const char *kind_prefix(bkc_str s)
     if (bkc_streq(s, "CF")) return "CF";
     if (bkc_streq(s, "CBF")) return "CBF";
     if (bkc_streq(s, "WF")) return "WF";
+    if (bkc_streq(s, "SF")) return "SF";
     return "BF";
 }
 
@@ -704,7 +713,7 @@ static void decoder_mode(harness *hs, const uint8_t *data, size_t size)
     bkc_str name = {"v", 1};
     int i = find_slot(&hs->host, name, 1);
     hs->host.keys[i].v = v;
-    static const char *prefixes[] = {"", "BF", "CF", "CBF", "WF", "BF"};
+    static const char *prefixes[] = {"", "BF", "CF", "CBF", "WF", "BF", "SF"};
     const char *prefix = prefixes[kind];
     char cmd[32], iter[32];
     bkc_str item = {"item", 4};

@@ -1,8 +1,8 @@
 /*
  * module.c - bloomkit.so: the command layer (commands/) inside Redis.
  *
- * bloomkit-server and this module answer the same BF.*, CF.*, CBF.*, WF.*
- * commands from the same code: commands/ is transport-free and reaches
+ * bloomkit-server and this module answer the same BF.*, CF.*, CBF.*, WF.*,
+ * SF.* commands from the same code: commands/ is transport-free and reaches
  * its host through three small interfaces (commands/command.h). This file
  * is the Redis side of those interfaces, and nothing else:
  *
@@ -21,8 +21,8 @@
  * through one callback, bkm_command, that hands argv to bkc_dispatch.
  *
  * Data types: one per bkc_kind, named by bkc_kind_type_name ("bkbloom--",
- * "bkcuckoo-", "bkcount--", "bkwindow-", and "bkloading" for a
- * *.LOADCHUNK in progress). Their RDB payload is the value's container
+ * "bkcuckoo-", "bkcount--", "bkwindow-", "bkstatic-" (a static filter or
+ * map, SF.*), and "bkloading" for a *.LOADCHUNK in progress). Their RDB payload is the value's container
  * (bkc_value_encode, docs/COMMANDS.md "Value encoding"), the very bytes
  * bloomkit-server snapshots and SCANDUMP returns. Encoding version 2 (what
  * rdb_save writes) streams it: an unsigned total length, then strings of
@@ -66,12 +66,15 @@
  * Data types
  *==========================================================================*/
 
-static RedisModuleType *bkm_types[BKC_KIND_LOADING + 1];
+/* The last kind with a data type of its own (bkc_kind numbers them 1..). */
+#define BKM_LAST_KIND BKC_KIND_STATIC
+
+static RedisModuleType *bkm_types[BKM_LAST_KIND + 1];
 
 /* The kind a Redis data type stands for (BKC_KIND_OTHER: not ours). */
 static bkc_kind kind_of_type(const RedisModuleType *t)
 {
-    for (int k = BKC_KIND_BLOOM; k <= BKC_KIND_LOADING; k++)
+    for (int k = BKC_KIND_BLOOM; k <= BKM_LAST_KIND; k++)
         if (t != NULL && bkm_types[k] == t) return (bkc_kind)k;
     return BKC_KIND_OTHER;
 }
@@ -197,7 +200,7 @@ static int host_set(bkc_key *k, bkc_value *v)
             RedisModule_DeleteKey(k->key);
         return BK_OK;
     }
-    if (v->kind < BKC_KIND_BLOOM || v->kind > BKC_KIND_LOADING ||
+    if (v->kind < BKC_KIND_BLOOM || v->kind > BKM_LAST_KIND ||
         RedisModule_ModuleTypeSetValue(k->key, bkm_types[v->kind], v) != REDISMODULE_OK) {
         bkc_value_free(v);
         return BK_EINVAL;
@@ -406,6 +409,7 @@ BKM_RDB_LOAD(cuckoo, BKC_KIND_CUCKOO)
 BKM_RDB_LOAD(counting, BKC_KIND_COUNTING)
 BKM_RDB_LOAD(window, BKC_KIND_WINDOW)
 BKM_RDB_LOAD(loading, BKC_KIND_LOADING)
+BKM_RDB_LOAD(static, BKC_KIND_STATIC)
 #undef BKM_RDB_LOAD
 
 /* The one buffer rdb_save and digest stream through: Redis calls them from
@@ -448,6 +452,7 @@ static const char *loadchunk_name(bkc_kind kind)
     case BKC_KIND_CUCKOO: return "CF.LOADCHUNK";
     case BKC_KIND_COUNTING: return "CBF.LOADCHUNK";
     case BKC_KIND_WINDOW: return "WF.LOADCHUNK";
+    case BKC_KIND_STATIC: return "SF.LOADCHUNK";
     default: return "BF.LOADCHUNK";
     }
 }
@@ -468,7 +473,8 @@ static void aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *value)
         bkc_kind kind = BKC_KIND_BLOOM;
         if (len >= 8) {
             unsigned k = (unsigned)data[6] | (unsigned)data[7] << 8;
-            if (k >= BKC_KIND_BLOOM && k <= BKC_KIND_WINDOW) kind = (bkc_kind)k;
+            if ((k >= BKC_KIND_BLOOM && k <= BKC_KIND_WINDOW) || k == BKC_KIND_STATIC)
+                kind = (bkc_kind)k;
         }
         const char *cmd = loadchunk_name(kind);
         for (size_t off = 0; off < len;) {
@@ -535,8 +541,8 @@ static int create_types(RedisModuleCtx *ctx)
 {
     void *(*loads[])(RedisModuleIO *, int) = {NULL, rdb_load_bloom, rdb_load_cuckoo,
                                               rdb_load_counting, rdb_load_window,
-                                              rdb_load_loading};
-    for (int k = BKC_KIND_BLOOM; k <= BKC_KIND_LOADING; k++) {
+                                              rdb_load_loading, rdb_load_static};
+    for (int k = BKC_KIND_BLOOM; k <= BKM_LAST_KIND; k++) {
         RedisModuleTypeMethods tm = {
             .version = BKM_TYPE_METHOD_VERSION,
             .rdb_load = loads[k],

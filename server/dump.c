@@ -333,7 +333,8 @@ static bkc_value *restore_payload(const unsigned char *p, size_t len, char *err,
     char type[10];
     module_type_name(id, type);
     bkc_kind kind = BKC_KIND_NONE;
-    for (int k = BKC_KIND_BLOOM; k <= BKC_KIND_WINDOW; k++) {
+    for (int k = BKC_KIND_BLOOM; k <= BKC_KIND_STATIC; k++) {
+        if (k == BKC_KIND_LOADING) continue; /* never in a DUMP payload */
         const char *n = bkc_kind_type_name((bkc_kind)k);
         if (n && !strcmp(n, type))
             kind = (bkc_kind)k;

@@ -945,6 +945,7 @@ static const char *command_group(const char *name)
     if (!strncmp(name, "cf.", 3)) return "cf";
     if (!strncmp(name, "cbf.", 4)) return "cbf";
     if (!strncmp(name, "wf.", 3)) return "wf";
+    if (!strncmp(name, "sf.", 3)) return "sf";
     if (strstr("auth client echo hello ping quit select", name)) return "connection";
     if (strstr("bgsave command config dbsize flushall flushdb info lastsave save shutdown time",
                name))

@@ -336,6 +336,7 @@ static void test_table(void **state)
     assert_string_equal(bkc_kind_type_name(BKC_KIND_COUNTING), "bkcount--");
     assert_string_equal(bkc_kind_type_name(BKC_KIND_WINDOW), "bkwindow-");
     assert_string_equal(bkc_kind_type_name(BKC_KIND_LOADING), "bkloading");
+    assert_string_equal(bkc_kind_type_name(BKC_KIND_STATIC), "bkstatic-");
     assert_null(bkc_kind_type_name(BKC_KIND_OTHER));
     for (int k = 1; k <= 5; k++) assert_int_equal(strlen(bkc_kind_type_name((bkc_kind)k)), 9);
 }
@@ -904,6 +905,31 @@ static void test_dump_window(void **state)
     roundtrip("WF", BKC_KIND_WINDOW, "WF.EXISTS");
 }
 
+static void test_dump_static(void **state)
+{
+    (void)state;
+    /* a static filter (16-bit fingerprints: "never-added" is absent unless
+     * a 2^-16 chance hits, and the seed is fixed) */
+    EXPECT("SF.BUILD src BITS 16 ITEMS a b c a", "+OK\r\n");
+    EXPECT("SF.MEXISTS src a b c", "*3\r\n:1\r\n:1\r\n:1\r\n");
+    EXPECT("SF.GET src a",
+           "-ERR not a static map: SF.GET needs a map (SF.BUILDMAP, bloomkit build-map)\r\n");
+    EXPECT("BF.ADD src x", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    EXPECT("SF.BUILD src ITEMS q", "-ERR item exists\r\n");
+    check_codec("src");
+    roundtrip("SF", BKC_KIND_STATIC, "SF.EXISTS");
+    /* a static map in the same key (REPLACE), 24 check bits */
+    EXPECT("SF.BUILDMAP src CHECKBITS 24 REPLACE ITEMS a 5 b 6", "+OK\r\n");
+    EXPECT("SF.MGET src a b never-added", "*3\r\n:5\r\n:6\r\n$-1\r\n");
+    EXPECT("SF.GET missing a", "$-1\r\n");
+    EXPECT("SF.EXISTS missing a", ":0\r\n");
+    check_codec("src");
+    roundtrip("SF", BKC_KIND_STATIC, "SF.EXISTS");
+    /* the map's conflicting duplicates name the key; nothing is stored */
+    EXPECT("SF.BUILDMAP c ITEMS k 1 k 2", "-ERR item 'k' is given two different values\r\n");
+    assert_int_equal(kind_of("c"), BKC_KIND_NONE);
+}
+
 static void test_loading_codec(void **state)
 {
     (void)state;
@@ -1305,6 +1331,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dump_cuckoo, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dump_counting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dump_window, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dump_static, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cf_basic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cf_reserve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cf_full_and_growth, setup, teardown),

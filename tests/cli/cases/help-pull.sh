@@ -1,0 +1,1 @@
+bloomkit pull --help
