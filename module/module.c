@@ -21,7 +21,7 @@
  * through one callback, bkm_command, that hands argv to bkc_dispatch.
  *
  * Data types: one per bkc_kind, named by bkc_kind_type_name ("bkbloom--",
- * "bkcuckoo-", "bkcount--", "bkwindow-", and "bkloading" for a
+ * "bkcuckoo-", "bkcount--", "bkwindow-", "bkkeyset-" (RS.*), and "bkloading" for a
  * *.LOADCHUNK in progress). Their RDB payload is the value's container
  * (bkc_value_encode, docs/COMMANDS.md "Value encoding"), the very bytes
  * bloomkit-server snapshots and SCANDUMP returns. Encoding version 2 (what
@@ -66,13 +66,13 @@
  * Data types
  *==========================================================================*/
 
-static RedisModuleType *bkm_types[BKC_KIND_LOADING + 1];
+static RedisModuleType *bkm_types[BKC_KIND_KEYSET + 1];
 
 /* The kind a Redis data type stands for (BKC_KIND_OTHER: not ours). */
 static bkc_kind kind_of_type(const RedisModuleType *t)
 {
-    for (int k = BKC_KIND_BLOOM; k <= BKC_KIND_LOADING; k++)
-        if (t != NULL && bkm_types[k] == t) return (bkc_kind)k;
+    for (int k = BKC_KIND_BLOOM; k <= BKC_KIND_KEYSET; k++)
+        if (t != NULL && bkm_types[k] != NULL && bkm_types[k] == t) return (bkc_kind)k;
     return BKC_KIND_OTHER;
 }
 
@@ -197,7 +197,7 @@ static int host_set(bkc_key *k, bkc_value *v)
             RedisModule_DeleteKey(k->key);
         return BK_OK;
     }
-    if (v->kind < BKC_KIND_BLOOM || v->kind > BKC_KIND_LOADING ||
+    if (v->kind < BKC_KIND_BLOOM || v->kind > BKC_KIND_KEYSET || bkm_types[v->kind] == NULL ||
         RedisModule_ModuleTypeSetValue(k->key, bkm_types[v->kind], v) != REDISMODULE_OK) {
         bkc_value_free(v);
         return BK_EINVAL;
@@ -406,6 +406,7 @@ BKM_RDB_LOAD(cuckoo, BKC_KIND_CUCKOO)
 BKM_RDB_LOAD(counting, BKC_KIND_COUNTING)
 BKM_RDB_LOAD(window, BKC_KIND_WINDOW)
 BKM_RDB_LOAD(loading, BKC_KIND_LOADING)
+BKM_RDB_LOAD(keyset, BKC_KIND_KEYSET)
 #undef BKM_RDB_LOAD
 
 /* The one buffer rdb_save and digest stream through: Redis calls them from
@@ -448,6 +449,7 @@ static const char *loadchunk_name(bkc_kind kind)
     case BKC_KIND_CUCKOO: return "CF.LOADCHUNK";
     case BKC_KIND_COUNTING: return "CBF.LOADCHUNK";
     case BKC_KIND_WINDOW: return "WF.LOADCHUNK";
+    case BKC_KIND_KEYSET: return "RS.LOADCHUNK";
     default: return "BF.LOADCHUNK";
     }
 }
@@ -468,7 +470,8 @@ static void aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *value)
         bkc_kind kind = BKC_KIND_BLOOM;
         if (len >= 8) {
             unsigned k = (unsigned)data[6] | (unsigned)data[7] << 8;
-            if (k >= BKC_KIND_BLOOM && k <= BKC_KIND_WINDOW) kind = (bkc_kind)k;
+            if ((k >= BKC_KIND_BLOOM && k <= BKC_KIND_WINDOW) || k == BKC_KIND_KEYSET)
+                kind = (bkc_kind)k;
         }
         const char *cmd = loadchunk_name(kind);
         for (size_t off = 0; off < len;) {
@@ -533,10 +536,12 @@ static void value_free(void *value)
 
 static int create_types(RedisModuleCtx *ctx)
 {
-    void *(*loads[])(RedisModuleIO *, int) = {NULL, rdb_load_bloom, rdb_load_cuckoo,
-                                              rdb_load_counting, rdb_load_window,
-                                              rdb_load_loading};
-    for (int k = BKC_KIND_BLOOM; k <= BKC_KIND_LOADING; k++) {
+    void *(*loads[BKC_KIND_KEYSET + 1])(RedisModuleIO *, int) = {
+        [BKC_KIND_BLOOM] = rdb_load_bloom,     [BKC_KIND_CUCKOO] = rdb_load_cuckoo,
+        [BKC_KIND_COUNTING] = rdb_load_counting, [BKC_KIND_WINDOW] = rdb_load_window,
+        [BKC_KIND_LOADING] = rdb_load_loading, [BKC_KIND_KEYSET] = rdb_load_keyset};
+    for (int k = BKC_KIND_BLOOM; k <= BKC_KIND_KEYSET; k++) {
+        if (loads[k] == NULL) continue; /* a kind number not in use */
         RedisModuleTypeMethods tm = {
             .version = BKM_TYPE_METHOD_VERSION,
             .rdb_load = loads[k],
@@ -692,6 +697,6 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     RedisModule_SetModuleOptions(ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS);
     bk_set_allocator(&bkm_allocator);
     RedisModule_Log(ctx, "notice", "bloomkit %s: %s", bk_version_string(),
-                    "BF.* CF.* CBF.* WF.* ready");
+                    "BF.* CF.* CBF.* WF.* RS.* ready");
     return REDISMODULE_OK;
 }
