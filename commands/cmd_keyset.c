@@ -25,7 +25,9 @@
  *   Memory per item: 16 / load (21 to 43 bytes, the load being between
  *   3/8 and 3/4) + 4 + its length, plus the arena's slack (it grows by
  *   doubling). RS.REM marks the record removed; the arena is compacted
- *   when removed bytes pass half of it. Lookups never change anything, so
+ *   (in order) when removed bytes pass half of it and 4 KiB. The arena is
+ *   a function of the commands applied alone, and is the byte form: a
+ *   copy of a set (a replica, a reload) encodes to the same bytes. Lookups never change anything, so
  *   READ-mode commands may run at once.
  *
  * Two distinct items with equal ids (odds ~ n^2 / 2^65) cannot both be in
@@ -234,19 +236,24 @@ static int ks_add(bkc_keyset *s, const void *item, size_t len)
     return 1;
 }
 
-/* Rewrite the arena with the items only (after many removals). */
+/* Rewrite the arena with the items only (after many removals), in arena
+ * order: the result depends on the arena alone, never on the table's
+ * layout, so two copies of a set (a replica, a reloaded snapshot) stay
+ * byte for byte the same. */
 static int ks_compact(bkc_keyset *s)
 {
-    size_t live = s->len - s->removed, cap = live ? live : 1;
-    unsigned char *na = malloc(cap), *at = na;
+    size_t live = s->len - s->removed, cap = live ? live : 1, out = 0;
+    unsigned char *na = malloc(cap);
     if (na == NULL) return BK_ENOMEM;
-    for (uint64_t i = 0; i <= s->mask; i++) {
-        ks_slot *sl = &s->slots[i];
-        if (sl->ref == 0) continue;
-        size_t len;
-        const unsigned char *p = ks_item(s, sl, &len);
-        memcpy(at, p - 4, len + 4);
-        sl->ref = (uint64_t)(at - na) + 1;
+    for (size_t at = 0; at < s->len;) {
+        uint32_t word = ks_get32(s->arena + at);
+        size_t len = word & KS_MAX_ITEM;
+        if (!(word & KS_REMOVED)) {
+            ks_slot *sl = ks_find(s, bk_iblt_key_id(s->arena + at + 4, len, s->seed));
+            memcpy(na + out, s->arena + at, len + 4);
+            sl->ref = (uint64_t)out + 1;
+            out += len + 4;
+        }
         at += len + 4;
     }
     free(s->arena);
@@ -340,19 +347,26 @@ int bkc__keyset_body_decode(const unsigned char *p, size_t n, bkc_keyset **out)
     if (count > len / 4) return BK_ECORRUPT;
     bkc_keyset *s = ks_new(seed, ks_slots_for(count));
     if (s == NULL) return BK_ENOMEM;
-    int rc = BK_ECORRUPT;
+    int rc = BK_ENOMEM;
+    /* the records are kept as they are, removed ones included, so that the
+     * value encodes to the same bytes again (DEBUG DIGEST, replicas) */
+    s->arena = malloc(len ? (size_t)len : 1);
+    if (s->arena == NULL) goto fail;
+    if (len > 0) memcpy(s->arena, rec, (size_t)len);
+    s->len = s->cap = (size_t)len;
+    rc = BK_ECORRUPT;
     for (size_t at = 0; at < len;) {
         if (len - at < 4) goto fail;
         uint32_t word = ks_get32(rec + at);
         size_t ilen = word & KS_MAX_ITEM;
         if (ilen > len - at - 4) goto fail;
-        if (!(word & KS_REMOVED)) {
-            if (s->count == count) goto fail;
-            int added = ks_add(s, rec + at + 4, ilen);
-            if (added != 1) {
-                rc = added == BK_ENOMEM ? BK_ENOMEM : BK_ECORRUPT;
-                goto fail;
-            }
+        if (word & KS_REMOVED) {
+            s->removed += 4 + ilen;
+        } else {
+            uint64_t id = bk_iblt_key_id(rec + at + 4, ilen, seed);
+            if (s->count == count || ks_find(s, id) != NULL) goto fail; /* a repeat */
+            ks_place(s->slots, s->mask, s, id, (uint64_t)at + 1);
+            s->count++;
         }
         at += 4 + ilen;
     }
