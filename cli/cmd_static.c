@@ -660,8 +660,8 @@ static redisReply *rs_call(const char *cmd, rside *s, const char *name, const vo
 static int rside_open(const char *cmd, rside *s)
 {
     if (cluster_check_list(cmd, s->arg, s->addr) != 0) return -1;
+    s->opened = 1; /* cluster_close frees what a failed open kept */
     if (cluster_open(&s->cl, cmd, s->addr) != 0) return -1;
-    s->opened = 1;
     redisReply *r = rs_call(cmd, s, "RS.INFO", "SEED", 4, 1);
     if (r == NULL) return -1;
     int status = -1;
