@@ -610,7 +610,9 @@ void bkc_cmd_rs_card(bkc_ctx *c, int argc, const bkc_str *argv)
     bkc__close(c, k);
 }
 
-/* RS.ISMEMBER key item: exact (the item's bytes are compared). */
+/* RS.ISMEMBER key item: exact (the item's bytes are compared). A lookup:
+ * a missing key, another kind or a load in progress answer 0, as
+ * *.EXISTS do. */
 void bkc_cmd_rs_ismember(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     bkc_key *k;
@@ -618,11 +620,9 @@ void bkc_cmd_rs_ismember(bkc_ctx *c, int argc, const bkc_str *argv)
     (void)argc;
     int st = bkc__open(c, argv[1], BKC_OPEN_READ, BKC_KIND_KEYSET, &k, &v);
     if (st == BKC__FAILED) return;
-    if (st == BKC__WRONG || (st == BKC__FOUND && v->keyset == NULL)) {
-        bkc__err(c, BKC_ERR_WRONGTYPE);
-    } else {
+    {
         int found = 0;
-        if (st == BKC__FOUND) {
+        if (st == BKC__FOUND && v->keyset != NULL) {
             bkc_keyset *s = v->keyset;
             ks_slot *sl = ks_find(s, bk_iblt_key_id(argv[2].ptr, argv[2].len, s->seed));
             size_t len;

@@ -131,6 +131,7 @@ def set_semantics(srv, r):
                 ["RS.RESERVE", "bf"], ["RS.GETIDS", "bf", "0123456789abcdef"]):
         expect_error(lambda: r.execute_command(*cmd), wrong)
     expect_error(lambda: r.execute_command("BF.ADD", "s", "a"), wrong)
+    assert r.execute_command("RS.ISMEMBER", "bf", "a") == 0   # a lookup, as BF.EXISTS
     # arity
     expect_error(lambda: r.execute_command("RS.ADD", "s"),
                  "wrong number of arguments for 'rs.add' command")
