@@ -27,8 +27,12 @@
  *   doubling). RS.REM marks the record removed; the arena is compacted
  *   (in order) when removed bytes pass half of it and 4 KiB. The arena is
  *   a function of the commands applied alone, and is the byte form: a
- *   copy of a set (a replica, a reload) encodes to the same bytes. Lookups never change anything, so
- *   READ-mode commands may run at once.
+ *   copy of a set (a replica, a reload) encodes to the same bytes.
+ *   Lookups never change anything, so READ-mode commands may run at once.
+ *   The table's slot of an id comes from the id alone: someone who knows
+ *   the seed and hashes many items could choose items that crowd one run
+ *   of slots (the default seed is public; RS.RESERVE ... SEED takes a
+ *   secret one).
  *
  * Two distinct items with equal ids (odds ~ n^2 / 2^65) cannot both be in
  * a set: RS.ADD answers an error for the second (reconciliation could not
@@ -42,15 +46,14 @@
  *   16  8  items (records not removed)
  *   24  8  R, bytes of records
  *   32  8  check: XXH3-128 low half (bk_hash_key) of the R record bytes,
- *          seeded with bk_hash_key(bytes 0..32, seed 0).lo
+ *          seeded with bk_hash_key(bytes 0..31, seed 0).lo
  *   40  R  the arena's records as they are (removed ones included)
  * Decoding checks every field and record and re-derives every id; a
  * repeated item is corruption.
  *
  * Costs: RS.ADD/REM/ISMEMBER/GETIDS O(1) per item; RS.STRATA, RS.ESTIMATE,
- * RS.IBLT and RS.DIFF build their tables from every id, O(n) (a few ns per
- * id and cell; nothing is cached, since the strata cannot forget a removed
- * id).
+ * RS.IBLT and RS.DIFF build their tables from every id, O(n + cells)
+ * (nothing is cached: an estimator cannot forget a removed id).
  */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* malloc, calloc, free */
