@@ -264,6 +264,14 @@ def malformed_payloads(srv, r):
     for cells in ("0", "-1", "abc", "1.5", str((1 << 25) + 1), str(1 << 40)):
         expect_error(lambda: r.execute_command("RS.IBLT", "m", cells),
                      "bad cell count: an integer from 1 to 33554432")
+    # within the limit of cells, but over what maxmemory leaves (2 x 512 MiB)
+    limit = r.config_get("maxmemory")["maxmemory"]
+    r.config_set("maxmemory", str(64 << 20))
+    try:
+        expect_error(lambda: r.execute_command("RS.IBLT", "m", str(1 << 25)),
+                     "filter would exceed maxmemory")
+    finally:
+        r.config_set("maxmemory", limit)
     assert (r.execute_command("RS.CARD", "m"), r.dump("m")) == before
 
 
