@@ -476,6 +476,49 @@ def restart_keeps_sets():
         assert r.execute_command("RS.CARD", "p") == 5000
 
 
+def concurrent_clients():
+    """Writers and the exchange's readers on one key from several
+    connections at once (the server's worker threads, per-key locks)."""
+    import threading
+    per = 1000 if SANITIZED else 5000
+    with Server(threads=4) as srv:
+        errors = []
+
+        def writer(w):
+            try:
+                r = srv.client()
+                for i in range(0, per, 250):
+                    r.execute_command("RS.ADD", "cc", *["w%d:%d" % (w, j)
+                                                        for j in range(i, i + 250)])
+                r.execute_command("RS.REM", "cc", *["w%d:%d" % (w, j) for j in range(0, per, 2)])
+            except Exception as e:  # reported below
+                errors.append(e)
+
+        def reader():
+            try:
+                r = srv.client()
+                for _ in range(20):
+                    if r.exists("cc"):
+                        assert len(r.execute_command("RS.STRATA", "cc")) == STRATA_BYTES
+                        r.execute_command("RS.IBLT", "cc", 100)
+            except Exception as e:
+                errors.append(e)
+
+        threads = [threading.Thread(target=writer, args=(w,)) for w in range(3)]
+        threads += [threading.Thread(target=reader) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        r = srv.client()
+        assert r.execute_command("RS.CARD", "cc") == 3 * per // 2
+        left = ["w%d:%d" % (w, j) for w in range(3) for j in range(1, per, 2)]
+        r.execute_command("RS.RESERVE", "ref")
+        add_all(r, "ref", left)
+        assert r.execute_command("RS.DIFF", "cc", r.execute_command("RS.IBLT", "ref", 64)) == [[], []]
+
+
 SET_TESTS = [set_semantics, getids, transaction_pipeline, resp3_shapes, exchange_commands,
              malformed_payloads, dump_restore, removals_compact, memory_per_item]
 
@@ -492,6 +535,7 @@ def main():
     run = Runner("server keyset")
     run_set_tests(run, Server)
     run.check("restart (snapshot + log)", restart_keeps_sets)
+    run.check("concurrent writers and readers", concurrent_clients)
     run.check("bloomkit diff/sync between two servers", cli_two_servers)
     run.check("bloomkit diff/sync between a file and a server", cli_file_and_server)
     run.finish()
