@@ -19,6 +19,7 @@
 #include <sys/stat.h> /* stat */
 
 #include "cli.h"
+#include "cluster.h" /* the RESP client: diff and sync with a server */
 
 /*==========================================================================
  * Keys in memory
@@ -530,6 +531,708 @@ static int end_last_key(FILE *fp, const char *path, char term)
     return 0;
 }
 
+/*--------------------------------------------------------------------------
+ * diff and sync with a server: the exchange over the Redis protocol
+ *
+ * A side written HOST:PORT/KEY is a reconciliation set (RS.*) on a
+ * bloomkit server (or Redis with bloomkit.so); a file side is hashed here
+ * and plays its part locally. The messages are those of the file version:
+ *
+ *   1. A's strata estimator      RS.STRATA a            (A -> B)
+ *   2. the estimate d at B       RS.ESTIMATE b strata
+ *   3. B's IBLT of cells_for(d)  RS.IBLT b cells        (B -> A)
+ *   4. A subtracts and peels     RS.DIFF a iblt -> A's keys B lacks and
+ *      the ids of B's keys A lacks; "too small": step 3 with twice the cells
+ *   5. B's keys by id            RS.GETIDS b id ...     (ids A -> B, keys B -> A)
+ *   6. sync: RS.ADD (or append to the file) on each side
+ *
+ * A missing key is an empty set (sync creates it with RS.RESERVE and the
+ * exchange's seed). The seed is the servers' (RS.INFO); --seed must agree.
+ * Every RESP byte of these commands is counted per server.
+ *--------------------------------------------------------------------------*/
+
+#define RS_BATCH 1000                       /* items or ids per command */
+#define RS_MAX_CELLS (UINT64_C(1) << 25)    /* RS.IBLT's limit */
+
+typedef struct rside {
+    const char *arg;        /* as given */
+    int remote;
+    side file;              /* a file's keys; empty for a missing key */
+    /* a server key */
+    char *addr;             /* "HOST:PORT" */
+    const char *key;
+    size_t keylen;
+    cluster cl;
+    int opened, exists;
+    uint64_t seed;
+    uint64_t sent, received; /* RESP bytes */
+} rside;
+
+/* Is arg HOST:PORT/KEY (HOST a name, an IPv4 address or [IPv6], PORT
+ * digits, KEY not empty)? Then *addr_len is the length of HOST:PORT. */
+static int remote_spec(const char *arg, size_t *addr_len)
+{
+    const char *slash = strchr(arg, '/');
+    if (slash == NULL || slash == arg || slash[1] == '\0') return 0;
+    const char *colon = NULL;
+    for (const char *p = arg; p < slash; p++)
+        if (*p == ':') colon = p;
+    if (colon == NULL || colon == arg || colon + 1 == slash || slash - colon > 6) return 0;
+    for (const char *p = colon + 1; p < slash; p++)
+        if (*p < '0' || *p > '9') return 0;
+    if (arg[0] != '[' && memchr(arg, ':', (size_t)(colon - arg)) != NULL) return 0;
+    *addr_len = (size_t)(slash - arg);
+    return 1;
+}
+
+static size_t dec_digits(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
+/* RESP2 bytes of a request and of a reply (what crossed the socket). */
+static uint64_t resp_request_bytes(int argc, const size_t *lens)
+{
+    uint64_t n = 3 + dec_digits((uint64_t)argc);
+    for (int i = 0; i < argc; i++) n += 5 + dec_digits(lens[i]) + lens[i];
+    return n;
+}
+
+static uint64_t resp_reply_bytes(const redisReply *r)
+{
+    char num[32];
+    switch (r->type) {
+    case REDIS_REPLY_ARRAY: {
+        uint64_t n = 3 + dec_digits(r->elements);
+        for (size_t i = 0; i < r->elements; i++) n += resp_reply_bytes(r->element[i]);
+        return n;
+    }
+    case REDIS_REPLY_INTEGER:
+        return 3 + (uint64_t)snprintf(num, sizeof num, "%lld", r->integer);
+    case REDIS_REPLY_NIL: return 5;
+    case REDIS_REPLY_STATUS:
+    case REDIS_REPLY_ERROR: return 3 + r->len;
+    default: return 5 + dec_digits(r->len) + r->len;
+    }
+}
+
+/* Run n commands on s's server (pipelined), counting bytes. 0, or -1
+ * after printing a transport problem. */
+static int rs_run(rside *s, cluster_cmd *cmds, size_t n)
+{
+    unsigned slot = cluster_key_slot(s->key, s->keylen);
+    for (size_t i = 0; i < n; i++) {
+        cmds[i].slot = slot;
+        s->sent += resp_request_bytes(cmds[i].argc, cmds[i].argvlen);
+    }
+    if (cluster_run(&s->cl, cmds, n) != 0) return -1;
+    for (size_t i = 0; i < n; i++) s->received += resp_reply_bytes(cmds[i].reply);
+    return 0;
+}
+
+/* One command "NAME key [arg]" on s: its reply (free it), or NULL after
+ * printing the problem. An error reply is printed and NULL unless
+ * keep_error. */
+static redisReply *rs_call(const char *cmd, rside *s, const char *name, const void *arg,
+                           size_t arglen, int keep_error)
+{
+    const char *argv[3] = {name, s->key, arg};
+    size_t lens[3] = {strlen(name), s->keylen, arglen};
+    cluster_cmd c = {0, arg ? 3 : 2, argv, lens, NULL, NULL};
+    if (rs_run(s, &c, 1) != 0) {
+        cluster_free_replies(&c, 1);
+        return NULL;
+    }
+    if (c.reply->type == REDIS_REPLY_ERROR && !keep_error) {
+        cli_error("%s: %s: %s: %s", cmd, s->arg, name, c.reply->str);
+        cluster_free_replies(&c, 1);
+        return NULL;
+    }
+    return c.reply;
+}
+
+/* Connect and find the key (RS.INFO key SEED). */
+static int rside_open(const char *cmd, rside *s)
+{
+    if (cluster_check_list(cmd, s->arg, s->addr) != 0) return -1;
+    s->opened = 1; /* cluster_close frees what a failed open kept */
+    if (cluster_open(&s->cl, cmd, s->addr) != 0) return -1;
+    redisReply *r = rs_call(cmd, s, "RS.INFO", "SEED", 4, 1);
+    if (r == NULL) return -1;
+    int status = -1;
+    if (r->type == REDIS_REPLY_ERROR && strcmp(r->str, "ERR not found") == 0) {
+        status = 0;
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        cli_error("%s: %s: %s", cmd, s->arg, r->str);
+    } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+               r->element[0]->type == REDIS_REPLY_STRING) {
+        char *end;
+        errno = 0;
+        s->seed = strtoull(r->element[0]->str, &end, 10);
+        if (errno == 0 && *end == '\0') {
+            s->exists = 1;
+            status = 0;
+        }
+    }
+    if (status != 0 && r->type != REDIS_REPLY_ERROR)
+        cli_error("%s: %s: RS.INFO: unexpected reply (is this a bloomkit server?)", cmd,
+                  s->arg);
+    freeReplyObject(r);
+    return status;
+}
+
+static void rside_free(rside *s)
+{
+    side_free(&s->file);
+    if (s->opened) cluster_close(&s->cl);
+    free(s->addr);
+}
+
+/* Does a side answer locally (a file, or a missing key: empty)? */
+static int rs_local(const rside *s)
+{
+    return !s->remote || !s->exists;
+}
+
+/* A byte string to print or add: into a file side's keys or a reply. */
+typedef struct blist {
+    const char **p;
+    size_t *len;
+    size_t n, cap;
+    uint64_t bytes;   /* wire bytes of the keys: length varint + key */
+    int failed;
+} blist;
+
+static void blist_push(const char *p, size_t len, void *ctx)
+{
+    blist *l = ctx;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 1024;
+        const char **np = realloc(l->p, cap * sizeof(*np));
+        size_t *nl = np ? realloc(l->len, cap * sizeof(*nl)) : NULL;
+        if (np) l->p = np;
+        if (nl) l->len = nl;
+        if (np == NULL || nl == NULL) {
+            l->failed = 1;
+            return;
+        }
+        l->cap = cap;
+    }
+    l->p[l->n] = p;
+    l->len[l->n++] = len;
+    l->bytes += len + 1;
+    for (size_t v = len; v >= 128; v >>= 7) l->bytes++;
+}
+
+static void blist_free(blist *l)
+{
+    free(l->p);
+    free(l->len);
+}
+
+/* Serialise a local side's strata estimator or IBLT into a new buffer. */
+static unsigned char *local_strata(const side *s, uint64_t seed, size_t *len)
+{
+    bk_strata *st = NULL;
+    unsigned char *buf = NULL;
+    if (bk_strata_create(&st, seed) != BK_OK) return NULL;
+    for (size_t i = 0; i < s->ndistinct; i++) bk_strata_insert(st, s->distinct[i]);
+    *len = bk_strata_serialized_size(st);
+    buf = malloc(*len);
+    if (buf && bk_strata_serialize(st, buf, *len) != BK_OK) {
+        free(buf);
+        buf = NULL;
+    }
+    bk_strata_free(st);
+    return buf;
+}
+
+static int local_table(const side *s, uint64_t cells, uint32_t hashes, uint64_t seed,
+                       bk_iblt **out)
+{
+    int rc = bk_iblt_create(out, cells, hashes, seed);
+    if (rc != BK_OK) return rc;
+    for (size_t i = 0; i < s->ndistinct; i++) bk_iblt_insert(*out, s->distinct[i]);
+    return BK_OK;
+}
+
+static unsigned char *local_iblt(const side *s, uint64_t cells, uint64_t seed, size_t *len)
+{
+    bk_iblt *t = NULL;
+    unsigned char *buf = NULL;
+    if (local_table(s, cells, 0, seed, &t) != BK_OK) return NULL;
+    *len = bk_iblt_serialized_size(t);
+    buf = malloc(*len);
+    if (buf && bk_iblt_serialize(t, buf, *len) != BK_OK) {
+        free(buf);
+        buf = NULL;
+    }
+    bk_iblt_free(t);
+    return buf;
+}
+
+static int in_side(const side *s, uint64_t id)
+{
+    return s->ndistinct > 0 &&
+           bsearch(&id, s->distinct, s->ndistinct, sizeof(uint64_t), cmp_u64) != NULL;
+}
+
+/* RS.DIFF played by a local side: BK_OK with the sorted id lists,
+ * BK_EDECODE when the table was too small, or another error. */
+static int local_diff(const side *s, const unsigned char *wire, size_t len, uint64_t seed,
+                      uint64_t **only_a, size_t *na, uint64_t **only_b, size_t *nb)
+{
+    bk_iblt *theirs = NULL, *ours = NULL;
+    int rc = bk_iblt_deserialize(&theirs, wire, len);
+    if (rc != BK_OK) return rc;
+    uint64_t cells = bk_iblt_cells(theirs);
+    rc = local_table(s, cells, bk_iblt_hashes(theirs), seed, &ours);
+    if (rc == BK_OK) rc = bk_iblt_subtract(ours, theirs);
+    if (rc == BK_OK) {
+        *only_a = malloc((size_t)cells * sizeof(uint64_t));
+        *only_b = malloc((size_t)cells * sizeof(uint64_t));
+        rc = *only_a && *only_b ? bk_iblt_decode(ours, *only_a, na, *only_b, nb, (size_t)cells)
+                                : BK_ENOMEM;
+    }
+    /* an id on the wrong side is a false pure cell: as if too small */
+    for (size_t i = 0; rc == BK_OK && i < *na; i++)
+        if (!in_side(s, (*only_a)[i])) rc = BK_EDECODE;
+    for (size_t i = 0; rc == BK_OK && i < *nb; i++)
+        if (in_side(s, (*only_b)[i])) rc = BK_EDECODE;
+    if (rc == BK_OK) {
+        qsort(*only_a, *na, sizeof(uint64_t), cmp_u64);
+        qsort(*only_b, *nb, sizeof(uint64_t), cmp_u64);
+    }
+    bk_iblt_free(ours);
+    bk_iblt_free(theirs);
+    return rc;
+}
+
+/* The keys of ids (sorted) from side b into out: GETIDS on a server, the
+ * file's keys otherwise. replies keeps the server's replies alive. */
+static int fetch_ids(const char *cmd, rside *b, const uint64_t *ids, size_t n, blist *out,
+                     cluster_cmd **replies, size_t *nreplies, uint64_t *request_bytes)
+{
+    *request_bytes += 8 * (uint64_t)n;
+    if (rs_local(b)) {
+        side_emit(&b->file, (uint64_t *)ids, n, blist_push, out);
+        if (out->failed) {
+            cli_error("%s", bk_strerror(BK_ENOMEM));
+            return -1;
+        }
+        if (out->n != n) {
+            cli_error("%s: %s: %zu of the ids asked for are not there (the file changed?)",
+                      cmd, b->arg, n - out->n);
+            return -1;
+        }
+        return 0;
+    }
+    size_t nb = (n + RS_BATCH - 1) / RS_BATCH;
+    cluster_cmd *cmds = calloc(nb ? nb : 1, sizeof(*cmds));
+    const char **argv = malloc((n + 2 * nb + 1) * sizeof(char *));
+    size_t *lens = malloc((n + 2 * nb + 1) * sizeof(size_t));
+    char *hex = malloc(17 * (n ? n : 1));
+    int status = -1;
+    *replies = cmds;
+    *nreplies = 0;
+    if (cmds == NULL || argv == NULL || lens == NULL || hex == NULL) {
+        cli_error("%s", bk_strerror(BK_ENOMEM));
+        goto done;
+    }
+    size_t a = 0;
+    for (size_t c = 0; c < nb; c++) {
+        size_t from = c * RS_BATCH, to = from + RS_BATCH < n ? from + RS_BATCH : n;
+        cmds[c].argc = (int)(to - from + 2);
+        cmds[c].argv = argv + a;
+        cmds[c].argvlen = lens + a;
+        argv[a] = "RS.GETIDS";
+        lens[a++] = 9;
+        argv[a] = b->key;
+        lens[a++] = b->keylen;
+        for (size_t i = from; i < to; i++) {
+            snprintf(hex + 17 * i, 17, "%016llx", (unsigned long long)ids[i]);
+            argv[a] = hex + 17 * i;
+            lens[a++] = 16;
+        }
+    }
+    *nreplies = nb;
+    if (nb > 0 && rs_run(b, cmds, nb) != 0) goto done;
+    for (size_t c = 0; c < nb; c++) {
+        redisReply *r = cmds[c].reply;
+        if (r->type == REDIS_REPLY_ERROR) {
+            cli_error("%s: %s: RS.GETIDS: %s", cmd, b->arg, r->str);
+            goto done;
+        }
+        for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+            redisReply *e = r->element[i];
+            if (e->type != REDIS_REPLY_STRING) {
+                cli_error("%s: %s: an id is no longer there (the set changed during the "
+                          "exchange?)", cmd, b->arg);
+                goto done;
+            }
+            blist_push(e->str, e->len, out);
+        }
+    }
+    if (out->failed) cli_error("%s", bk_strerror(BK_ENOMEM));
+    else if (out->n != n) cli_error("%s: %s: RS.GETIDS: unexpected reply", cmd, b->arg);
+    else status = 0;
+done:
+    free(argv);
+    free(lens);
+    free(hex);
+    return status;
+}
+
+/* Give a server side the keys in l (sync): RS.RESERVE first when the key
+ * is missing, then RS.ADD in batches. */
+static int push_keys(const char *cmd, rside *s, const blist *l)
+{
+    if (l->n == 0) return 0;
+    if (!s->exists) {
+        char seed[24];
+        snprintf(seed, sizeof seed, "%llu", (unsigned long long)s->seed);
+        const char *argv[4] = {"RS.RESERVE", s->key, "SEED", seed};
+        size_t lens[4] = {10, s->keylen, 4, strlen(seed)};
+        cluster_cmd c = {0, 4, argv, lens, NULL, NULL};
+        int rc = rs_run(s, &c, 1);
+        if (rc == 0 && c.reply->type == REDIS_REPLY_ERROR) {
+            cli_error("%s: %s: RS.RESERVE: %s", cmd, s->arg, c.reply->str);
+            rc = -1;
+        }
+        cluster_free_replies(&c, 1);
+        if (rc != 0) return -1;
+        s->exists = 1;
+    }
+    size_t nb = (l->n + RS_BATCH - 1) / RS_BATCH;
+    cluster_cmd *cmds = calloc(nb, sizeof(*cmds));
+    const char **argv = malloc((l->n + 2 * nb) * sizeof(char *));
+    size_t *lens = malloc((l->n + 2 * nb) * sizeof(size_t));
+    int status = -1;
+    if (cmds == NULL || argv == NULL || lens == NULL) {
+        cli_error("%s", bk_strerror(BK_ENOMEM));
+        goto done;
+    }
+    size_t a = 0;
+    for (size_t c = 0; c < nb; c++) {
+        size_t from = c * RS_BATCH, to = from + RS_BATCH < l->n ? from + RS_BATCH : l->n;
+        cmds[c].argc = (int)(to - from + 2);
+        cmds[c].argv = argv + a;
+        cmds[c].argvlen = lens + a;
+        argv[a] = "RS.ADD";
+        lens[a++] = 6;
+        argv[a] = s->key;
+        lens[a++] = s->keylen;
+        for (size_t i = from; i < to; i++) {
+            argv[a] = l->p[i];
+            lens[a++] = l->len[i];
+        }
+    }
+    if (rs_run(s, cmds, nb) != 0) goto done;
+    status = 0;
+    for (size_t c = 0; c < nb && status == 0; c++) {
+        redisReply *r = cmds[c].reply;
+        if (r->type == REDIS_REPLY_ERROR) {
+            cli_error("%s: %s: RS.ADD: %s", cmd, s->arg, r->str);
+            status = -1;
+        }
+        for (size_t i = 0; status == 0 && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++)
+            if (r->element[i]->type == REDIS_REPLY_ERROR) {
+                cli_error("%s: %s: RS.ADD: %s", cmd, s->arg, r->element[i]->str);
+                status = -1;
+            }
+    }
+done:
+    if (cmds) cluster_free_replies(cmds, nb);
+    free(cmds);
+    free(argv);
+    free(lens);
+    return status;
+}
+
+/* Append the keys in l to a file side (sync). */
+static int append_keys(const char *cmd, const rside *s, const blist *l, char term)
+{
+    if (l->n == 0) return 0;
+    FILE *fp = fopen(s->arg, "ab");
+    if (fp == NULL) {
+        cli_error("%s: %s: %s", cmd, s->arg, strerror(errno));
+        return -1;
+    }
+    emit_ctx to = {NULL, term, fp, 0};
+    if (end_last_key(fp, s->arg, term) != 0) to.failed = 1;
+    for (size_t i = 0; i < l->n; i++) emit_line(l->p[i], l->len[i], &to);
+    if (fclose(fp) != 0 || to.failed) {
+        cli_error("%s: %s: cannot append: %s", cmd, s->arg, strerror(errno ? errno : EIO));
+        return -1;
+    }
+    return 0;
+}
+
+static int reconcile_remote(const char *cmd, const cli_options *o, int apply)
+{
+    rside sd[2];
+    blist only[2] = {{0}, {0}}; /* keys only in A, only in B */
+    redisReply *held = NULL;    /* RS.DIFF's reply: A's keys point into it */
+    cluster_cmd *got = NULL;    /* RS.GETIDS's replies */
+    size_t ngot = 0;
+    uint64_t *ids_a = NULL, *ids_b = NULL;
+    unsigned char *strata = NULL, *table = NULL;
+    int status = CLI_EXIT_ERROR;
+
+    memset(sd, 0, sizeof sd);
+    for (int i = 0; i < 2; i++) {
+        size_t alen;
+        sd[i].arg = o->args[i];
+        sd[i].remote = remote_spec(o->args[i], &alen);
+        if (!sd[i].remote) continue;
+        sd[i].addr = strndup(o->args[i], alen);
+        sd[i].key = o->args[i] + alen + 1;
+        sd[i].keylen = strlen(sd[i].key);
+        if (sd[i].addr == NULL) {
+            cli_error("%s", bk_strerror(BK_ENOMEM));
+            goto done;
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        struct stat st;
+        if (apply && !sd[i].remote &&
+            (strcmp(sd[i].arg, "-") == 0 || stat(sd[i].arg, &st) != 0 || !S_ISREG(st.st_mode))) {
+            cli_error("%s: %s: sync appends to a file side: it must be an existing regular "
+                      "file", cmd, sd[i].arg);
+            goto done;
+        }
+    }
+    /* the seed: the servers', which --seed (when given) must match */
+    uint64_t seed = o->config.seed;
+    int seed_from = (o->given & OPTBIT(OPT_SEED)) ? -2 : -1;
+    for (int i = 0; i < 2; i++) {
+        if (!sd[i].remote) continue;
+        if (rside_open(cmd, &sd[i]) != 0) goto done;
+        if (!sd[i].exists) continue;
+        if (seed_from != -1 && sd[i].seed != seed) {
+            cli_error("%s: %s has seed %llu but %s %llu: reconciliation needs one seed", cmd,
+                      sd[i].arg, (unsigned long long)sd[i].seed,
+                      seed_from == -2 ? "--seed is" : sd[seed_from].arg,
+                      (unsigned long long)seed);
+            goto done;
+        }
+        seed = sd[i].seed;
+        seed_from = i;
+    }
+    for (int i = 0; i < 2; i++) {
+        sd[i].seed = seed;
+        if (!sd[i].remote && side_load(&sd[i].file, sd[i].arg, o, seed) != 0) goto done;
+    }
+    rside *A = &sd[0], *B = &sd[1];
+
+    /* 1-2: the estimate */
+    size_t strata_len = 0;
+    uint64_t d = 0;
+    if (rs_local(A)) {
+        strata = local_strata(&A->file, seed, &strata_len);
+        if (strata == NULL) {
+            cli_error("%s", bk_strerror(BK_ENOMEM));
+            goto done;
+        }
+    } else {
+        redisReply *r = rs_call(cmd, A, "RS.STRATA", NULL, 0, 0);
+        if (r == NULL) goto done;
+        if (r->type == REDIS_REPLY_STRING && (strata = malloc(r->len ? r->len : 1)) != NULL) {
+            memcpy(strata, r->str, r->len);
+            strata_len = r->len;
+        }
+        freeReplyObject(r);
+        if (strata == NULL) {
+            cli_error("%s: %s: RS.STRATA: unexpected reply", cmd, A->arg);
+            goto done;
+        }
+    }
+    if (rs_local(B)) {
+        bk_strata *theirs = NULL;
+        size_t mine_len;
+        unsigned char *mine = local_strata(&B->file, seed, &mine_len);
+        bk_strata *ours = NULL;
+        int rc = mine ? bk_strata_deserialize(&ours, mine, mine_len) : BK_ENOMEM;
+        if (rc == BK_OK) rc = bk_strata_deserialize(&theirs, strata, strata_len);
+        if (rc == BK_OK) rc = bk_strata_estimate(ours, theirs, &d);
+        free(mine);
+        bk_strata_free(ours);
+        bk_strata_free(theirs);
+        if (rc != BK_OK) {
+            cli_error("%s: %s: cannot estimate the difference: %s", cmd, B->arg,
+                      bk_strerror(rc));
+            goto done;
+        }
+    } else {
+        redisReply *r = rs_call(cmd, B, "RS.ESTIMATE", strata, strata_len, 0);
+        if (r == NULL) goto done;
+        int ok = r->type == REDIS_REPLY_INTEGER && r->integer >= 0;
+        d = ok ? (uint64_t)r->integer : 0;
+        freeReplyObject(r);
+        if (!ok) {
+            cli_error("%s: %s: RS.ESTIMATE: unexpected reply", cmd, B->arg);
+            goto done;
+        }
+    }
+
+    /* 3-4: IBLTs until one decodes */
+    uint64_t cells = bk_iblt_cells_for(d);
+    size_t iblt_bytes = 0, n_a = 0, n_b = 0;
+    uint32_t rounds = 0;
+    for (;;) {
+        if (cells > RS_MAX_CELLS) {
+            cli_error("%s: reconciliation failed: no IBLT up to %llu cells decoded", cmd,
+                      (unsigned long long)RS_MAX_CELLS);
+            goto done;
+        }
+        size_t table_len = 0;
+        if (rs_local(B)) {
+            table = local_iblt(&B->file, cells, seed, &table_len);
+            if (table == NULL) {
+                cli_error("%s", bk_strerror(BK_ENOMEM));
+                goto done;
+            }
+        } else {
+            char num[24];
+            int nl = snprintf(num, sizeof num, "%llu", (unsigned long long)cells);
+            redisReply *r = rs_call(cmd, B, "RS.IBLT", num, (size_t)nl, 0);
+            if (r == NULL) goto done;
+            if (r->type == REDIS_REPLY_STRING && (table = malloc(r->len ? r->len : 1)) != NULL) {
+                memcpy(table, r->str, r->len);
+                table_len = r->len;
+            }
+            freeReplyObject(r);
+            if (table == NULL) {
+                cli_error("%s: %s: RS.IBLT: unexpected reply", cmd, B->arg);
+                goto done;
+            }
+        }
+        rounds++;
+        iblt_bytes += table_len;
+        int too_small = 0;
+        if (rs_local(A)) {
+            free(ids_a);
+            free(ids_b);
+            ids_a = ids_b = NULL;
+            int rc = local_diff(&A->file, table, table_len, seed, &ids_a, &n_a, &ids_b, &n_b);
+            if (rc == BK_EDECODE) {
+                too_small = 1;
+            } else if (rc != BK_OK) {
+                cli_error("%s: reconciliation failed: %s", cmd, bk_strerror(rc));
+                goto done;
+            } else {
+                side_emit(&A->file, ids_a, n_a, blist_push, &only[0]);
+            }
+        } else {
+            redisReply *r = rs_call(cmd, A, "RS.DIFF", table, table_len, 1);
+            if (r == NULL) goto done;
+            if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "ERR IBLT too small", 18) == 0) {
+                too_small = 1;
+                freeReplyObject(r);
+            } else if (r->type == REDIS_REPLY_ERROR) {
+                cli_error("%s: %s: RS.DIFF: %s", cmd, A->arg, r->str);
+                freeReplyObject(r);
+                goto done;
+            } else {
+                held = r;
+                int ok = r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                         r->element[0]->type == REDIS_REPLY_ARRAY &&
+                         r->element[1]->type == REDIS_REPLY_ARRAY;
+                n_a = ok ? r->element[0]->elements : 0;
+                n_b = ok ? r->element[1]->elements : 0;
+                ids_b = ok ? malloc((n_b ? n_b : 1) * sizeof(uint64_t)) : NULL;
+                for (size_t i = 0; ok && i < n_a; i++) {
+                    redisReply *e = r->element[0]->element[i];
+                    if (e->type != REDIS_REPLY_STRING) ok = 0;
+                    else blist_push(e->str, e->len, &only[0]);
+                }
+                for (size_t i = 0; ok && ids_b && i < n_b; i++) {
+                    redisReply *e = r->element[1]->element[i];
+                    char *end;
+                    if (e->type != REDIS_REPLY_STRING || e->len != 16) {
+                        ok = 0;
+                        break;
+                    }
+                    ids_b[i] = strtoull(e->str, &end, 16);
+                    if (*end != '\0') ok = 0;
+                }
+                if (!ok || ids_b == NULL) {
+                    cli_error("%s: %s: RS.DIFF: unexpected reply", cmd, A->arg);
+                    goto done;
+                }
+                qsort(ids_b, n_b, sizeof(uint64_t), cmp_u64);
+            }
+        }
+        free(table);
+        table = NULL;
+        if (!too_small) break;
+        cells *= 2;
+    }
+    if (only[0].failed) {
+        cli_error("%s", bk_strerror(BK_ENOMEM));
+        goto done;
+    }
+
+    /* 5: B's keys A lacks */
+    uint64_t request_bytes = 0;
+    if (fetch_ids(cmd, B, ids_b, n_b, &only[1], &got, &ngot, &request_bytes) != 0) goto done;
+
+    /* print, or 6: give each side what it lacks */
+    char term = o->nul ? '\0' : '\n';
+    if (!apply) {
+        emit_ctx ca = {"< ", term, stdout, 0}, cb = {"> ", term, stdout, 0};
+        for (size_t i = 0; i < only[0].n; i++) emit_line(only[0].p[i], only[0].len[i], &ca);
+        for (size_t i = 0; i < only[1].n; i++) emit_line(only[1].p[i], only[1].len[i], &cb);
+    } else {
+        for (int i = 0; i < 2; i++) {
+            rside *to = &sd[1 - i];
+            int rc = to->remote ? push_keys(cmd, to, &only[i])
+                                : append_keys(cmd, to, &only[i], term);
+            if (rc != 0) goto done;
+        }
+    }
+    if (!o->quiet) {
+        uint64_t keys = only[0].bytes + only[1].bytes;
+        uint64_t total = strata_len + iblt_bytes + request_bytes + keys;
+        fprintf(stderr,
+                "bloomkit: %s: %zu keys only in %s, %zu only in %s; exchanged %llu bytes "
+                "(estimator %zu, IBLT %zu in %u round%s, requests %llu, keys %llu)\n",
+                cmd, only[0].n, A->arg, only[1].n, B->arg, (unsigned long long)total,
+                strata_len, iblt_bytes, rounds, rounds == 1 ? "" : "s",
+                (unsigned long long)request_bytes, (unsigned long long)keys);
+        fprintf(stderr, "bloomkit: %s: A to B %llu bytes (estimator, requests, A's keys), "
+                        "B to A %llu bytes (IBLT, B's keys)\n",
+                cmd, (unsigned long long)(strata_len + request_bytes + only[0].bytes),
+                (unsigned long long)(iblt_bytes + only[1].bytes));
+        for (int i = 0; i < 2; i++)
+            if (sd[i].remote)
+                fprintf(stderr, "bloomkit: %s: %s: %llu bytes sent, %llu received (RESP, "
+                                "every command of the exchange)\n",
+                        cmd, sd[i].addr, (unsigned long long)sd[i].sent,
+                        (unsigned long long)sd[i].received);
+    }
+    status = apply || (only[0].n == 0 && only[1].n == 0) ? CLI_EXIT_OK : CLI_EXIT_NONE;
+    if (!apply && fflush(stdout) != 0) status = CLI_EXIT_ERROR;
+done:
+    if (held) freeReplyObject(held);
+    if (got) cluster_free_replies(got, ngot);
+    free(got);
+    free(ids_a);
+    free(ids_b);
+    free(strata);
+    free(table);
+    blist_free(&only[0]);
+    blist_free(&only[1]);
+    rside_free(&sd[0]);
+    rside_free(&sd[1]);
+    return status;
+}
+
 static int reconcile_files(const char *cmd, int argc, char **argv, int apply)
 {
     cli_options o;
@@ -545,8 +1248,13 @@ static int reconcile_files(const char *cmd, int argc, char **argv, int apply)
         goto done;
     }
     if (o.nargs != 2) {
-        cli_error("%s: expected two files of keys, got %zu arguments (see bloomkit %s "
-                  "--help)", cmd, o.nargs, cmd);
+        cli_error("%s: expected two sides (files of keys or HOST:PORT/KEY), got %zu "
+                  "arguments (see bloomkit %s --help)", cmd, o.nargs, cmd);
+        goto done;
+    }
+    size_t alen;
+    if (remote_spec(o.args[0], &alen) || remote_spec(o.args[1], &alen)) {
+        status = reconcile_remote(cmd, &o, apply);
         goto done;
     }
     if (apply) {

@@ -88,8 +88,8 @@ static const struct {
 "                               a static filter (binary fuse) of the keys\n"
 "  build-map FILE [PAIRS...]    a static map of KEY<TAB>VALUE lines\n"
 "  get MAP [INPUT...]           the values of keys in a map\n"
-"  diff A B                     keys only in A, only in B (reconciliation)\n"
-"  sync A B                     append to each file the keys it lacks\n"
+"  diff A B                     what each side lacks (files or HOST:PORT/KEY)\n"
+"  sync A B                     give each side the keys it lacks\n"
 "\n"
 "  --help, --version\n"
 "\n"
@@ -593,7 +593,7 @@ KEYS_SECTION
 
 {"diff",
 "NAME\n"
-"  bloomkit diff - what each of two key files lacks, by set reconciliation\n"
+"  bloomkit diff - what each of two key sets lacks, by set reconciliation\n"
 "\n"
 "SYNOPSIS\n"
 "  bloomkit diff A B [--seed S] [OPTIONS]\n"
@@ -609,6 +609,15 @@ KEYS_SECTION
 "  not with the files. Keys are compared by a 64-bit hash: two different\n"
 "  keys with equal hashes (odds ~ n^2 / 2^65) would count as one.\n"
 "\n"
+"  A or B may be a set on a server (RS.* keys of bloomkit-server, or of\n"
+"  Redis with bloomkit.so), written HOST:PORT/KEY ([::1]:6380/KEY for\n"
+"  IPv6; ./HOST:PORT/KEY is a file). The messages then go over the Redis\n"
+"  protocol (RS.STRATA, RS.ESTIMATE, RS.IBLT, RS.DIFF, RS.GETIDS); a\n"
+"  missing key is an empty set. The seed is the server's (--seed must\n"
+"  agree). stderr adds the bytes each way and the RESP bytes sent to and\n"
+"  received from each server. A server side's keys print in its order.\n"
+"  $REDISCLI_AUTH gives a password.\n"
+"\n"
 "OPTIONS\n"
 "      --seed S         hash seed of the exchange\n"
 "  -0, --null           keys end in NUL; output lines too\n"
@@ -620,11 +629,11 @@ KEYS_SECTION
 HELP_SECTION
 "\n"
 "EXIT STATUS\n"
-"  0 the files hold the same keys; 1 they differ; 2 error.\n"},
+"  0 the two sides hold the same keys; 1 they differ; 2 error.\n"},
 
 {"sync",
 "NAME\n"
-"  bloomkit sync - give each of two key files the keys it lacks\n"
+"  bloomkit sync - give each of two key sets the keys it lacks\n"
 "\n"
 "SYNOPSIS\n"
 "  bloomkit sync A B [--seed S] [OPTIONS]\n"
@@ -632,8 +641,10 @@ HELP_SECTION
 "DESCRIPTION\n"
 "  Reconciles A and B as 'bloomkit diff' does, then appends to A the keys\n"
 "  only in B and to B the keys only in A (one per line, or NUL-terminated\n"
-"  with -0), so that both hold the union. Both must be regular files.\n"
-"  The summary on stderr gives the bytes the exchange took.\n"
+"  with -0), so that both hold the union. A file side must be a regular\n"
+"  file. A server side (HOST:PORT/KEY, see bloomkit diff --help) gets its\n"
+"  keys by RS.ADD (RS.RESERVE with the exchange's seed first when the key\n"
+"  is missing). The summary on stderr gives the bytes the exchange took.\n"
 "\n"
 "OPTIONS\n"
 "      --seed S         hash seed of the exchange\n"

@@ -194,4 +194,29 @@ BKC__HANDLER(bkc_cmd_sf_mexists);
 BKC__HANDLER(bkc_cmd_sf_mget);
 BKC__HANDLER(bkc_cmd_sf_scandump);
 
+/* RS.*: the set of items of a BKC_KIND_KEYSET value (cmd_keyset.c). Its
+ * byte form is the body of the value's container (docs/COMMANDS.md, "Value
+ * encoding"): body_size bytes, any range of which body_range copies;
+ * body_decode validates everything and builds a new set. */
+typedef struct bkc_keyset bkc_keyset;
+void bkc__keyset_free(bkc_keyset *s);
+size_t bkc__keyset_bytes(const bkc_keyset *s);
+uint64_t bkc__keyset_body_size(const bkc_keyset *s);
+int bkc__keyset_body_range(const bkc_keyset *s, uint64_t from, unsigned char *out, size_t n);
+int bkc__keyset_body_decode(const unsigned char *p, size_t n, bkc_keyset **out);
+
+BKC__HANDLER(bkc_cmd_rs_add);
+BKC__HANDLER(bkc_cmd_rs_card);
+BKC__HANDLER(bkc_cmd_rs_diff);
+BKC__HANDLER(bkc_cmd_rs_estimate);
+BKC__HANDLER(bkc_cmd_rs_getids);
+BKC__HANDLER(bkc_cmd_rs_iblt);
+BKC__HANDLER(bkc_cmd_rs_info);
+BKC__HANDLER(bkc_cmd_rs_ismember);
+BKC__HANDLER(bkc_cmd_rs_loadchunk);
+BKC__HANDLER(bkc_cmd_rs_rem);
+BKC__HANDLER(bkc_cmd_rs_reserve);
+BKC__HANDLER(bkc_cmd_rs_scandump);
+BKC__HANDLER(bkc_cmd_rs_strata);
+
 #endif /* BKC_INTERNAL_H */

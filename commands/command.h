@@ -90,6 +90,8 @@ typedef enum bkc_kind {
                                hosts hide it from EXISTS/KEYS/SCAN/DBSIZE/TYPE */
     BKC_KIND_STATIC = 6,    /* SF.*: static filter or static map (read-only)
                                                                         "bkstatic-" */
+    BKC_KIND_KEYSET = 7,    /* RS.*: a set of items for reconciliation  "bkkeyset-"
+                               (keyset below; no filters) */
     BKC_KIND_OTHER = 99     /* a key of the host's own (module: any other Redis type) */
 } bkc_kind;
 
@@ -117,6 +119,8 @@ typedef struct bkc_value {
     /* private to commands/: bytes of the filters whose size never changes
      * (CF stages, CBF), summed as they are added */
     size_t fixed_bytes;
+    /* BKC_KIND_KEYSET: the items and their ids (cmd_keyset.c; nfilters 0) */
+    struct bkc_keyset *keyset;
 } bkc_value;
 
 /* An empty value of a kind (NULL when out of memory), and one more filter

@@ -14,7 +14,7 @@
  *        0    4  magic "BKCV"
  *        4    2  container version (1)
  *        6    2  kind (bkc_kind: 1 BF, 2 CF, 3 CBF, 4 WF, 5 loading,
- *                6 SF: a static filter or map)
+ *                6 SF: a static filter or map, 7 RS: a reconciliation set)
  *        8    8  total length of the container, this header included
  *       16    4  number of filters
  *       20    4  CF bucket size          (0 for other kinds)
@@ -28,7 +28,8 @@
  *                file image (docs/FORMAT.md, its own checksums)
  *
  * A loading value has no filters and one blob (8-byte length, the bytes
- * received so far). Decoding checks every field and every image
+ * received so far); so has a reconciliation set (RS.*), whose blob is the
+ * set's own body (cmd_keyset.c, with its own checksum). Decoding checks every field and every image
  * (bk_filter_deserialize) before anything is returned.
  *
  * SCANDUMP never builds the whole container: dump_range() copies any byte
@@ -53,6 +54,7 @@ const char *bkc_kind_type_name(bkc_kind kind)
     case BKC_KIND_WINDOW: return "bkwindow-";
     case BKC_KIND_LOADING: return "bkloading";
     case BKC_KIND_STATIC: return "bkstatic-";
+    case BKC_KIND_KEYSET: return "bkkeyset-";
     default: return NULL;
     }
 }
@@ -88,6 +90,7 @@ void bkc_value_free(bkc_value *v)
     for (uint32_t i = 0; i < v->nfilters; i++) bk_filter_free(v->filters[i]);
     free(v->filters);
     free(v->load_buf);
+    bkc__keyset_free(v->keyset);
     free(v);
 }
 
@@ -95,7 +98,7 @@ size_t bkc_value_bytes(const bkc_value *v)
 {
     if (v == NULL) return 0;
     size_t total = sizeof(*v) + v->cap_filters * sizeof(bk_filter *) + v->load_cap +
-                   v->fixed_bytes;
+                   v->fixed_bytes + bkc__keyset_bytes(v->keyset);
     for (uint32_t i = 0; i < v->nfilters; i++) {
         bk_filter *f = v->filters[i];
         bk_scalable *s = bk_filter_as_scalable(f);
@@ -185,6 +188,8 @@ static uint64_t container_size(const bkc_value *v)
 {
     uint64_t total = HDR_SIZE;
     if (v->kind == BKC_KIND_LOADING) return total + 8 + v->load_len;
+    if (v->kind == BKC_KIND_KEYSET)
+        return v->keyset ? total + 8 + bkc__keyset_body_size(v->keyset) : 0;
     for (uint32_t i = 0; i < v->nfilters; i++) {
         uint64_t n = bk_filter_serialized_size(v->filters[i]);
         if (n == 0) return 0;
@@ -203,7 +208,8 @@ static int dump_range(const bkc_value *v, uint64_t total, uint64_t from,
 
     header_build(v, total, hdr);
     /* segments: header, then (length, image) per filter or the blob */
-    uint32_t nseg = v->kind == BKC_KIND_LOADING ? 1 : v->nfilters;
+    int blob = v->kind == BKC_KIND_LOADING || v->kind == BKC_KIND_KEYSET;
+    uint32_t nseg = blob ? 1 : v->nfilters;
     for (int64_t s = -1; s < (int64_t)nseg && done < n; s++) {
         if (s < 0) {
             uint64_t end = HDR_SIZE;
@@ -214,9 +220,9 @@ static int dump_range(const bkc_value *v, uint64_t total, uint64_t from,
             pos = end;
             continue;
         }
-        uint64_t image_len = v->kind == BKC_KIND_LOADING
-                                 ? v->load_len
-                                 : bk_filter_serialized_size(v->filters[s]);
+        uint64_t image_len = v->kind == BKC_KIND_LOADING  ? v->load_len
+                             : v->kind == BKC_KIND_KEYSET ? bkc__keyset_body_size(v->keyset)
+                                                          : bk_filter_serialized_size(v->filters[s]);
         put64(lenbuf, image_len);
         while (done < n && from + done < pos + 8) {
             out[done] = lenbuf[from + done - pos];
@@ -229,6 +235,10 @@ static int dump_range(const bkc_value *v, uint64_t total, uint64_t from,
             size_t want = (size_t)(end - (from + done) < n - done ? end - (from + done) : n - done);
             if (v->kind == BKC_KIND_LOADING) {
                 memcpy(out + done, v->load_buf + off, want);
+                done += want;
+            } else if (v->kind == BKC_KIND_KEYSET) {
+                int rc = bkc__keyset_body_range(v->keyset, off, out + done, want);
+                if (rc != BK_OK) return rc;
                 done += want;
             } else {
                 while (want > 0) {
@@ -251,7 +261,9 @@ static int dump_range(const bkc_value *v, uint64_t total, uint64_t from,
 
 uint64_t bkc_value_encoded_size(const bkc_value *v)
 {
-    if (v == NULL || (v->kind != BKC_KIND_LOADING && v->nfilters == 0)) return 0;
+    if (v == NULL) return 0;
+    if (v->kind != BKC_KIND_LOADING && v->kind != BKC_KIND_KEYSET && v->nfilters == 0)
+        return 0;
     return container_size(v);
 }
 
@@ -268,7 +280,8 @@ int bkc_value_encode(const bkc_value *v, unsigned char **out, size_t *len)
     if (v == NULL || out == NULL || len == NULL) return BK_EINVAL;
     *out = NULL;
     *len = 0;
-    if (v->kind != BKC_KIND_LOADING && v->nfilters == 0) return BK_EINVAL;
+    if (v->kind != BKC_KIND_LOADING && v->kind != BKC_KIND_KEYSET && v->nfilters == 0)
+        return BK_EINVAL;
     uint64_t total = container_size(v);
     if (total == 0) return BK_ENOTSUP;
     if (total > SIZE_MAX) return BK_ESIZE;
@@ -291,7 +304,8 @@ static int header_check(const unsigned char *h, bkc_kind *kind, uint64_t *total)
     if (get64(h + 48) != bk_hash_key(h, HDR_CHECKED, 0).lo) return BK_ECHECKSUM;
     if (get16(h + 4) != CONTAINER_VERSION) return BK_EVERSION;
     uint16_t k = get16(h + 6);
-    if (k < BKC_KIND_BLOOM || (k > BKC_KIND_LOADING && k != BKC_KIND_STATIC))
+    if ((k < BKC_KIND_BLOOM || k > BKC_KIND_LOADING) && k != BKC_KIND_STATIC &&
+        k != BKC_KIND_KEYSET)
         return BK_EFAMILY;
     *kind = (bkc_kind)k;
     *total = get64(h + 8);
@@ -324,6 +338,19 @@ int bkc_value_decode(const unsigned char *buf, size_t len, bkc_value **out)
         if (v->load_buf == NULL) goto nomem;
         memcpy(v->load_buf, buf + pos, (size_t)n);
         v->load_len = v->load_cap = (size_t)n;
+        *out = v;
+        return BK_OK;
+    }
+
+    if (kind == BKC_KIND_KEYSET) {
+        if (nfilters != 0 || len - pos < 8) goto corrupt;
+        for (int i = 20; i < 48; i++)
+            if (buf[i] != 0) goto corrupt;
+        uint64_t n = get64(buf + pos);
+        pos += 8;
+        if (n != len - pos) goto corrupt;
+        rc = bkc__keyset_body_decode(buf + pos, (size_t)n, &v->keyset);
+        if (rc != BK_OK) goto fail;
         *out = v;
         return BK_OK;
     }
@@ -442,6 +469,7 @@ static const char *kind_noun(bkc_kind kind)
     case BKC_KIND_COUNTING: return "counting Bloom filter";
     case BKC_KIND_WINDOW: return "time-window filter";
     case BKC_KIND_STATIC: return "static filter or map";
+    case BKC_KIND_KEYSET: return "reconciliation set";
     default: return "filter";
     }
 }

@@ -1,6 +1,6 @@
 /*
  * fuzz_commands.c - libFuzzer target for the command layer (commands/):
- * arguments of every BF/CF/CBF/WF/SF command through bkc_dispatch, against a
+ * arguments of every BF/CF/CBF/WF/SF/RS command through bkc_dispatch, against a
  * fake single-threaded host, and the value decoder behind LOADCHUNK and the
  * server's snapshots (bkc_value_decode).
  *
@@ -436,7 +436,11 @@ static void host_free(fake_host *h)
 static void check_value(const bkc_value *v)
 {
     CHECK((v->kind >= BKC_KIND_BLOOM && v->kind <= BKC_KIND_LOADING) ||
-          v->kind == BKC_KIND_STATIC);
+          v->kind == BKC_KIND_STATIC || v->kind == BKC_KIND_KEYSET);
+    if (v->kind == BKC_KIND_KEYSET) { /* a reconciliation set: no filters */
+        CHECK(v->nfilters == 0 && v->keyset != NULL);
+        return;
+    }
     if (v->kind == BKC_KIND_LOADING) {
         CHECK(v->nfilters == 0);
         CHECK(v->load_len <= v->load_cap);
@@ -523,6 +527,7 @@ static const char *kind_prefix(bkc_str s)
     if (bkc_streq(s, "CBF")) return "CBF";
     if (bkc_streq(s, "WF")) return "WF";
     if (bkc_streq(s, "SF")) return "SF";
+    if (bkc_streq(s, "RS")) return "RS";
     return "BF";
 }
 
@@ -713,19 +718,22 @@ static void decoder_mode(harness *hs, const uint8_t *data, size_t size)
     bkc_str name = {"v", 1};
     int i = find_slot(&hs->host, name, 1);
     hs->host.keys[i].v = v;
-    static const char *prefixes[] = {"", "BF", "CF", "CBF", "WF", "BF", "SF"};
+    static const char *prefixes[] = {"", "BF", "CF", "CBF", "WF", "BF", "SF", "RS"};
     const char *prefix = prefixes[kind];
     char cmd[32], iter[32];
     bkc_str item = {"item", 4};
     snprintf(cmd, sizeof(cmd), "%s.INFO", prefix);
     run3(hs, cmd, name, NULL);
     bkc_str probe[4] = {{cmd, 0}, name, item, {"other", 5}};
-    snprintf(cmd, sizeof(cmd), "%s.%s", prefix, kind == BKC_KIND_COUNTING ? "COUNT" : "EXISTS");
+    snprintf(cmd, sizeof(cmd), "%s.%s", prefix,
+             kind == BKC_KIND_COUNTING ? "COUNT"
+             : kind == BKC_KIND_KEYSET ? "ISMEMBER"
+                                       : "EXISTS");
     probe[0].len = strlen(cmd);
     run_command(hs, 3, probe);
-    snprintf(cmd, sizeof(cmd), "%s.MEXISTS", prefix);
+    snprintf(cmd, sizeof(cmd), "%s.%s", prefix, kind == BKC_KIND_KEYSET ? "STRATA" : "MEXISTS");
     probe[0].len = strlen(cmd);
-    run_command(hs, 4, probe);
+    run_command(hs, kind == BKC_KIND_KEYSET ? 2 : 4, probe);
     if (kind == BKC_KIND_LOADING) {
         /* a load in progress continues (or is found out of order) */
         snprintf(iter, sizeof(iter), "%zu", v->load_len + 4);

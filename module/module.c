@@ -22,7 +22,8 @@
  *
  * Data types: one per bkc_kind, named by bkc_kind_type_name ("bkbloom--",
  * "bkcuckoo-", "bkcount--", "bkwindow-", "bkstatic-" (a static filter or
- * map, SF.*), and "bkloading" for a *.LOADCHUNK in progress). Their RDB payload is the value's container
+ * map, SF.*), "bkkeyset-" (RS.*), and "bkloading" for a *.LOADCHUNK in
+ * progress). Their RDB payload is the value's container
  * (bkc_value_encode, docs/COMMANDS.md "Value encoding"), the very bytes
  * bloomkit-server snapshots and SCANDUMP returns. Encoding version 2 (what
  * rdb_save writes) streams it: an unsigned total length, then strings of
@@ -67,7 +68,7 @@
  *==========================================================================*/
 
 /* The last kind with a data type of its own (bkc_kind numbers them 1..). */
-#define BKM_LAST_KIND BKC_KIND_STATIC
+#define BKM_LAST_KIND BKC_KIND_KEYSET
 
 static RedisModuleType *bkm_types[BKM_LAST_KIND + 1];
 
@@ -75,7 +76,7 @@ static RedisModuleType *bkm_types[BKM_LAST_KIND + 1];
 static bkc_kind kind_of_type(const RedisModuleType *t)
 {
     for (int k = BKC_KIND_BLOOM; k <= BKM_LAST_KIND; k++)
-        if (t != NULL && bkm_types[k] == t) return (bkc_kind)k;
+        if (t != NULL && bkm_types[k] != NULL && bkm_types[k] == t) return (bkc_kind)k;
     return BKC_KIND_OTHER;
 }
 
@@ -200,7 +201,7 @@ static int host_set(bkc_key *k, bkc_value *v)
             RedisModule_DeleteKey(k->key);
         return BK_OK;
     }
-    if (v->kind < BKC_KIND_BLOOM || v->kind > BKM_LAST_KIND ||
+    if (v->kind < BKC_KIND_BLOOM || v->kind > BKM_LAST_KIND || bkm_types[v->kind] == NULL ||
         RedisModule_ModuleTypeSetValue(k->key, bkm_types[v->kind], v) != REDISMODULE_OK) {
         bkc_value_free(v);
         return BK_EINVAL;
@@ -410,6 +411,7 @@ BKM_RDB_LOAD(counting, BKC_KIND_COUNTING)
 BKM_RDB_LOAD(window, BKC_KIND_WINDOW)
 BKM_RDB_LOAD(loading, BKC_KIND_LOADING)
 BKM_RDB_LOAD(static, BKC_KIND_STATIC)
+BKM_RDB_LOAD(keyset, BKC_KIND_KEYSET)
 #undef BKM_RDB_LOAD
 
 /* The one buffer rdb_save and digest stream through: Redis calls them from
@@ -453,6 +455,7 @@ static const char *loadchunk_name(bkc_kind kind)
     case BKC_KIND_COUNTING: return "CBF.LOADCHUNK";
     case BKC_KIND_WINDOW: return "WF.LOADCHUNK";
     case BKC_KIND_STATIC: return "SF.LOADCHUNK";
+    case BKC_KIND_KEYSET: return "RS.LOADCHUNK";
     default: return "BF.LOADCHUNK";
     }
 }
@@ -473,7 +476,8 @@ static void aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *value)
         bkc_kind kind = BKC_KIND_BLOOM;
         if (len >= 8) {
             unsigned k = (unsigned)data[6] | (unsigned)data[7] << 8;
-            if ((k >= BKC_KIND_BLOOM && k <= BKC_KIND_WINDOW) || k == BKC_KIND_STATIC)
+            if ((k >= BKC_KIND_BLOOM && k <= BKC_KIND_WINDOW) || k == BKC_KIND_STATIC ||
+                k == BKC_KIND_KEYSET)
                 kind = (bkc_kind)k;
         }
         const char *cmd = loadchunk_name(kind);
@@ -539,10 +543,13 @@ static void value_free(void *value)
 
 static int create_types(RedisModuleCtx *ctx)
 {
-    void *(*loads[])(RedisModuleIO *, int) = {NULL, rdb_load_bloom, rdb_load_cuckoo,
-                                              rdb_load_counting, rdb_load_window,
-                                              rdb_load_loading, rdb_load_static};
+    void *(*loads[BKM_LAST_KIND + 1])(RedisModuleIO *, int) = {
+        [BKC_KIND_BLOOM] = rdb_load_bloom,     [BKC_KIND_CUCKOO] = rdb_load_cuckoo,
+        [BKC_KIND_COUNTING] = rdb_load_counting, [BKC_KIND_WINDOW] = rdb_load_window,
+        [BKC_KIND_LOADING] = rdb_load_loading, [BKC_KIND_STATIC] = rdb_load_static,
+        [BKC_KIND_KEYSET] = rdb_load_keyset};
     for (int k = BKC_KIND_BLOOM; k <= BKM_LAST_KIND; k++) {
+        if (loads[k] == NULL) continue; /* a kind number not in use */
         RedisModuleTypeMethods tm = {
             .version = BKM_TYPE_METHOD_VERSION,
             .rdb_load = loads[k],
@@ -698,6 +705,6 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     RedisModule_SetModuleOptions(ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS);
     bk_set_allocator(&bkm_allocator);
     RedisModule_Log(ctx, "notice", "bloomkit %s: %s", bk_version_string(),
-                    "BF.* CF.* CBF.* WF.* ready");
+                    "BF.* CF.* CBF.* WF.* RS.* ready");
     return REDISMODULE_OK;
 }

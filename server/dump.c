@@ -339,6 +339,8 @@ static bkc_value *restore_payload(const unsigned char *p, size_t len, char *err,
         if (n && !strcmp(n, type))
             kind = (bkc_kind)k;
     }
+    if (!strcmp(type, bkc_kind_type_name(BKC_KIND_KEYSET)))
+        kind = BKC_KIND_KEYSET;
     if (kind == BKC_KIND_NONE) {
         snprintf(err, errlen,
                  "ERR Bad data format: the payload holds a value of module type '%s', "

@@ -337,6 +337,7 @@ static void test_table(void **state)
     assert_string_equal(bkc_kind_type_name(BKC_KIND_WINDOW), "bkwindow-");
     assert_string_equal(bkc_kind_type_name(BKC_KIND_LOADING), "bkloading");
     assert_string_equal(bkc_kind_type_name(BKC_KIND_STATIC), "bkstatic-");
+    assert_string_equal(bkc_kind_type_name(BKC_KIND_KEYSET), "bkkeyset-");
     assert_null(bkc_kind_type_name(BKC_KIND_OTHER));
     for (int k = 1; k <= 5; k++) assert_int_equal(strlen(bkc_kind_type_name((bkc_kind)k)), 9);
 }
@@ -930,6 +931,106 @@ static void test_dump_static(void **state)
     assert_int_equal(kind_of("c"), BKC_KIND_NONE);
 }
 
+static void test_dump_keyset(void **state)
+{
+    (void)state;
+    EXPECT("RS.ADD src a b c zz", "*4\r\n:1\r\n:1\r\n:1\r\n:1\r\n");
+    run("RS.ADD src d1 d2 d3 d4 d5 d6 d7 d8 d9 d10 d11 d12 d13 d14 d15 d16 d17 d18 d19 d20");
+    EXPECT("RS.REM src zz", "*1\r\n:1\r\n"); /* a removed record in the arena */
+    check_codec("src");
+    roundtrip("RS", BKC_KIND_KEYSET, "RS.ISMEMBER");
+    EXPECT("RS.CARD src", ":23\r\n");
+}
+
+/* A kind-7 container around a set body of `records` (R bytes) claiming
+ * `count` items; magic, version and check as given unless zero/ok. */
+static unsigned char *keyset_container(const void *records, size_t r, uint64_t count,
+                                       int bad_magic, int bad_version, int bad_check,
+                                       size_t *out_len)
+{
+    size_t body = 40 + r, total = 56 + 8 + body;
+    unsigned char *b = calloc(1, total);
+    assert_non_null(b);
+    memcpy(b, "BKCV", 4);
+    b[4] = 1;                     /* container version */
+    b[6] = BKC_KIND_KEYSET;
+    for (int i = 0; i < 8; i++) b[8 + i] = (unsigned char)((uint64_t)total >> (8 * i));
+    uint64_t check = bk_hash_key(b, 48, 0).lo;
+    for (int i = 0; i < 8; i++) b[48 + i] = (unsigned char)(check >> (8 * i));
+    for (int i = 0; i < 8; i++) b[56 + i] = (unsigned char)((uint64_t)body >> (8 * i));
+    unsigned char *h = b + 64;
+    memcpy(h, bad_magic ? "BKRX" : "BKRS", 4);
+    h[4] = bad_version ? 2 : 1;
+    h[8] = 7; /* seed 7 */
+    for (int i = 0; i < 8; i++) h[16 + i] = (unsigned char)(count >> (8 * i));
+    for (int i = 0; i < 8; i++) h[24 + i] = (unsigned char)((uint64_t)r >> (8 * i));
+    if (r) memcpy(h + 40, records, r);
+    check = bk_hash_key(h + 40, r, bk_hash_key(h, 32, 0).lo).lo ^ (bad_check ? 1u : 0u);
+    for (int i = 0; i < 8; i++) h[32 + i] = (unsigned char)(check >> (8 * i));
+    *out_len = total;
+    return b;
+}
+
+static int decode_keyset(const void *records, size_t r, uint64_t count, int bad_magic,
+                         int bad_version, int bad_check)
+{
+    size_t len;
+    unsigned char *b = keyset_container(records, r, count, bad_magic, bad_version, bad_check,
+                                        &len);
+    bkc_value *v = (bkc_value *)1;
+    int rc = bkc_value_decode(b, len, &v);
+    if (rc == BK_OK) {
+        assert_int_equal(v->kind, BKC_KIND_KEYSET);
+        /* it encodes to the very same bytes */
+        unsigned char *e = NULL;
+        size_t elen = 0;
+        assert_int_equal(bkc_value_encode(v, &e, &elen), BK_OK);
+        assert_int_equal(elen, len);
+        assert_memory_equal(e, b, len);
+        free(e);
+        bkc_value_free(v);
+    } else {
+        assert_null(v);
+    }
+    free(b);
+    return rc;
+}
+
+static void test_keyset_decode(void **state)
+{
+    (void)state;
+    /* records: "a", a removed "zz", "bc" (word: length, bit 31 removed) */
+    static const unsigned char good[] = {1, 0, 0, 0,    'a',
+                                         2, 0, 0, 0x80, 'z', 'z',
+                                         2, 0, 0, 0,    'b', 'c'};
+    assert_int_equal(decode_keyset(good, sizeof good, 2, 0, 0, 0), BK_OK);
+    assert_int_equal(decode_keyset(NULL, 0, 0, 0, 0, 0), BK_OK);       /* empty set */
+    assert_int_equal(decode_keyset(good, sizeof good, 3, 0, 0, 0), BK_ECORRUPT); /* count */
+    assert_int_equal(decode_keyset(good, sizeof good, 1, 0, 0, 0), BK_ECORRUPT);
+    assert_int_equal(decode_keyset(good, sizeof good, 2, 1, 0, 0), BK_EMAGIC);
+    assert_int_equal(decode_keyset(good, sizeof good, 2, 0, 1, 0), BK_EVERSION);
+    assert_int_equal(decode_keyset(good, sizeof good, 2, 0, 0, 1), BK_ECHECKSUM);
+    assert_int_equal(decode_keyset(good, sizeof good, 1000, 0, 0, 0), BK_ECORRUPT);
+    static const unsigned char twice[] = {1, 0, 0, 0, 'a', 1, 0, 0, 0, 'a'};
+    assert_int_equal(decode_keyset(twice, sizeof twice, 2, 0, 0, 0), BK_ECORRUPT);
+    static const unsigned char overrun[] = {1, 0, 0, 0, 'a', 9, 0, 0, 0, 'b'};
+    assert_int_equal(decode_keyset(overrun, sizeof overrun, 2, 0, 0, 0), BK_ECORRUPT);
+    static const unsigned char partial[] = {1, 0, 0, 0, 'a', 0, 0};
+    assert_int_equal(decode_keyset(partial, sizeof partial, 1, 0, 0, 0), BK_ECORRUPT);
+    static const unsigned char huge[] = {0xff, 0xff, 0xff, 0x7f, 'a'};
+    assert_int_equal(decode_keyset(huge, sizeof huge, 1, 0, 0, 0), BK_ECORRUPT);
+    /* a set container must say 0 filters */
+    size_t len;
+    unsigned char *b = keyset_container(good, sizeof good, 2, 0, 0, 0, &len);
+    b[16] = 1;
+    uint64_t check = bk_hash_key(b, 48, 0).lo;
+    for (int i = 0; i < 8; i++) b[48 + i] = (unsigned char)(check >> (8 * i));
+    bkc_value *v = NULL;
+    assert_int_equal(bkc_value_decode(b, len, &v), BK_ECORRUPT);
+    assert_null(v);
+    free(b);
+}
+
 static void test_loading_codec(void **state)
 {
     (void)state;
@@ -1332,6 +1433,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dump_counting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dump_window, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dump_static, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dump_keyset, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_keyset_decode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cf_basic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cf_reserve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cf_full_and_growth, setup, teardown),

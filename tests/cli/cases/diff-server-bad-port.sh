@@ -1,0 +1,2 @@
+printf 'a\n' > A
+bloomkit diff A 127.0.0.1:99999/key
