@@ -836,8 +836,19 @@ BK_API uint64_t bk_deletable_items(const bk_deletable *f);
  * 2b copies of one key). Buckets of 2 slots of 8 bits (RedisBloom's shape)
  * are stored in 15 bits as an unordered pair (fingerprints 1..254).
  *
- * Memory beyond the table: one allocation of a 104-byte handle, the packed
- * table and 8 bytes of padding (bk_cuckoo_bytes); a relocation keeps its
+ * Stages: a filter may hold several tables ("stages", bk_cuckoo_add_stage;
+ * RedisBloom's CF grows this way). Adds go to the newest stage; lookups and
+ * counts cover every stage; a remove takes one copy from the newest stage
+ * holding the key. All stages share the bucket size, fingerprint width,
+ * seed and max kicks.
+ *
+ * Memory beyond the bits (bk_cuckoo_bytes, bytes asked of the allocator):
+ * a 104-byte handle, 8 bytes of padding after the newest table, and 8
+ * bytes per stage after the first (its bucket count and items); tables are
+ * packed back to back (bits rounded up to whole bytes per stage). So one
+ * stage of 512 buckets of two 8-bit fingerprints (RedisBloom's
+ * CF.RESERVE k 1000) is 104 + 960 + 8 = 1072 bytes, and 32 stages of 32
+ * such buckets 104 + 32 x 60 + 8 + 31 x 8 = 2280. A relocation keeps its
  * undo log on the stack (up to 512 kicks; more are allocated per add).
  *
  * An add into two full buckets relocates fingerprints up to max_kicks times
@@ -863,6 +874,12 @@ typedef struct bk_cuckoo bk_cuckoo;
 #define BK_CUCKOO_MAX_KICKS 65536
 /* Largest table, in buckets (2^40). */
 #define BK_CUCKOO_MAX_BUCKETS (UINT64_C(1) << 40)
+/* Most stages a filter may have. */
+#define BK_CUCKOO_MAX_STAGES 128
+/* Bytes of a filter beyond its packed tables: the handle and the padding,
+ * plus BK_CUCKOO_STAGE_BYTES per stage after the first. */
+#define BK_CUCKOO_OVERHEAD_BYTES 112
+#define BK_CUCKOO_STAGE_BYTES 8
 
 /* Options of bk_cuckoo_create; a zero field (or a NULL pointer to the whole
  * struct) means the default. */
@@ -911,13 +928,29 @@ BK_API int bk_cuckoo_create_params(bk_cuckoo **out, uint64_t buckets,
 /* Release a filter. Accepts NULL. */
 BK_API void bk_cuckoo_free(bk_cuckoo *f);
 
+/* Add an empty stage of `buckets` buckets (a power of two): later adds go
+ * there, and its evictions start from the generator state of a new filter
+ * with the same seed. The tables are moved into one new allocation (the
+ * old one is freed after the copy, so growth briefly holds both). Returns
+ * BK_OK, BK_EINVAL, BK_ESIZE (buckets invalid, or BK_CUCKOO_MAX_STAGES
+ * reached) or BK_ENOMEM (nothing changed). O(size). A writer. */
+BK_API int bk_cuckoo_add_stage(bk_cuckoo *f, uint64_t buckets);
+
+/* Append copies of all of src's stages after dst's, oldest first (src's
+ * newest becomes dst's newest, with src's generator state): what turns a
+ * chain of separate filters into one. Both must share bucket size,
+ * fingerprint bits, pairing, seed and max kicks. Returns BK_OK, BK_EINVAL
+ * (they differ, or dst == src), BK_ESIZE (too many stages) or BK_ENOMEM
+ * (nothing changed). O(size). A writer on dst, a reader on src. */
+BK_API int bk_cuckoo_append(bk_cuckoo *dst, const bk_cuckoo *src);
+
 /* Create a copy. Returns BK_OK, BK_EINVAL or BK_ENOMEM. A reader. */
 BK_API int bk_cuckoo_clone(bk_cuckoo **out, const bk_cuckoo *src);
 
 /* Empty the table. O(size). A writer. */
 BK_API void bk_cuckoo_clear(bk_cuckoo *f);
 
-/* Add a key (a duplicate adds one more copy). Returns BK_OK, BK_EFULL (no
+/* Add a key to the newest stage (a duplicate adds one more copy). Returns BK_OK, BK_EFULL (no
  * room within max_kicks relocations: nothing changed) or BK_ECOPIES (the
  * key's two buckets already hold 2b copies of its fingerprint, or b when
  * both candidate buckets are the same one: nothing changed), or BK_ENOMEM
@@ -926,20 +959,21 @@ BK_API void bk_cuckoo_clear(bk_cuckoo *f);
  * writer. */
 BK_API int bk_cuckoo_add(bk_cuckoo *f, const void *key, size_t len);
 
-/* Add the key only if it is not probably present. Returns 1 when added, 0
+/* Add the key (to the newest stage) only if no stage probably holds it. Returns 1 when added, 0
  * when found (nothing written), or BK_EFULL. A writer. */
 BK_API int bk_cuckoo_add_unique(bk_cuckoo *f, const void *key, size_t len);
 
-/* Remove one copy of the key's fingerprint. Returns BK_OK or BK_ENOTFOUND
- * (certainly absent; nothing changed). Two buckets read. A writer. */
+/* Remove one copy of the key's fingerprint from the newest stage that
+ * holds it. Returns BK_OK or BK_ENOTFOUND (certainly absent; nothing
+ * changed). Two buckets read per stage. A writer. */
 BK_API int bk_cuckoo_remove(bk_cuckoo *f, const void *key, size_t len);
 
 /* 1 if the key is probably present, 0 if certainly absent. Two buckets
- * read. A reader. */
+ * read per stage (newest first, stopping at a hit). A reader. */
 BK_API int bk_cuckoo_contains(const bk_cuckoo *f, const void *key,
                               size_t len);
 
-/* Copies of the key's fingerprint in its two buckets: the number of times
+/* Copies of the key's fingerprint in its two buckets of every stage: the number of times
  * it was added minus removed, plus other keys sharing the fingerprint and
  * a bucket. A reader. */
 BK_API uint32_t bk_cuckoo_count(const bk_cuckoo *f, const void *key,
@@ -981,13 +1015,18 @@ typedef struct bk_cuckoo_stats {
     uint64_t relocations;       /* fingerprints moved by adds, in total */
     size_t bytes;               /* memory held, struct included */
     double bits_per_item;       /* table bits / items; 0 when empty */
+    uint32_t stages;            /* tables (bk_cuckoo_add_stage) */
 } bk_cuckoo_stats;
 
 /* Fill *out. O(1). Returns BK_OK or BK_EINVAL. A reader. */
 BK_API int bk_cuckoo_get_stats(const bk_cuckoo *f, bk_cuckoo_stats *out);
 
-/* Cheap accessors. Readers. */
+/* Cheap accessors (buckets: all stages'). Readers. */
 BK_API uint64_t bk_cuckoo_buckets(const bk_cuckoo *f);
+BK_API uint32_t bk_cuckoo_stages(const bk_cuckoo *f);
+/* Buckets and items of stage i (0 = oldest); 0 when i is out of range. */
+BK_API uint64_t bk_cuckoo_stage_buckets(const bk_cuckoo *f, uint32_t stage);
+BK_API uint64_t bk_cuckoo_stage_items(const bk_cuckoo *f, uint32_t stage);
 BK_API uint32_t bk_cuckoo_bucket_size(const bk_cuckoo *f);
 BK_API uint32_t bk_cuckoo_fingerprint_bits(const bk_cuckoo *f);
 BK_API uint32_t bk_cuckoo_max_kicks(const bk_cuckoo *f);
