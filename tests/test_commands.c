@@ -1088,6 +1088,31 @@ static void test_cf_many_stages_bytes(void **state)
     }
 }
 
+/* A capacity whose power-of-two table is under 60% used at capacity gets
+ * one more CF.INFO pair saying so; the others get RedisBloom's eight. */
+static void test_cf_info_waste(void **state)
+{
+    (void)state;
+    EXPECT("CF.RESERVE w 1100", "+OK\r\n");
+    EXPECT("CF.RESERVE ok 1000", "+OK\r\n");
+    EXPECT("CF.RESERVE w4 1030 BUCKETSIZE 4", "+OK\r\n");
+    const char *r = run("CF.INFO w");
+    assert_memory_equal(r, "*18\r\n", 5);
+    const char *tail = "+Max iterations\r\n:20\r\n+Warning\r\n$";
+    assert_non_null(strstr(r, tail));
+    assert_non_null(strstr(r, "capacity 1100 fills 53% of 2048 slots (1024 buckets of 2: bucket "
+                              "counts are powers of two); a capacity of up to 2049 costs the same"));
+    r = run("CF.INFO w4"); /* 257 buckets wanted: 512 x 4 slots, 50% */
+    assert_non_null(strstr(r, "capacity 1030 fills 50% of 2048 slots (512 buckets of 4"));
+    r = run("CF.INFO ok"); /* 1000 of 1024 slots */
+    assert_memory_equal(r, "*16\r\n", 5);
+    assert_null(strstr(r, "Warning"));
+    RESP = 3;
+    assert_memory_equal(run("CF.INFO w"), "%9\r\n", 4);
+    assert_memory_equal(run("CF.INFO ok"), "%8\r\n", 4);
+    RESP = 2;
+}
+
 /* tests/golden/cf-chain-v1.bkcv: CF.SCANDUMP of a key written before CF
  * keys held one filter of stages (one image per stage), made with that
  * code: CF.RESERVE k 50 BUCKETSIZE 2 EXPANSION 2, CF.ADD item:0 ..
@@ -1429,6 +1454,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cf_full_and_growth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cf_many_stages_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cf_old_chain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cf_info_waste, setup, teardown),
         cmocka_unit_test_setup_teardown(test_redisbloom_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resp3_types, setup, teardown),
         cmocka_unit_test_setup_teardown(test_loadchunk_safety, setup, teardown),

@@ -178,6 +178,23 @@ def cf_many_stages_size(r):
 
 
 @test
+def cf_info_waste_note(r):
+    """A capacity whose power-of-two table is under 60% used at capacity:
+    CF.INFO has one more pair, and redis-py's CFInfo still reads the rest."""
+    cf = r.cf()
+    cf.create("cf:waste", 1100)
+    info = cf.info("cf:waste")
+    assert (info.bucketNum, info.filterNum, info.bucketSize, info.maxIteration) == (1024, 1, 2, 20)
+    plain = redis.Redis(connection_pool=r.connection_pool)  # no CF callbacks
+    raw = plain.execute_command("CF.INFO", "cf:waste")
+    pairs = dict(zip(raw[::2], raw[1::2]))
+    note = pairs.get(b"Warning", pairs.get("Warning"))
+    assert note is not None and note.startswith(b"capacity 1100 fills 53% of 2048 slots"), raw
+    cf.create("cf:nowaste", 1000)
+    assert len(plain.execute_command("CF.INFO", "cf:nowaste")) == 16
+
+
+@test
 def cf_old_stage_list(r):
     """A CF.SCANDUMP made before CF keys held one filter of stages (four
     separate images, tests/golden/cf-chain-v1.bkcv) loads as one filter."""
