@@ -110,6 +110,14 @@ typedef struct bk_filter bk_filter;
 
 /*==========================================================================
  * Memory
+ *
+ * What a filter costs: bk_filter_get_info(f).bytes (and each family's
+ * *_bytes) counts the bytes asked of the allocator. Each family's section
+ * below states its "memory beyond the bits": those bytes minus the payload
+ * its file image stores (its bits, counters or fingerprints, with the
+ * padding that section names), that is the handle, alignment reserve and
+ * per-stage bookkeeping. The figures do not depend on the size of the
+ * filter; tests/test_filter.c checks every one.
  *==========================================================================*/
 
 /* A replacement for the C allocator. Every allocation the library makes goes
@@ -193,6 +201,10 @@ BK_API int bk_bloom_capacity(uint64_t m_bits, double p, uint64_t *n);
  * returned, every later lookup (in any thread that synchronises with it)
  * finds the key. On large filters every probe is a cache miss; the blocked
  * filter (one cache line per key) is faster and is the default elsewhere.
+ *
+ * Memory beyond the bits: 176 bytes (a 104-byte handle, and 72 bytes the
+ * cache-line-aligned bit array reserves: up to 64 of alignment and the
+ * block's pointer). The bits are ceil(m / 64) 64-bit words.
  *==========================================================================*/
 
 typedef struct bk_bloom bk_bloom;
@@ -316,6 +328,10 @@ BK_API double bk_bloom_estimate_items(const bk_bloom *f);
  * one: 9.9 bits per key at 1% instead of 9.6, 15.5 at 0.1% instead of 14.4. Adds and lookups are lock-free, as for the classic
  * filter. The bits a key sets never depend on the CPU: the scalar, AVX2 and
  * AVX-512 paths (chosen at run time) build identical filters.
+ *
+ * Memory beyond the bits: 232 bytes (a 160-byte handle and 72 bytes of
+ * alignment reserve for the block array). The bits are whole 64-byte
+ * blocks.
  *==========================================================================*/
 
 /* Bits in a block: one 64-byte cache line. Filter sizes are multiples. */
@@ -548,6 +564,9 @@ BK_API int bk_blocked_single_writer(const bk_blocked *f);
  * same key may answer either way. A remove racing with the add of the same
  * key sees it present or absent; one that follows (happens after) the add
  * always finds it.
+ *
+ * Memory beyond the counters: 240 bytes (a 168-byte handle and 72 bytes of
+ * alignment reserve). The counters are whole 64-byte blocks.
  *==========================================================================*/
 
 typedef struct bk_counting bk_counting;
@@ -718,6 +737,10 @@ BK_API size_t bk_counting_bytes(const bk_counting *f);
  * each other (atomic OR on 64-bit words). A remove clears bits and needs
  * external serialisation against adds and other removes; lookups may run
  * concurrently with it.
+ *
+ * Memory beyond the bits: 208 bytes (a 136-byte handle and 72 bytes of
+ * alignment reserve). The bits are ceil(m / 64) words plus ceil(r / 64)
+ * words of collision flags.
  *==========================================================================*/
 
 typedef struct bk_deletable bk_deletable;
@@ -843,9 +866,11 @@ BK_API uint64_t bk_deletable_items(const bk_deletable *f);
  * seed and max kicks.
  *
  * Memory beyond the bits (bk_cuckoo_bytes, bytes asked of the allocator):
- * a 104-byte handle, 8 bytes of padding after the newest table, and 8
- * bytes per stage after the first (its bucket count and items); tables are
- * packed back to back (bits rounded up to whole bytes per stage). So one
+ * a 104-byte handle, 8 bytes of padding after the newest table (both:
+ * BK_CUCKOO_OVERHEAD_BYTES), and 8 bytes per stage after the first (its
+ * bucket count and items; BK_CUCKOO_STAGE_BYTES); tables are packed back
+ * to back (bits rounded up to whole bytes per stage). Beyond the file's
+ * payload (which holds the padding) that is 104 + 8 per later stage. So one
  * stage of 512 buckets of two 8-bit fingerprints (RedisBloom's
  * CF.RESERVE k 1000) is 104 + 960 + 8 = 1072 bytes, and 32 stages of 32
  * such buckets 104 + 32 x 60 + 8 + 31 x 8 = 2280. A relocation keeps its
@@ -1059,8 +1084,11 @@ BK_API size_t bk_cuckoo_bytes(const bk_cuckoo *f);
  * key), chosen per stage for memory (lib/scalable.c).
  *
  * Memory beyond the bits: 96 bytes for the handle and stage 0's record,
- * then per later stage up to 87 bytes (record and alignment) plus under 32
- * bytes of directory. A 100-item filter at 1% is 240 bytes.
+ * then 87 bytes per later stage (its 16-byte record, a pointer and 63 bytes
+ * of alignment reserve) and the stage directory: 16 + 8 c bytes for each
+ * of c = 4, 8, 16, ... up to the first c >= the stages (the smaller ones
+ * are kept: lock-free readers may hold them), so under 32 bytes a stage
+ * from 4 stages on. A 100-item filter at 1% is 240 bytes.
  *
  * Limits: at most BK_SCALABLE_MAX_STAGES stages (lower with
  * bk_scalable_set_max_stages) and optionally a cap on total bytes. An add
@@ -1272,6 +1300,12 @@ BK_API bk_scalable *bk_filter_as_scalable(bk_filter *f);
  * generation in place): they need external serialisation, and a lookup
  * concurrent with a writer needs the caller's lock (a reader-writer lock
  * fits). Lookups, stats and accessors may run concurrently with each other.
+ *
+ * Memory beyond the bits: 160 bytes for the handle plus 208 per generation
+ * (a blocked filter's handle and alignment reserve, its pointer, and
+ * bookkeeping, less the 8-byte slice start time the file also stores). The
+ * bits are each generation's whole 64-byte blocks; 4 generations cost
+ * 160 + 4 x 208 = 992 bytes beyond them.
  *==========================================================================*/
 
 typedef struct bk_window bk_window;
@@ -1477,6 +1511,10 @@ typedef struct bk_delete_stats {
  *
  * Threads: lookups may run concurrently with each other; adds and removes
  * need exclusive access (the server and the module take the key's lock).
+ *
+ * Memory beyond the cells: 168 bytes (a 104-byte handle and 64 bytes of
+ * alignment reserve). The cells are ceil(4 B 8 (r + w) / 8) bytes plus 8
+ * bytes of padding.
  *==========================================================================*/
 
 typedef struct bk_dleft bk_dleft;
@@ -1549,6 +1587,9 @@ BK_API bk_dleft *bk_filter_as_dleft(bk_filter *f);
  *
  * Threads: lookups may run concurrently with each other; adds and removes
  * need exclusive access.
+ *
+ * Memory beyond the blocks: 168 bytes (a 104-byte handle and 64 bytes of
+ * alignment reserve). The blocks are 64 bytes each.
  *==========================================================================*/
 
 typedef struct bk_varcount bk_varcount;
@@ -1606,6 +1647,10 @@ BK_API bk_varcount *bk_filter_as_varcount(bk_filter *f);
  *
  * Threads: lookups may run concurrently with each other; adds and removes
  * need exclusive access.
+ *
+ * Memory beyond the two layers: 312 bytes (a 184-byte handle and 64 bytes
+ * of alignment reserve for each layer). The layers are 64 + 256 bytes a
+ * block.
  *==========================================================================*/
 
 typedef struct bk_hier bk_hier;
@@ -1663,6 +1708,9 @@ BK_API bk_hier *bk_filter_as_hier(bk_filter *f);
  *
  * Threads: lookups may run concurrently with each other; adds and removes
  * need exclusive access.
+ *
+ * Memory beyond the blocks: 168 bytes (a 104-byte handle and 64 bytes of
+ * alignment reserve). A block is (1 + L) x 64 bytes.
  *==========================================================================*/
 
 typedef struct bk_hybrid bk_hybrid;
@@ -1721,6 +1769,9 @@ BK_API bk_hybrid *bk_filter_as_hybrid(bk_filter *f);
  *
  * Threads: lookups and counts may run concurrently with each other; adds
  * need exclusive access (the coin generator is shared state).
+ *
+ * Memory beyond the counters: 192 bytes (a 128-byte handle and 64 bytes of
+ * alignment reserve). The counters are one byte each, 64 a block.
  *==========================================================================*/
 
 typedef struct bk_morris bk_morris;
@@ -2034,6 +2085,9 @@ BK_API void bk_loader_free(bk_loader *l);
  * Through the generic handle (family BK_FAMILY_STATIC, "static") it is
  * saved, loaded and mapped like any filter; bk_filter_add answers
  * BK_ESTATIC, bk_filter_remove BK_ENOTSUP, bk_filter_create BK_ESTATIC.
+ *
+ * Memory beyond the cells: 184 bytes (a 112-byte handle and 72 bytes of
+ * alignment reserve). The cells are m fingerprints of w bits.
  *==========================================================================*/
 
 typedef struct bk_static bk_static;
@@ -2112,6 +2166,10 @@ BK_API bk_static *bk_filter_as_static(bk_filter *f);
  * Through the generic handle (family BK_FAMILY_MAP, "map") it is saved,
  * loaded and mapped like a filter; bk_filter_contains is the membership
  * check, bk_filter_add answers BK_ESTATIC.
+ *
+ * Memory beyond the cells: 128 bytes for a built map (a 56-byte handle
+ * and 72 bytes of alignment reserve). The cells are ceil(m (r + c) / 8)
+ * bytes plus 8 bytes of padding.
  *==========================================================================*/
 
 typedef struct bk_map bk_map;
