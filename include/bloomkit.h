@@ -1087,8 +1087,8 @@ BK_API size_t bk_cuckoo_bytes(const bk_cuckoo *f);
  * then 87 bytes per later stage (its 16-byte record, a pointer and 63 bytes
  * of alignment reserve) and the stage directory: 16 + 8 c bytes for each
  * of c = 4, 8, 16, ... up to the first c >= the stages (the smaller ones
- * are kept: lock-free readers may hold them), so under 32 bytes a stage
- * from 4 stages on. A 100-item filter at 1% is 240 bytes.
+ * are kept: lock-free readers may hold them), at most about 33 bytes a
+ * stage (32.5 at 33 stages). A 100-item filter at 1% is 240 bytes.
  *
  * Limits: at most BK_SCALABLE_MAX_STAGES stages (lower with
  * bk_scalable_set_max_stages) and optionally a cap on total bytes. An add
