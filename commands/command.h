@@ -101,7 +101,7 @@ typedef struct bkc_value {
     uint32_t nfilters;        /* 1 (a CF's stages are inside its filter) */
     uint32_t cap_filters;
     bk_filter **filters;
-    /* CF chain settings and counters (CF.INFO) */
+    /* CF settings and counters (CF.INFO) */
     uint64_t cf_capacity;     /* capacity of the first stage */
     uint32_t cf_bucket_size;
     uint32_t cf_max_iterations;
