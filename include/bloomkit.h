@@ -902,7 +902,8 @@ typedef struct bk_cuckoo bk_cuckoo;
 /* Most stages a filter may have. */
 #define BK_CUCKOO_MAX_STAGES 128
 /* Bytes of a filter beyond its packed tables: the handle and the padding,
- * plus BK_CUCKOO_STAGE_BYTES per stage after the first. */
+ * plus BK_CUCKOO_STAGE_BYTES per stage after the first (64-bit builds; the
+ * other figures of "memory beyond the bits" in this header are too). */
 #define BK_CUCKOO_OVERHEAD_BYTES 112
 #define BK_CUCKOO_STAGE_BYTES 8
 

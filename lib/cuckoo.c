@@ -128,9 +128,12 @@ struct bk_cuckoo {
 
 static const bk__family_ops cuckoo_ops; /* at the end of this file */
 
-/* The fixed cost bloomkit.h states: the handle and the padding. */
+/* The fixed cost bloomkit.h states (for 64-bit pointers): the handle and
+ * the padding. */
+#if UINTPTR_MAX == UINT64_MAX
 _Static_assert(sizeof(struct bk_cuckoo) + 8 == BK_CUCKOO_OVERHEAD_BYTES,
                "bloomkit.h states the cuckoo handle's size");
+#endif
 
 /* Spare bytes after the table, so the 64-bit load of the last slot stays
  * inside the allocation. */
