@@ -62,8 +62,11 @@ static uint64_t stage_buckets(uint64_t capacity, uint32_t bucket_size)
     return buckets > BK_CUCKOO_MAX_BUCKETS ? 0 : buckets;
 }
 
-/* Bytes a stage adds, for the memory checks before it is made: its table,
- * its 8-byte record, and (for the first) the handle and padding. */
+/* Bytes a stage adds, for the memory checks before it is made: its table
+ * (as if unpaired) and BK_CUCKOO_OVERHEAD_BYTES, the handle and padding of
+ * a first stage, which also covers the 8-byte record of a later one. The
+ * growth itself briefly holds the old and the new tables (one arena is
+ * copied into the next, lib/cuckoo.c). */
 uint64_t bkc__cf_stage_bytes(uint64_t capacity, uint32_t bucket_size)
 {
     uint64_t buckets = stage_buckets(capacity, bucket_size);
