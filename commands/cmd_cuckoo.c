@@ -1,14 +1,18 @@
 /*
  * cmd_cuckoo.c - CF.*: RedisBloom's cuckoo filter commands.
  *
- * A CF key holds a chain of cuckoo filters ("stages"). Stage i is sized for
- * capacity * expansion^i items with the chain's bucket size and max
- * iterations (RedisBloom's defaults: 2 and 20; expansion 1 adds stages of
- * the first one's size; expansion 0 never grows). A stage is sized as
- * RedisBloom sizes it: capacity / bucket size buckets (integer division)
- * rounded up to a power of two, 8-bit fingerprints (with bucket size 2
- * stored as 15-bit pairs, lib/cuckoo.c), so it reports full at about its
- * capacity, and CF.INFO's buckets and (smaller) Size follow RedisBloom's.
+ * A CF key holds one cuckoo filter of one or more stages (lib/cuckoo.c,
+ * bk_cuckoo_add_stage). Stage i is sized for capacity * expansion^i items
+ * with the key's bucket size and max iterations (RedisBloom's defaults: 2
+ * and 20; expansion 1 adds stages of the first one's size; expansion 0
+ * never grows). A stage is sized as RedisBloom sizes it: capacity / bucket
+ * size buckets (integer division) rounded up to a power of two, 8-bit
+ * fingerprints (with bucket size 2 stored as 15-bit pairs), so it reports
+ * full at about its capacity, and CF.INFO's buckets and (smaller) Size
+ * follow RedisBloom's. The stages share one allocation with 8 bytes of
+ * bookkeeping each, so many small stages cost about their tables (a key
+ * saved before stages existed, a chain of separate filters, is joined
+ * into one filter when it is decoded: value.c).
  *
  * Adds go to the newest stage; when it is full (or holds too many copies
  * of the key), a new stage is added if the expansion and the stage cap
@@ -25,6 +29,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h> /* strlen */
 
 #include "cmd_internal.h"
 
@@ -57,13 +62,16 @@ static uint64_t stage_buckets(uint64_t capacity, uint32_t bucket_size)
     return buckets > BK_CUCKOO_MAX_BUCKETS ? 0 : buckets;
 }
 
-/* Bytes of a stage, for the memory checks before it is made: its table
- * plus a handle allowance (bk_cuckoo_bytes is exact once it exists). */
+/* Bytes a stage adds, for the memory checks before it is made: its table
+ * (as if unpaired) and BK_CUCKOO_OVERHEAD_BYTES, the handle and padding of
+ * a first stage, which also covers the 8-byte record of a later one. The
+ * growth itself briefly holds the old and the new tables (one arena is
+ * copied into the next, lib/cuckoo.c). */
 uint64_t bkc__cf_stage_bytes(uint64_t capacity, uint32_t bucket_size)
 {
     uint64_t buckets = stage_buckets(capacity, bucket_size);
     if (buckets == 0) return UINT64_MAX;
-    return buckets * bucket_size * CF_FP_BITS / 8 + 128;
+    return buckets * bucket_size * CF_FP_BITS / 8 + BK_CUCKOO_OVERHEAD_BYTES;
 }
 
 /* Capacity of stage i, or 0 when it overflows. */
@@ -77,17 +85,29 @@ static uint64_t stage_capacity(const bkc_value *v, uint32_t i)
     return cap;
 }
 
+/* Buckets of stage i (0 when it cannot exist). */
+static uint64_t stage_buckets_of(const bkc_value *v, uint32_t i)
+{
+    uint64_t capacity = stage_capacity(v, i);
+    return capacity ? stage_buckets(capacity, v->cf_bucket_size) : 0;
+}
+
 int bkc__cf_stage_create(const bkc_value *v, uint32_t stage, bk_filter **out)
 {
     bk_cuckoo *f = NULL;
-    uint64_t capacity = stage_capacity(v, stage);
-    uint64_t buckets = capacity ? stage_buckets(capacity, v->cf_bucket_size) : 0;
+    uint64_t buckets = stage_buckets_of(v, stage);
     *out = NULL;
     if (buckets == 0) return BK_ESIZE;
     int rc = bk_cuckoo_create_params(&f, buckets, v->cf_bucket_size, CF_FP_BITS,
                                      v->cf_max_iterations, BK_DEFAULT_SEED);
     if (rc == BK_OK) *out = bk_cuckoo_as_filter(f);
     return rc;
+}
+
+/* The key's filter (every stage). */
+static bk_cuckoo *cf_of(const bkc_value *v)
+{
+    return bk_filter_as_cuckoo(v->filters[0]);
 }
 
 /* NULL when `bytes` more fit in memory, else the error text. */
@@ -98,36 +118,30 @@ static const char *fit_error(bkc_ctx *c, uint64_t bytes)
     return (left != SIZE_MAX && bytes > left) ? BKC_ERR_MAXMEMORY : BKC_ERR_TOO_LARGE;
 }
 
-/* Add stage v->nfilters. Returns NULL, or the error text (ERR_FULL when the
- * chain never grows, ERR_MAX_EXPANSIONS when it has all its stages). */
+/* Add the next stage. Returns NULL, or the error text (ERR_FULL when the
+ * filter never grows, ERR_MAX_EXPANSIONS when it has all its stages). */
 static const char *grow(bkc_ctx *c, bkc_key *k, bkc_value *v)
 {
+    bk_cuckoo *cf = cf_of(v);
+    uint32_t stages = bk_cuckoo_stages(cf);
     if (v->cf_expansion == 0) return ERR_FULL;
-    if (v->nfilters >= BKC_CF_MAX_STAGES ||
-        v->nfilters >= bkc_defaults_in_force.cf_max_expansions)
+    if (stages >= BKC_CF_MAX_STAGES || stages >= bkc_defaults_in_force.cf_max_expansions)
         return ERR_MAX_EXPANSIONS;
-    uint64_t cap = stage_capacity(v, v->nfilters);
+    uint64_t cap = stage_capacity(v, stages);
     if (cap == 0) return ERR_FULL;
     const char *err = fit_error(c, bkc__cf_stage_bytes(cap, v->cf_bucket_size));
     if (err) return err;
-    bk_filter *f = NULL;
-    int rc = bkc__cf_stage_create(v, v->nfilters, &f);
+    int rc = bk_cuckoo_add_stage(cf, stage_buckets_of(v, stages));
     if (rc == BK_ESIZE) return BKC_ERR_TOO_LARGE;
     if (rc == BK_ENOMEM) return BKC_ERR_OOM;
     if (rc != BK_OK) return "ERR cannot create a cuckoo filter stage";
-    if (bkc_value_push(v, f) != BK_OK) {
-        bk_filter_free(f);
-        return BKC_ERR_OOM;
-    }
     if (k) c->host_vt->resized(k);
     return NULL;
 }
 
 static int cf_contains(const bkc_value *v, bkc_str item)
 {
-    for (uint32_t i = v->nfilters; i-- > 0;)
-        if (bk_filter_contains(v->filters[i], item.ptr, item.len) == 1) return 1;
-    return 0;
+    return bk_filter_contains(v->filters[0], item.ptr, item.len) == 1;
 }
 
 enum { CF_ADDED = 1, CF_PRESENT = 0, CF_NOROOM = -1 };
@@ -142,7 +156,7 @@ static int cf_add_one(bkc_ctx *c, bkc_key *k, bkc_value *v, bkc_str item, int nx
     if (nx && cf_contains(v, item)) return CF_PRESENT;
     for (;;) {
         *attempted = 1;
-        int rc = bk_filter_add(v->filters[v->nfilters - 1], item.ptr, item.len);
+        int rc = bk_filter_add(v->filters[0], item.ptr, item.len);
         if (rc >= 0) return CF_ADDED;
         if (rc != BK_EFULL && rc != BK_ECOPIES) {
             *err = rc == BK_ENOMEM ? BKC_ERR_OOM : ERR_FULL;
@@ -449,9 +463,9 @@ void bkc_cmd_cf_count(bkc_ctx *c, int argc, const bkc_str *argv)
     (void)argc;
     bkc_value *v = open_lookup(c, argv[1], &k, &failed);
     if (failed) return;
-    for (uint32_t i = 0; v && i < v->nfilters; i++) {
-        int64_t n = bk_filter_count(v->filters[i], argv[2].ptr, argv[2].len);
-        if (n > 0) total += n;
+    if (v) {
+        int64_t n = bk_filter_count(v->filters[0], argv[2].ptr, argv[2].len);
+        if (n > 0) total = n;
     }
     bkc__int(c, total);
     bkc__close(c, k);
@@ -468,11 +482,8 @@ void bkc_cmd_cf_del(bkc_ctx *c, int argc, const bkc_str *argv)
     } else if (st == BKC__WRONG) {
         bkc__err(c, BKC_ERR_WRONGTYPE);
     } else {
-        int removed = 0;
-        for (uint32_t i = v->nfilters; i-- > 0 && !removed;)
-            if (bk_filter_contains(v->filters[i], argv[2].ptr, argv[2].len) == 1 &&
-                bk_filter_remove(v->filters[i], argv[2].ptr, argv[2].len) == BK_OK)
-                removed = 1;
+        /* the newest stage holding the item loses one copy */
+        int removed = bk_filter_remove(v->filters[0], argv[2].ptr, argv[2].len) == BK_OK;
         if (removed) {
             v->cf_deleted++;
             bkc__wrote(c, argc, argv);
@@ -480,6 +491,30 @@ void bkc_cmd_cf_del(bkc_ctx *c, int argc, const bkc_str *argv)
         bkc__bool(c, removed);
     }
     bkc__close(c, k);
+}
+
+/* RedisBloom's sizing rounds capacity / bucket size up to a power of two
+ * of buckets, so a capacity just past a power of two pays for almost twice
+ * the slots it asked for. When the first stage's slots would be under 60%
+ * used at its capacity, CF.INFO says so in one extra pair ("Warning") after
+ * RedisBloom's eight (redis-py's CFInfo and node-redis 5's CF.INFO build a
+ * dict of the pairs, so both ignore it; docs/COMMANDS.md). 1 and the text
+ * in buf, or 0. */
+#define CF_WASTE_BELOW_PERCENT 60
+
+static int waste_note(const bkc_value *v, char *buf, size_t cap)
+{
+    uint64_t buckets = stage_buckets_of(v, 0);
+    uint64_t slots = buckets * v->cf_bucket_size;
+    if (buckets == 0 || v->cf_capacity * 100 >= slots * CF_WASTE_BELOW_PERCENT) return 0;
+    snprintf(buf, cap,
+             "capacity %llu fills %llu%% of %llu slots (%llu buckets of %u: bucket "
+             "counts are powers of two); a capacity of up to %llu costs the same",
+             (unsigned long long)v->cf_capacity,
+             (unsigned long long)(v->cf_capacity * 100 / slots), (unsigned long long)slots,
+             (unsigned long long)buckets, v->cf_bucket_size,
+             (unsigned long long)(slots + v->cf_bucket_size - 1));
+    return 1;
 }
 
 void bkc_cmd_cf_info(bkc_ctx *c, int argc, const bkc_str *argv)
@@ -494,24 +529,18 @@ void bkc_cmd_cf_info(bkc_ctx *c, int argc, const bkc_str *argv)
     } else if (st == BKC__WRONG) {
         bkc__err(c, BKC_ERR_WRONGTYPE);
     } else {
-        uint64_t bytes = 0, buckets = 0, items = 0;
-        for (uint32_t i = 0; i < v->nfilters; i++) {
-            bk_filter_info info;
-            if (bk_filter_get_info(v->filters[i], &info) == BK_OK) {
-                bytes += info.bytes;
-                items += info.items;
-            }
-            buckets += stage_buckets(stage_capacity(v, i), v->cf_bucket_size);
-        }
-        c->reply->vt->map(c->reply, 8);
+        const bk_cuckoo *cf = cf_of(v);
+        char note[200];
+        int noted = waste_note(v, note, sizeof(note));
+        c->reply->vt->map(c->reply, 8 + (size_t)noted);
         bkc__simple(c, "Size");
-        bkc__int(c, (long long)bytes);
+        bkc__int(c, (long long)bk_cuckoo_bytes(cf));
         bkc__simple(c, "Number of buckets");
-        bkc__int(c, (long long)buckets);
+        bkc__int(c, (long long)bk_cuckoo_buckets(cf));
         bkc__simple(c, "Number of filters");
-        bkc__int(c, (long long)v->nfilters);
+        bkc__int(c, (long long)bk_cuckoo_stages(cf));
         bkc__simple(c, "Number of items inserted");
-        bkc__int(c, (long long)items);
+        bkc__int(c, (long long)bk_cuckoo_items(cf));
         bkc__simple(c, "Number of items deleted");
         bkc__int(c, (long long)v->cf_deleted);
         bkc__simple(c, "Bucket size");
@@ -520,6 +549,10 @@ void bkc_cmd_cf_info(bkc_ctx *c, int argc, const bkc_str *argv)
         bkc__int(c, (long long)v->cf_expansion);
         bkc__simple(c, "Max iterations");
         bkc__int(c, (long long)v->cf_max_iterations);
+        if (noted) {
+            bkc__simple(c, "Warning");
+            c->reply->vt->bulk(c->reply, note, strlen(note));
+        }
     }
     bkc__close(c, k);
 }

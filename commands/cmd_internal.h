@@ -114,14 +114,14 @@ int bkc__fits_create(bkc_ctx *c, uint64_t bytes);
  * Values
  *==========================================================================*/
 
-/* The largest number of stages of a CF chain. */
+/* The largest number of stages of a CF filter. */
 #define BKC_CF_MAX_STAGES 32
 
 /* Chunk size of SCANDUMP (4 MiB; tests lower it). */
 extern size_t bkc__scandump_chunk;
 
-/* One stage of a CF chain as created (capacity, bucket size, max
- * iterations from v): the filter, or a library error. */
+/* A CF filter of one stage, stage `stage` of v's sizing (capacity, bucket
+ * size, max iterations from v): the filter, or a library error. */
 int bkc__cf_stage_create(const bkc_value *v, uint32_t stage, bk_filter **out);
 /* Bytes a CF stage of that capacity will take (for the memory check). */
 uint64_t bkc__cf_stage_bytes(uint64_t capacity, uint32_t bucket_size);

@@ -83,7 +83,7 @@ struct bkc_reply {
 typedef enum bkc_kind {
     BKC_KIND_NONE = 0,
     BKC_KIND_BLOOM = 1,     /* BF.*: scalable filter of blocked stages  "bkbloom--" */
-    BKC_KIND_CUCKOO = 2,    /* CF.*: chain of cuckoo filters            "bkcuckoo-" */
+    BKC_KIND_CUCKOO = 2,    /* CF.*: cuckoo filter of stages            "bkcuckoo-" */
     BKC_KIND_COUNTING = 3,  /* CBF.*: counting filter                   "bkcount--" */
     BKC_KIND_WINDOW = 4,    /* WF.*: time-window filter                 "bkwindow-" */
     BKC_KIND_LOADING = 5,   /* a *.LOADCHUNK in progress (load_* below) "bkloading"
@@ -98,14 +98,15 @@ typedef enum bkc_kind {
 /* The 9-character type name of a kind ("bkbloom--"), or NULL. */
 const char *bkc_kind_type_name(bkc_kind kind);
 
-/* A key's value: one bloomkit filter, or (CF) a chain of them. Owned by
- * whoever holds the key; freed with bkc_value_free. */
+/* A key's value: one bloomkit filter (a CF's stages are inside its cuckoo
+ * filter), an RS set, or a dump being loaded. Owned by whoever holds the
+ * key; freed with bkc_value_free. */
 typedef struct bkc_value {
     bkc_kind kind;
-    uint32_t nfilters;        /* 1, or the stages of a CF chain */
+    uint32_t nfilters;        /* 1 (a CF's stages are inside its filter) */
     uint32_t cap_filters;
     bk_filter **filters;
-    /* CF chain settings and counters (CF.INFO) */
+    /* CF settings and counters (CF.INFO) */
     uint64_t cf_capacity;     /* capacity of the first stage */
     uint32_t cf_bucket_size;
     uint32_t cf_max_iterations;
@@ -117,7 +118,7 @@ typedef struct bkc_value {
     size_t load_len;
     size_t load_cap;
     /* private to commands/: bytes of the filters whose size never changes
-     * (CF stages, CBF), summed as they are added */
+     * (CBF), summed as they are added */
     size_t fixed_bytes;
     /* BKC_KIND_KEYSET: the items and their ids (cmd_keyset.c; nfilters 0) */
     struct bkc_keyset *keyset;
@@ -125,8 +126,11 @@ typedef struct bkc_value {
 
 /* An empty value of a kind (NULL when out of memory), and one more filter
  * appended to it (taking ownership; BK_OK or BK_ENOMEM, the filter then
- * still the caller's). Hosts that rebuild values (the server's snapshot
- * loader) use these, so the value's accounting stays the command layer's. */
+ * still the caller's). For a CF value that already has its filter, the new
+ * one's stages join it (the stage lists saved before stages existed) and
+ * the filter is freed; BK_EINVAL / BK_ESIZE when they cannot join. Hosts
+ * that rebuild values (the server's snapshot loader) use these, so the
+ * value's accounting stays the command layer's. */
 bkc_value *bkc_value_new(bkc_kind kind);
 int bkc_value_push(bkc_value *v, bk_filter *f);
 
@@ -274,7 +278,7 @@ typedef struct bkc_defaults {
     uint32_t cf_bucket_size;
     uint32_t cf_max_iterations;
     uint32_t cf_expansion;
-    uint32_t cf_max_expansions;   /* stages a chain may have (at most 32) */
+    uint32_t cf_max_expansions;   /* stages a CF key may have (at most 32) */
 } bkc_defaults;
 extern bkc_defaults bkc_defaults_in_force;
 

@@ -1,10 +1,11 @@
 /*
  * value.c - what a key holds (bkc_value) and its byte form.
  *
- * A value is one bloomkit filter (BF: a scalable filter; CBF: a counting
- * filter; WF: a time-window filter; SF: a static filter or map) or, for
- * CF, a chain of cuckoo filters with the chain's settings, or a dump being
- * loaded (BKC_KIND_LOADING).
+ * A value is one bloomkit filter (BF: a scalable filter; CF: a cuckoo
+ * filter of one or more stages, with the key's settings; CBF: a counting
+ * filter; WF: a time-window filter; SF: a static filter or map), an RS
+ * reconciliation set (cmd_keyset.c), or a dump being loaded
+ * (BKC_KIND_LOADING).
  *
  * The byte form (SCANDUMP/LOADCHUNK, snapshots, the module's RDB) is a
  * container, all integers little-endian (docs/COMMANDS.md, "Value
@@ -26,6 +27,11 @@
  *                0..47 with seed 0
  *       56       per filter: 8-byte length, then the filter's bloomkit
  *                file image (docs/FORMAT.md, its own checksums)
+ *
+ * A CF value is written as one image with one part per stage. Values
+ * saved before stages existed hold one single-stage image per stage; the
+ * decoder (and bkc_value_push, which the server's snapshot loader uses)
+ * joins them into one filter, so they load as if written today.
  *
  * A loading value has no filters and one blob (8-byte length, the bytes
  * received so far); so has a reconciliation set (RS.*), whose blob is the
@@ -68,6 +74,16 @@ bkc_value *bkc_value_new(bkc_kind kind)
 
 int bkc_value_push(bkc_value *v, bk_filter *f)
 {
+    if (v->kind == BKC_KIND_CUCKOO && v->nfilters == 1) {
+        /* an older stage list: f's stages join the filter */
+        bk_cuckoo *dst = bk_filter_as_cuckoo(v->filters[0]);
+        bk_cuckoo *src = bk_filter_as_cuckoo(f);
+        if (dst == NULL || src == NULL) return BK_EINVAL;
+        int rc = bk_cuckoo_append(dst, src);
+        if (rc != BK_OK) return rc;
+        bk_filter_free(f);
+        return BK_OK;
+    }
     if (v->nfilters == v->cap_filters) {
         uint32_t cap = v->cap_filters ? v->cap_filters * 2 : 1;
         bk_filter **p = realloc(v->filters, cap * sizeof(*p));
@@ -77,7 +93,7 @@ int bkc_value_push(bkc_value *v, bk_filter *f)
     }
     v->filters[v->nfilters++] = f;
     bk_family fam = bk_filter_family(f);
-    if (fam != BK_FAMILY_SCALABLE && fam != BK_FAMILY_WINDOW) {
+    if (fam != BK_FAMILY_SCALABLE && fam != BK_FAMILY_WINDOW && fam != BK_FAMILY_CUCKOO) {
         bk_filter_info info;
         if (bk_filter_get_info(f, &info) == BK_OK) v->fixed_bytes += info.bytes;
     }
@@ -103,8 +119,10 @@ size_t bkc_value_bytes(const bkc_value *v)
         bk_filter *f = v->filters[i];
         bk_scalable *s = bk_filter_as_scalable(f);
         bk_window *w = bk_filter_as_window(f);
+        bk_cuckoo *cf = bk_filter_as_cuckoo(f);
         if (s != NULL) total += bk_scalable_bytes(s);
         else if (w != NULL) total += bk_window_bytes(w);
+        else if (cf != NULL) total += bk_cuckoo_bytes(cf); /* grows by stages */
     }
     return total;
 }
@@ -387,13 +405,22 @@ int bkc_value_decode(const unsigned char *buf, size_t len, bkc_value **out)
             rc = BK_EFAMILY;
             goto fail;
         }
-        if (bkc_value_push(v, f) != BK_OK) {
+        rc = bkc_value_push(v, f);
+        if (rc != BK_OK) {
             bk_filter_free(f);
-            goto nomem;
+            if (rc == BK_ENOMEM) goto nomem;
+            goto corrupt; /* a CF stage that cannot join the others */
         }
         pos += (size_t)n;
     }
     if (pos != len) goto corrupt;
+    if (kind == BKC_KIND_CUCKOO) {
+        const bk_cuckoo *cf = bk_filter_as_cuckoo(v->filters[0]);
+        if (bk_cuckoo_stages(cf) > BKC_CF_MAX_STAGES ||
+            bk_cuckoo_bucket_size(cf) != v->cf_bucket_size ||
+            bk_cuckoo_max_kicks(cf) != v->cf_max_iterations)
+            goto corrupt;
+    }
     *out = v;
     return BK_OK;
 

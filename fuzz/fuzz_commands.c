@@ -458,7 +458,11 @@ static void check_value(const bkc_value *v)
                      : v->kind == BKC_KIND_COUNTING ? BK_FAMILY_COUNTING
                                                     : BK_FAMILY_WINDOW;
     CHECK(v->nfilters >= 1 && v->nfilters <= v->cap_filters);
-    CHECK(v->kind == BKC_KIND_CUCKOO ? v->nfilters <= BKC_CF_MAX_STAGES : v->nfilters == 1);
+    CHECK(v->nfilters == 1); /* a CF's stages are inside its one filter */
+    if (v->kind == BKC_KIND_CUCKOO) {
+        const bk_cuckoo *cf = bk_filter_as_cuckoo(v->filters[0]);
+        CHECK(cf != NULL && bk_cuckoo_stages(cf) <= BKC_CF_MAX_STAGES);
+    }
     for (uint32_t i = 0; i < v->nfilters; i++) {
         bk_family got = bk_filter_family(v->filters[i]);
         /* CBF.RESERVE ... TYPE: a CBF key may hold the other counting kinds */

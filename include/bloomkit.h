@@ -110,6 +110,14 @@ typedef struct bk_filter bk_filter;
 
 /*==========================================================================
  * Memory
+ *
+ * What a filter costs: bk_filter_get_info(f).bytes (and each family's
+ * *_bytes) counts the bytes asked of the allocator. Each family's section
+ * below states its "memory beyond the bits": those bytes minus the payload
+ * its file image stores (its bits, counters or fingerprints, with the
+ * padding that section names), that is the handle, alignment reserve and
+ * per-stage bookkeeping. The figures do not depend on the size of the
+ * filter; tests/test_filter.c checks every one.
  *==========================================================================*/
 
 /* A replacement for the C allocator. Every allocation the library makes goes
@@ -193,6 +201,10 @@ BK_API int bk_bloom_capacity(uint64_t m_bits, double p, uint64_t *n);
  * returned, every later lookup (in any thread that synchronises with it)
  * finds the key. On large filters every probe is a cache miss; the blocked
  * filter (one cache line per key) is faster and is the default elsewhere.
+ *
+ * Memory beyond the bits: 176 bytes (a 104-byte handle, and 72 bytes the
+ * cache-line-aligned bit array reserves: up to 64 of alignment and the
+ * block's pointer). The bits are ceil(m / 64) 64-bit words.
  *==========================================================================*/
 
 typedef struct bk_bloom bk_bloom;
@@ -316,6 +328,10 @@ BK_API double bk_bloom_estimate_items(const bk_bloom *f);
  * one: 9.9 bits per key at 1% instead of 9.6, 15.5 at 0.1% instead of 14.4. Adds and lookups are lock-free, as for the classic
  * filter. The bits a key sets never depend on the CPU: the scalar, AVX2 and
  * AVX-512 paths (chosen at run time) build identical filters.
+ *
+ * Memory beyond the bits: 232 bytes (a 160-byte handle and 72 bytes of
+ * alignment reserve for the block array). The bits are whole 64-byte
+ * blocks.
  *==========================================================================*/
 
 /* Bits in a block: one 64-byte cache line. Filter sizes are multiples. */
@@ -548,6 +564,9 @@ BK_API int bk_blocked_single_writer(const bk_blocked *f);
  * same key may answer either way. A remove racing with the add of the same
  * key sees it present or absent; one that follows (happens after) the add
  * always finds it.
+ *
+ * Memory beyond the counters: 240 bytes (a 168-byte handle and 72 bytes of
+ * alignment reserve). The counters are whole 64-byte blocks.
  *==========================================================================*/
 
 typedef struct bk_counting bk_counting;
@@ -718,6 +737,10 @@ BK_API size_t bk_counting_bytes(const bk_counting *f);
  * each other (atomic OR on 64-bit words). A remove clears bits and needs
  * external serialisation against adds and other removes; lookups may run
  * concurrently with it.
+ *
+ * Memory beyond the bits: 208 bytes (a 136-byte handle and 72 bytes of
+ * alignment reserve). The bits are ceil(m / 64) words plus ceil(r / 64)
+ * words of collision flags.
  *==========================================================================*/
 
 typedef struct bk_deletable bk_deletable;
@@ -836,8 +859,21 @@ BK_API uint64_t bk_deletable_items(const bk_deletable *f);
  * 2b copies of one key). Buckets of 2 slots of 8 bits (RedisBloom's shape)
  * are stored in 15 bits as an unordered pair (fingerprints 1..254).
  *
- * Memory beyond the table: one allocation of a 104-byte handle, the packed
- * table and 8 bytes of padding (bk_cuckoo_bytes); a relocation keeps its
+ * Stages: a filter may hold several tables ("stages", bk_cuckoo_add_stage;
+ * RedisBloom's CF grows this way). Adds go to the newest stage; lookups and
+ * counts cover every stage; a remove takes one copy from the newest stage
+ * holding the key. All stages share the bucket size, fingerprint width,
+ * seed and max kicks.
+ *
+ * Memory beyond the bits (bk_cuckoo_bytes, bytes asked of the allocator):
+ * a 104-byte handle, 8 bytes of padding after the newest table (both:
+ * BK_CUCKOO_OVERHEAD_BYTES), and 8 bytes per stage after the first (its
+ * bucket count and items; BK_CUCKOO_STAGE_BYTES); tables are packed back
+ * to back (bits rounded up to whole bytes per stage). Beyond the file's
+ * payload (which holds the padding) that is 104 + 8 per later stage. So one
+ * stage of 512 buckets of two 8-bit fingerprints (RedisBloom's
+ * CF.RESERVE k 1000) is 104 + 960 + 8 = 1072 bytes, and 32 stages of 32
+ * such buckets 104 + 32 x 60 + 8 + 31 x 8 = 2280. A relocation keeps its
  * undo log on the stack (up to 512 kicks; more are allocated per add).
  *
  * An add into two full buckets relocates fingerprints up to max_kicks times
@@ -863,6 +899,13 @@ typedef struct bk_cuckoo bk_cuckoo;
 #define BK_CUCKOO_MAX_KICKS 65536
 /* Largest table, in buckets (2^40). */
 #define BK_CUCKOO_MAX_BUCKETS (UINT64_C(1) << 40)
+/* Most stages a filter may have. */
+#define BK_CUCKOO_MAX_STAGES 128
+/* Bytes of a filter beyond its packed tables: the handle and the padding,
+ * plus BK_CUCKOO_STAGE_BYTES per stage after the first (64-bit builds; the
+ * other figures of "memory beyond the bits" in this header are too). */
+#define BK_CUCKOO_OVERHEAD_BYTES 112
+#define BK_CUCKOO_STAGE_BYTES 8
 
 /* Options of bk_cuckoo_create; a zero field (or a NULL pointer to the whole
  * struct) means the default. */
@@ -911,13 +954,29 @@ BK_API int bk_cuckoo_create_params(bk_cuckoo **out, uint64_t buckets,
 /* Release a filter. Accepts NULL. */
 BK_API void bk_cuckoo_free(bk_cuckoo *f);
 
+/* Add an empty stage of `buckets` buckets (a power of two): later adds go
+ * there, and its evictions start from the generator state of a new filter
+ * with the same seed. The tables are moved into one new allocation (the
+ * old one is freed after the copy, so growth briefly holds both). Returns
+ * BK_OK, BK_EINVAL, BK_ESIZE (buckets invalid, or BK_CUCKOO_MAX_STAGES
+ * reached) or BK_ENOMEM (nothing changed). O(size). A writer. */
+BK_API int bk_cuckoo_add_stage(bk_cuckoo *f, uint64_t buckets);
+
+/* Append copies of all of src's stages after dst's, oldest first (src's
+ * newest becomes dst's newest, with src's generator state): what turns a
+ * chain of separate filters into one. Both must share bucket size,
+ * fingerprint bits, pairing, seed and max kicks. Returns BK_OK, BK_EINVAL
+ * (they differ, or dst == src), BK_ESIZE (too many stages) or BK_ENOMEM
+ * (nothing changed). O(size). A writer on dst, a reader on src. */
+BK_API int bk_cuckoo_append(bk_cuckoo *dst, const bk_cuckoo *src);
+
 /* Create a copy. Returns BK_OK, BK_EINVAL or BK_ENOMEM. A reader. */
 BK_API int bk_cuckoo_clone(bk_cuckoo **out, const bk_cuckoo *src);
 
 /* Empty the table. O(size). A writer. */
 BK_API void bk_cuckoo_clear(bk_cuckoo *f);
 
-/* Add a key (a duplicate adds one more copy). Returns BK_OK, BK_EFULL (no
+/* Add a key to the newest stage (a duplicate adds one more copy). Returns BK_OK, BK_EFULL (no
  * room within max_kicks relocations: nothing changed) or BK_ECOPIES (the
  * key's two buckets already hold 2b copies of its fingerprint, or b when
  * both candidate buckets are the same one: nothing changed), or BK_ENOMEM
@@ -926,20 +985,21 @@ BK_API void bk_cuckoo_clear(bk_cuckoo *f);
  * writer. */
 BK_API int bk_cuckoo_add(bk_cuckoo *f, const void *key, size_t len);
 
-/* Add the key only if it is not probably present. Returns 1 when added, 0
+/* Add the key (to the newest stage) only if no stage probably holds it. Returns 1 when added, 0
  * when found (nothing written), or BK_EFULL. A writer. */
 BK_API int bk_cuckoo_add_unique(bk_cuckoo *f, const void *key, size_t len);
 
-/* Remove one copy of the key's fingerprint. Returns BK_OK or BK_ENOTFOUND
- * (certainly absent; nothing changed). Two buckets read. A writer. */
+/* Remove one copy of the key's fingerprint from the newest stage that
+ * holds it. Returns BK_OK or BK_ENOTFOUND (certainly absent; nothing
+ * changed). Two buckets read per stage. A writer. */
 BK_API int bk_cuckoo_remove(bk_cuckoo *f, const void *key, size_t len);
 
 /* 1 if the key is probably present, 0 if certainly absent. Two buckets
- * read. A reader. */
+ * read per stage (newest first, stopping at a hit). A reader. */
 BK_API int bk_cuckoo_contains(const bk_cuckoo *f, const void *key,
                               size_t len);
 
-/* Copies of the key's fingerprint in its two buckets: the number of times
+/* Copies of the key's fingerprint in its two buckets of every stage: the number of times
  * it was added minus removed, plus other keys sharing the fingerprint and
  * a bucket. A reader. */
 BK_API uint32_t bk_cuckoo_count(const bk_cuckoo *f, const void *key,
@@ -981,13 +1041,18 @@ typedef struct bk_cuckoo_stats {
     uint64_t relocations;       /* fingerprints moved by adds, in total */
     size_t bytes;               /* memory held, struct included */
     double bits_per_item;       /* table bits / items; 0 when empty */
+    uint32_t stages;            /* tables (bk_cuckoo_add_stage) */
 } bk_cuckoo_stats;
 
 /* Fill *out. O(1). Returns BK_OK or BK_EINVAL. A reader. */
 BK_API int bk_cuckoo_get_stats(const bk_cuckoo *f, bk_cuckoo_stats *out);
 
-/* Cheap accessors. Readers. */
+/* Cheap accessors (buckets: all stages'). Readers. */
 BK_API uint64_t bk_cuckoo_buckets(const bk_cuckoo *f);
+BK_API uint32_t bk_cuckoo_stages(const bk_cuckoo *f);
+/* Buckets and items of stage i (0 = oldest); 0 when i is out of range. */
+BK_API uint64_t bk_cuckoo_stage_buckets(const bk_cuckoo *f, uint32_t stage);
+BK_API uint64_t bk_cuckoo_stage_items(const bk_cuckoo *f, uint32_t stage);
 BK_API uint32_t bk_cuckoo_bucket_size(const bk_cuckoo *f);
 BK_API uint32_t bk_cuckoo_fingerprint_bits(const bk_cuckoo *f);
 BK_API uint32_t bk_cuckoo_max_kicks(const bk_cuckoo *f);
@@ -1020,8 +1085,11 @@ BK_API size_t bk_cuckoo_bytes(const bk_cuckoo *f);
  * key), chosen per stage for memory (lib/scalable.c).
  *
  * Memory beyond the bits: 96 bytes for the handle and stage 0's record,
- * then per later stage up to 87 bytes (record and alignment) plus under 32
- * bytes of directory. A 100-item filter at 1% is 240 bytes.
+ * then 87 bytes per later stage (its 16-byte record, a pointer and 63 bytes
+ * of alignment reserve) and the stage directory: 16 + 8 c bytes for each
+ * of c = 4, 8, 16, ... up to the first c >= the stages (the smaller ones
+ * are kept: lock-free readers may hold them), at most about 33 bytes a
+ * stage (32.5 at 33 stages). A 100-item filter at 1% is 240 bytes.
  *
  * Limits: at most BK_SCALABLE_MAX_STAGES stages (lower with
  * bk_scalable_set_max_stages) and optionally a cap on total bytes. An add
@@ -1233,6 +1301,12 @@ BK_API bk_scalable *bk_filter_as_scalable(bk_filter *f);
  * generation in place): they need external serialisation, and a lookup
  * concurrent with a writer needs the caller's lock (a reader-writer lock
  * fits). Lookups, stats and accessors may run concurrently with each other.
+ *
+ * Memory beyond the bits: 160 bytes for the handle plus 208 per generation
+ * (a blocked filter's handle and alignment reserve, its pointer, and
+ * bookkeeping, less the 8-byte slice start time the file also stores). The
+ * bits are each generation's whole 64-byte blocks; 4 generations cost
+ * 160 + 4 x 208 = 992 bytes beyond them.
  *==========================================================================*/
 
 typedef struct bk_window bk_window;
@@ -1438,6 +1512,10 @@ typedef struct bk_delete_stats {
  *
  * Threads: lookups may run concurrently with each other; adds and removes
  * need exclusive access (the server and the module take the key's lock).
+ *
+ * Memory beyond the cells: 168 bytes (a 104-byte handle and 64 bytes of
+ * alignment reserve). The cells are ceil(4 B 8 (r + w) / 8) bytes plus 8
+ * bytes of padding.
  *==========================================================================*/
 
 typedef struct bk_dleft bk_dleft;
@@ -1510,6 +1588,9 @@ BK_API bk_dleft *bk_filter_as_dleft(bk_filter *f);
  *
  * Threads: lookups may run concurrently with each other; adds and removes
  * need exclusive access.
+ *
+ * Memory beyond the blocks: 168 bytes (a 104-byte handle and 64 bytes of
+ * alignment reserve). The blocks are 64 bytes each.
  *==========================================================================*/
 
 typedef struct bk_varcount bk_varcount;
@@ -1567,6 +1648,10 @@ BK_API bk_varcount *bk_filter_as_varcount(bk_filter *f);
  *
  * Threads: lookups may run concurrently with each other; adds and removes
  * need exclusive access.
+ *
+ * Memory beyond the two layers: 312 bytes (a 184-byte handle and 64 bytes
+ * of alignment reserve for each layer). The layers are 64 + 256 bytes a
+ * block.
  *==========================================================================*/
 
 typedef struct bk_hier bk_hier;
@@ -1624,6 +1709,9 @@ BK_API bk_hier *bk_filter_as_hier(bk_filter *f);
  *
  * Threads: lookups may run concurrently with each other; adds and removes
  * need exclusive access.
+ *
+ * Memory beyond the blocks: 168 bytes (a 104-byte handle and 64 bytes of
+ * alignment reserve). A block is (1 + L) x 64 bytes.
  *==========================================================================*/
 
 typedef struct bk_hybrid bk_hybrid;
@@ -1682,6 +1770,9 @@ BK_API bk_hybrid *bk_filter_as_hybrid(bk_filter *f);
  *
  * Threads: lookups and counts may run concurrently with each other; adds
  * need exclusive access (the coin generator is shared state).
+ *
+ * Memory beyond the counters: 192 bytes (a 128-byte handle and 64 bytes of
+ * alignment reserve). The counters are one byte each, 64 a block.
  *==========================================================================*/
 
 typedef struct bk_morris bk_morris;
@@ -1995,6 +2086,9 @@ BK_API void bk_loader_free(bk_loader *l);
  * Through the generic handle (family BK_FAMILY_STATIC, "static") it is
  * saved, loaded and mapped like any filter; bk_filter_add answers
  * BK_ESTATIC, bk_filter_remove BK_ENOTSUP, bk_filter_create BK_ESTATIC.
+ *
+ * Memory beyond the cells: 184 bytes (a 112-byte handle and 72 bytes of
+ * alignment reserve). The cells are m fingerprints of w bits.
  *==========================================================================*/
 
 typedef struct bk_static bk_static;
@@ -2073,6 +2167,10 @@ BK_API bk_static *bk_filter_as_static(bk_filter *f);
  * Through the generic handle (family BK_FAMILY_MAP, "map") it is saved,
  * loaded and mapped like a filter; bk_filter_contains is the membership
  * check, bk_filter_add answers BK_ESTATIC.
+ *
+ * Memory beyond the cells: 128 bytes for a built map (a 56-byte handle
+ * and 72 bytes of alignment reserve). The cells are ceil(m (r + c) / 8)
+ * bytes plus 8 bytes of padding.
  *==========================================================================*/
 
 typedef struct bk_map bk_map;

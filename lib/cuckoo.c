@@ -62,15 +62,30 @@
  *   against each other and against readers (a reader-writer lock). The
  *   server's single-threaded event loop needs nothing.
  *
+ * Stages
+ *   A filter may hold several tables of the same bucket size and
+ *   fingerprint width (bk_cuckoo_add_stage; the CF commands grow this way,
+ *   as RedisBloom does): adds go to the newest, lookups and counts look at
+ *   every stage, a remove takes one copy from the newest stage holding the
+ *   key. A key hashes once; each stage takes its own buckets from the hash
+ *   with its own mask, and the fingerprint is the same in every stage.
+ *   Adding a stage resets the eviction generator to a new filter's, so a
+ *   grown filter behaves exactly like the chain of separate filters it
+ *   replaces (bk_cuckoo_append turns such a chain into one filter).
+ *
  * Memory (bk_cuckoo_bytes: bytes asked of the allocator)
- *   One allocation: the 104-byte handle, the table and 8 bytes of padding
- *   (a loaded filter reports the same; it borrows the file's block). So
- *   RedisBloom's CF.RESERVE k 1000 (512 buckets of 2, 8-bit fingerprints)
- *   is 104 + 960 + 8 = 1072 bytes.
+ *   Two allocations: the 104-byte handle, and the arena: every stage's
+ *   table back to back, 8 bytes of padding, then 8 bytes per older stage
+ *   (its bucket count and items; see "Internals: stages"). So RedisBloom's
+ *   CF.RESERVE k 1000 (512 buckets of 2, 8-bit fingerprints) is
+ *   104 + 960 + 8 = 1072 bytes, and CF.RESERVE k 50 grown to 32 stages of
+ *   32 buckets is 104 + 32 x 60 + 8 + 31 x 8 = 2280. A filter loaded from a
+ *   one-stage image borrows the file's table and padding and reports the
+ *   same bytes; a several-stage image is copied into an arena.
  *
  * What it cannot do
- *   Grow (the CF commands chain filters), hold more than 2b copies of a
- *   key, or tell a false positive from a present key on remove.
+ *   Hold more than 2b copies of a key in one stage, or tell a false
+ *   positive from a present key on remove.
  */
 #include <math.h>   /* expm1, log1p */
 #include <string.h> /* memset, memcpy */
@@ -90,19 +105,19 @@ typedef struct kick {
 
 struct bk_cuckoo {
     bk__object obj;        /* first: a bk_cuckoo is also a bk_filter */
-    unsigned char *table;  /* table_bytes(f) + 8: after the struct, or borrowed */
-    uint64_t mask;         /* buckets - 1 (buckets a power of two) */
+    unsigned char *table;  /* the newest stage's table (see "Stages") */
+    uint64_t mask;         /* the newest stage's buckets - 1 (a power of two) */
     uint64_t seed;
     uint64_t capacity;     /* 0 if unknown */
     double target_fpr;     /* 0 if unknown */
-    uint64_t items;
+    uint64_t items;        /* all stages */
     uint64_t relocations;
     uint64_t rng;          /* xorshift64 state of the eviction choice */
     uint32_t max_kicks;
     uint8_t b;             /* slots per bucket */
     uint8_t f;             /* fingerprint bits */
     uint8_t paired;        /* b = 2, f = 8 as 15-bit pair codes */
-    uint8_t owns_mem;      /* 0 when the table lives in a loaded block or mapping */
+    uint8_t nstages;       /* 1 .. BK_CUCKOO_MAX_STAGES */
 };
 
 #define PAIR_BITS 15
@@ -112,6 +127,13 @@ struct bk_cuckoo {
 #define PATH_STACK 512     /* relocation log entries kept on the stack */
 
 static const bk__family_ops cuckoo_ops; /* at the end of this file */
+
+/* The fixed cost bloomkit.h states (for 64-bit pointers): the handle and
+ * the padding. */
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(sizeof(struct bk_cuckoo) + 8 == BK_CUCKOO_OVERHEAD_BYTES,
+               "bloomkit.h states the cuckoo handle's size");
+#endif
 
 /* Spare bytes after the table, so the 64-bit load of the last slot stays
  * inside the allocation. */
@@ -400,6 +422,179 @@ static inline int contains_position(const bk_cuckoo *f, position p)
 }
 
 /*==========================================================================
+ * Internals: stages
+ *==========================================================================*/
+
+/* The memory of a filter that owns its tables (the "arena"):
+ *
+ *     table 0 | table 1 | ... | table n-1 | TABLE_PAD zero bytes | word 0 .. word n-2
+ *
+ * Tables are back to back with no padding between them: the 64-bit load of
+ * an older stage's last slot reads the next table's first bytes, which the
+ * masks discard (and set_bits writes back unchanged). Word j (8 bytes,
+ * native order, read with memcpy) describes older stage j: its item count
+ * in the low 56 bits and log2 of its bucket count in the top 8. The newest
+ * stage needs no word: its table and mask are in the handle and its items
+ * are the total minus the older stages'. A filter restored from a one-part
+ * image instead borrows the file's table and padding (no words). */
+
+#define WORD_ITEMS ((UINT64_C(1) << 56) - 1)
+
+static inline size_t stage_bytes(const bk_cuckoo *f, uint64_t buckets)
+{
+    return (size_t)table_bytes_for(buckets, f->b, f->f, f->paired);
+}
+
+static inline unsigned char *words_of(const bk_cuckoo *f)
+{
+    return f->table + table_bytes(f) + TABLE_PAD;
+}
+
+static inline uint64_t word_get(const bk_cuckoo *f, uint32_t j)
+{
+    uint64_t w;
+    memcpy(&w, words_of(f) + 8 * (size_t)j, sizeof(w));
+    return w;
+}
+
+static inline void word_set(bk_cuckoo *f, uint32_t j, uint64_t w)
+{
+    memcpy(words_of(f) + 8 * (size_t)j, &w, sizeof(w));
+}
+
+static inline uint64_t word_buckets(uint64_t w) { return UINT64_C(1) << (w >> 56); }
+static inline uint64_t word_items(uint64_t w) { return w & WORD_ITEMS; }
+static inline uint64_t make_word(uint64_t buckets, uint64_t items)
+{
+    return ((uint64_t)__builtin_ctzll(buckets) << 56) | items;
+}
+
+/* Bytes of the older stages' tables (those before f->table). */
+static size_t older_bytes(const bk_cuckoo *f)
+{
+    size_t total = 0;
+    for (uint32_t j = 0; j + 1 < f->nstages; j++)
+        total += stage_bytes(f, word_buckets(word_get(f, j)));
+    return total;
+}
+
+static inline unsigned char *arena_of(const bk_cuckoo *f)
+{
+    return f->table - older_bytes(f);
+}
+
+static inline size_t arena_bytes(const bk_cuckoo *f)
+{
+    return older_bytes(f) + table_bytes(f) + TABLE_PAD + 8 * (size_t)(f->nstages - 1);
+}
+
+/* 1 when the table lives in the object's loaded block or mapping. */
+static inline int borrowed(const bk_cuckoo *f)
+{
+    uintptr_t t = (uintptr_t)f->table, b = (uintptr_t)f->obj.block;
+    return f->obj.block_kind != BK__BLOCK_NONE && t >= b && t < b + f->obj.block_len;
+}
+
+static uint64_t older_items(const bk_cuckoo *f)
+{
+    uint64_t n = 0;
+    for (uint32_t j = 0; j + 1 < f->nstages; j++) n += word_items(word_get(f, j));
+    return n;
+}
+
+static inline uint64_t initial_rng(uint64_t seed)
+{
+    return (seed ^ UINT64_C(0x5851F42D4C957F2D)) | 1;
+}
+
+/* Walk the older stages, oldest first: *v becomes a copy of the handle
+ * whose table and mask are stage j's, so every single-table routine
+ * above works on it unchanged (only the newest stage is ever added to). */
+typedef struct stage_walk {
+    bk_cuckoo v;
+    unsigned char *next; /* the table after the current one */
+    uint32_t j;
+} stage_walk;
+
+static inline void walk_start(const bk_cuckoo *f, stage_walk *w)
+{
+    w->v = *f;
+    w->next = arena_of(f);
+    w->j = 0;
+}
+
+/* 1 and w->v set to older stage w->j (then advanced), or 0 when done. */
+static inline int walk_next(const bk_cuckoo *f, stage_walk *w, uint32_t *index)
+{
+    if (w->j + 1 >= f->nstages) return 0;
+    uint64_t buckets = word_buckets(word_get(f, w->j));
+    w->v.table = w->next;
+    w->v.mask = buckets - 1;
+    w->next += stage_bytes(f, buckets);
+    *index = w->j++;
+    return 1;
+}
+
+/* Append `count` stages (tables copied from tables[i], or empty when
+ * tables is NULL) of buckets[i] buckets holding items[i] fingerprints: one
+ * new arena, the old one freed only on success. BK_OK, BK_ESIZE or
+ * BK_ENOMEM (nothing changed). */
+static int append_stages(bk_cuckoo *f, uint32_t count, const uint64_t *buckets,
+                         const unsigned char *const *tables, const uint64_t *items)
+{
+    if (count == 0) return BK_OK;
+    if ((uint32_t)f->nstages + count > BK_CUCKOO_MAX_STAGES) return BK_ESIZE;
+    size_t old_tables = older_bytes(f) + table_bytes(f), add = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t bytes = table_bytes_for(buckets[i], f->b, f->f, f->paired);
+        if (bytes > SIZE_MAX / 4 - add) return BK_ESIZE;
+        add += (size_t)bytes;
+    }
+    uint32_t n = f->nstages + count;
+    if (old_tables > SIZE_MAX / 4 - add) return BK_ESIZE;
+    size_t size = old_tables + add + TABLE_PAD + 8 * (size_t)(n - 1);
+    unsigned char *arena = bk__calloc(1, size);
+    if (arena == NULL) return BK_ENOMEM;
+
+    unsigned char *old = arena_of(f);
+    memcpy(arena, old, old_tables);
+    size_t pos = old_tables, newest = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        size_t bytes = stage_bytes(f, buckets[i]);
+        if (tables != NULL) memcpy(arena + pos, tables[i], bytes);
+        newest = pos;
+        pos += bytes;
+    }
+    /* words: the old older stages, the old newest one, the new ones but
+     * the last */
+    unsigned char *words = arena + pos + TABLE_PAD;
+    uint64_t total = f->items;
+    for (uint32_t j = 0; j + 1 < f->nstages; j++) {
+        uint64_t w = word_get(f, j);
+        memcpy(words + 8 * (size_t)j, &w, 8);
+    }
+    uint64_t w = make_word(f->mask + 1, f->items - older_items(f));
+    memcpy(words + 8 * (size_t)(f->nstages - 1), &w, 8);
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t it = items ? items[i] : 0;
+        total += it;
+        if (i + 1 < count) {
+            w = make_word(buckets[i], it);
+            memcpy(words + 8 * (size_t)(f->nstages + i), &w, 8);
+        }
+    }
+
+    if (!borrowed(f)) bk__free(old);
+    else if (f->obj.block_kind == BK__BLOCK_HEAP) bk__object_release(&f->obj);
+    /* (a mapping stays: bk_filter_sync refuses the new shape) */
+    f->table = arena + newest;
+    f->mask = buckets[count - 1] - 1;
+    f->nstages = (uint8_t)n;
+    f->items = total;
+    return BK_OK;
+}
+
+/*==========================================================================
  * Internals: sizing
  *==========================================================================*/
 
@@ -481,14 +676,18 @@ static int create_filter(bk_cuckoo **out, uint64_t buckets, uint32_t b,
 
     paired = paired && b == 2 && fp_bits == 8;
     uint64_t bytes = table_bytes_for(buckets, b, fp_bits, paired); /* <= 2^45 */
-    if (bytes > SIZE_MAX - TABLE_PAD - sizeof(*f)) return BK_ESIZE;
+    if (bytes > SIZE_MAX - TABLE_PAD) return BK_ESIZE;
 
-    /* one allocation: the handle, then the table and its padding */
-    f = bk__calloc(1, sizeof(*f) + (size_t)bytes + TABLE_PAD);
+    /* the handle, and the arena: the table and its padding */
+    f = bk__calloc(1, sizeof(*f));
     if (f == NULL) return BK_ENOMEM;
+    f->table = bk__calloc(1, (size_t)bytes + TABLE_PAD);
+    if (f->table == NULL) {
+        bk__free(f);
+        return BK_ENOMEM;
+    }
     bk__object_init(&f->obj, &cuckoo_ops);
-    f->table = (unsigned char *)(f + 1);
-    f->owns_mem = 1;
+    f->nstages = 1;
     f->mask = buckets - 1;
     f->b = (uint8_t)b;
     f->f = (uint8_t)fp_bits;
@@ -497,7 +696,7 @@ static int create_filter(bk_cuckoo **out, uint64_t buckets, uint32_t b,
     f->seed = seed;
     f->capacity = capacity;
     f->target_fpr = target_fpr;
-    f->rng = (seed ^ UINT64_C(0x5851F42D4C957F2D)) | 1;
+    f->rng = initial_rng(seed);
     *out = f;
     return BK_OK;
 }
@@ -531,6 +730,7 @@ int bk_cuckoo_create_params(bk_cuckoo **out, uint64_t buckets,
 void bk_cuckoo_free(bk_cuckoo *f)
 {
     if (f == NULL) return;
+    if (!borrowed(f)) bk__free(arena_of(f));
     bk__object_release(&f->obj);
     bk__free(f);
 }
@@ -540,22 +740,68 @@ int bk_cuckoo_clone(bk_cuckoo **out, const bk_cuckoo *src)
     if (out == NULL) return BK_EINVAL;
     *out = NULL;
     if (src == NULL) return BK_EINVAL;
-    int rc = create_filter(out, buckets_of(src), src->b, src->f, src->max_kicks,
-                           src->seed, src->capacity, src->target_fpr, src->paired);
-    if (rc != BK_OK) return rc;
-    memcpy((*out)->table, src->table, table_bytes(src));
-    (*out)->items = src->items;
-    (*out)->relocations = src->relocations;
-    (*out)->rng = src->rng;
+    bk_cuckoo *f = bk__calloc(1, sizeof(*f));
+    size_t size = arena_bytes(src);
+    unsigned char *arena = f ? bk__malloc(size) : NULL;
+    if (arena == NULL) {
+        bk__free(f);
+        return BK_ENOMEM;
+    }
+    /* a borrowed table is one stage: its arena is the table and padding */
+    memcpy(arena, arena_of(src), size);
+    *f = *src;
+    bk__object_init(&f->obj, &cuckoo_ops);
+    f->table = arena + (src->table - arena_of(src));
+    *out = f;
     return BK_OK;
 }
 
 void bk_cuckoo_clear(bk_cuckoo *f)
 {
     if (f == NULL) return;
-    memset(f->table, 0, table_bytes(f) + TABLE_PAD);
+    memset(arena_of(f), 0, older_bytes(f) + table_bytes(f) + TABLE_PAD);
+    for (uint32_t j = 0; j + 1 < f->nstages; j++)
+        word_set(f, j, make_word(word_buckets(word_get(f, j)), 0));
     f->items = 0;
     f->relocations = 0;
+}
+
+int bk_cuckoo_add_stage(bk_cuckoo *f, uint64_t buckets)
+{
+    if (f == NULL) return BK_EINVAL;
+    if (buckets == 0 || buckets > BK_CUCKOO_MAX_BUCKETS || (buckets & (buckets - 1)) != 0)
+        return BK_ESIZE;
+    int rc = append_stages(f, 1, &buckets, NULL, NULL);
+    /* a new stage chooses as a new filter would */
+    if (rc == BK_OK) f->rng = initial_rng(f->seed);
+    return rc;
+}
+
+int bk_cuckoo_append(bk_cuckoo *dst, const bk_cuckoo *src)
+{
+    uint64_t buckets[BK_CUCKOO_MAX_STAGES], items[BK_CUCKOO_MAX_STAGES];
+    const unsigned char *tables[BK_CUCKOO_MAX_STAGES];
+    if (dst == NULL || src == NULL || dst == src) return BK_EINVAL;
+    if (dst->b != src->b || dst->f != src->f || dst->paired != src->paired ||
+        dst->seed != src->seed || dst->max_kicks != src->max_kicks)
+        return BK_EINVAL;
+    if ((uint32_t)dst->nstages + src->nstages > BK_CUCKOO_MAX_STAGES) return BK_ESIZE;
+    stage_walk w;
+    uint32_t j, n = 0;
+    walk_start(src, &w);
+    while (walk_next(src, &w, &j)) {
+        buckets[n] = w.v.mask + 1;
+        tables[n] = w.v.table;
+        items[n++] = word_items(word_get(src, j));
+    }
+    buckets[n] = src->mask + 1;
+    tables[n] = src->table;
+    items[n++] = src->items - older_items(src);
+    int rc = append_stages(dst, n, buckets, tables, items);
+    if (rc != BK_OK) return rc;
+    dst->relocations += src->relocations;
+    dst->rng = src->rng; /* the newest stage's generator goes on */
+    return BK_OK;
 }
 
 /*==========================================================================
@@ -567,39 +813,85 @@ int bk_cuckoo_add_hash(bk_cuckoo *f, bk_hash h)
     return add_position(f, locate(f, h));
 }
 
+/* Is the key in an older stage? (The newest is the caller's to check.) */
+static int in_older(const bk_cuckoo *f, bk_hash h)
+{
+    stage_walk w;
+    uint32_t j;
+    if (f->nstages == 1) return 0;
+    walk_start(f, &w);
+    while (walk_next(f, &w, &j))
+        if (contains_position(&w.v, locate(&w.v, h))) return 1;
+    return 0;
+}
+
 int bk_cuckoo_add_unique_hash(bk_cuckoo *f, bk_hash h)
 {
     position p = locate(f, h);
-    if (contains_position(f, p)) return 0;
+    if (contains_position(f, p) || in_older(f, h)) return 0;
     int rc = add_position(f, p);
     return rc == BK_OK ? 1 : rc;
 }
 
-int bk_cuckoo_remove_hash(bk_cuckoo *f, bk_hash h)
+/* Remove fp from one of p's buckets of (a view of) a stage; 1 if found. */
+static int remove_position(bk_cuckoo *f, position p)
 {
-    position p = locate(f, h);
     int s = find_slot(f, p.i1, p.fp);
     uint64_t bucket = p.i1;
     if (s < 0) {
         s = find_slot(f, p.i2, p.fp);
         bucket = p.i2;
     }
-    if (s < 0) return BK_ENOTFOUND;
+    if (s < 0) return 0;
     set_slot(f, bucket, (uint32_t)s, 0);
+    return 1;
+}
+
+/* The newest stage holding the key loses one copy. */
+int bk_cuckoo_remove_hash(bk_cuckoo *f, bk_hash h)
+{
+    if (remove_position(f, locate(f, h))) {
+        f->items--;
+        return BK_OK;
+    }
+    stage_walk w, found;
+    uint32_t j, hit = 0;
+    int any = 0;
+    walk_start(f, &w);
+    while (walk_next(f, &w, &j)) {
+        if (contains_position(&w.v, locate(&w.v, h))) {
+            found = w;
+            hit = j;
+            any = 1;
+        }
+    }
+    if (!any) return BK_ENOTFOUND;
+    remove_position(&found.v, locate(&found.v, h));
+    uint64_t word = word_get(f, hit);
+    word_set(f, hit, make_word(word_buckets(word), word_items(word) - 1));
     f->items--;
     return BK_OK;
 }
 
 int bk_cuckoo_contains_hash(const bk_cuckoo *f, bk_hash h)
 {
-    return contains_position(f, locate(f, h));
+    return contains_position(f, locate(f, h)) || in_older(f, h);
+}
+
+static inline uint32_t count_position(const bk_cuckoo *f, position p)
+{
+    uint32_t n = count_in(f, p.i1, p.fp);
+    if (p.i2 != p.i1) n += count_in(f, p.i2, p.fp);
+    return n;
 }
 
 uint32_t bk_cuckoo_count_hash(const bk_cuckoo *f, bk_hash h)
 {
-    position p = locate(f, h);
-    uint32_t n = count_in(f, p.i1, p.fp);
-    if (p.i2 != p.i1) n += count_in(f, p.i2, p.fp);
+    uint32_t n = count_position(f, locate(f, h)), j;
+    stage_walk w;
+    if (f->nstages == 1) return n;
+    walk_start(f, &w);
+    while (walk_next(f, &w, &j)) n += count_position(&w.v, locate(&w.v, h));
     return n;
 }
 
@@ -673,6 +965,14 @@ int64_t bk_cuckoo_contains_batch(const bk_cuckoo *f, const void *const *keys,
     position ring[BATCH_AHEAD];
     int64_t hits = 0;
     if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
+    if (f->nstages > 1) { /* every stage, key by key */
+        for (size_t i = 0; i < n; i++) {
+            int r = bk_cuckoo_contains_hash(f, bk_hash_key(keys[i], lens[i], f->seed));
+            hits += r;
+            if (results != NULL) results[i] = (uint8_t)r;
+        }
+        return hits;
+    }
 
     size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
     for (size_t i = 0; i < ahead; i++) {
@@ -698,25 +998,46 @@ int64_t bk_cuckoo_contains_batch(const bk_cuckoo *f, const void *const *keys,
  * API: statistics
  *==========================================================================*/
 
-uint64_t bk_cuckoo_buckets(const bk_cuckoo *f) { return buckets_of(f); }
+/* All stages' buckets. */
+uint64_t bk_cuckoo_buckets(const bk_cuckoo *f)
+{
+    uint64_t n = buckets_of(f);
+    for (uint32_t j = 0; j + 1 < f->nstages; j++) n += word_buckets(word_get(f, j));
+    return n;
+}
+
 uint32_t bk_cuckoo_bucket_size(const bk_cuckoo *f) { return f->b; }
 uint32_t bk_cuckoo_fingerprint_bits(const bk_cuckoo *f) { return f->f; }
 uint32_t bk_cuckoo_max_kicks(const bk_cuckoo *f) { return f->max_kicks; }
 uint64_t bk_cuckoo_seed(const bk_cuckoo *f) { return f->seed; }
 uint64_t bk_cuckoo_items(const bk_cuckoo *f) { return f->items; }
+uint32_t bk_cuckoo_stages(const bk_cuckoo *f) { return f->nstages; }
+
+uint64_t bk_cuckoo_stage_buckets(const bk_cuckoo *f, uint32_t stage)
+{
+    if (f == NULL || stage >= f->nstages) return 0;
+    return stage + 1 == f->nstages ? buckets_of(f) : word_buckets(word_get(f, stage));
+}
+
+uint64_t bk_cuckoo_stage_items(const bk_cuckoo *f, uint32_t stage)
+{
+    if (f == NULL || stage >= f->nstages) return 0;
+    return stage + 1 == f->nstages ? f->items - older_items(f)
+                                   : word_items(word_get(f, stage));
+}
 
 /* Exact for a created filter; a loaded one (holding the file's payload
  * block instead) reports the same, so CF.INFO Size survives a reload. */
 size_t bk_cuckoo_bytes(const bk_cuckoo *f)
 {
-    return sizeof(*f) + table_bytes(f) + TABLE_PAD;
+    return sizeof(*f) + arena_bytes(f);
 }
 
 int bk_cuckoo_get_stats(const bk_cuckoo *f, bk_cuckoo_stats *out)
 {
     if (f == NULL || out == NULL) return BK_EINVAL;
     memset(out, 0, sizeof(*out));
-    out->buckets = buckets_of(f);
+    out->buckets = bk_cuckoo_buckets(f);
     out->bucket_size = f->b;
     out->fingerprint_bits = f->f;
     out->max_kicks = f->max_kicks;
@@ -724,9 +1045,18 @@ int bk_cuckoo_get_stats(const bk_cuckoo *f, bk_cuckoo_stats *out)
     out->capacity = f->capacity;
     out->target_fpr = f->target_fpr;
     out->items = f->items;
-    out->slots = buckets_of(f) * f->b;
+    out->stages = f->nstages;
+    out->slots = out->buckets * f->b;
     out->load_factor = (double)f->items / (double)out->slots;
+    /* a key is absent only when every stage says so */
     out->fpr_now = bk_cuckoo_fpr(f->items, buckets_of(f), f->b, f->f);
+    if (f->nstages > 1) {
+        double pass = 1.0;
+        for (uint32_t j = 0; j < f->nstages; j++)
+            pass *= 1.0 - bk_cuckoo_fpr(bk_cuckoo_stage_items(f, j),
+                                        bk_cuckoo_stage_buckets(f, j), f->b, f->f);
+        out->fpr_now = 1.0 - pass;
+    }
     out->relocations = f->relocations;
     out->bytes = bk_cuckoo_bytes(f);
     out->bits_per_item =
@@ -742,7 +1072,7 @@ BK__FAMILY_CASTS(cuckoo, cuckoo_ops)
 
 static uint64_t ops_seed(const void *f) { return ((const bk_cuckoo *)f)->seed; }
 static void ops_destroy(void *f) { bk_cuckoo_free(f); }
-static uint32_t ops_nparts(const void *f) { (void)f; return 1; }
+static uint32_t ops_nparts(const void *f) { return ((const bk_cuckoo *)f)->nstages; }
 static void ops_clear(void *f) { bk_cuckoo_clear(f); }
 static int ops_clone(const void *f, void **out) { return bk_cuckoo_clone((bk_cuckoo **)out, f); }
 
@@ -768,11 +1098,14 @@ static int64_t ops_contains_batch(const void *f, const void *const *keys,
     return bk_cuckoo_contains_batch(f, keys, lens, n, results);
 }
 
-/* Image: one part; m = buckets, width = fingerprint bits, slots = bucket
- * size, param = the eviction generator's state (so a loaded filter makes
- * the same choices as the saved one); header param[0] = max kicks,
- * param[1] = relocations so far. The data is the packed table followed by
- * TABLE_PAD zero bytes. */
+/* Image: one part per stage, oldest first; m = buckets, width =
+ * fingerprint bits, slots = bucket size, items = the stage's own; the
+ * newest (last) part's param = the eviction generator's state (so a loaded
+ * filter makes the same choices as the saved one), the others' 0; part 0
+ * carries capacity and fpr. Header param[0] = max kicks, param[1] =
+ * relocations so far, items = all stages'. Each part's data is its packed
+ * table; the last one's is followed by TABLE_PAD zero bytes. A one-stage
+ * filter is thus exactly the one-part image of before stages existed. */
 
 #define LOCKFREE_ADD 0 /* writers need a lock */
 
@@ -803,7 +1136,7 @@ static int ops_info(const void *vf, bk_filter_info *out)
                     : 0.0;
     out->fill = st.load_factor;
     out->bytes = st.bytes;
-    out->parts = 1;
+    out->parts = st.stages;
     return BK_OK;
 }
 
@@ -819,71 +1152,136 @@ static int ops_create(const bk_filter_config *cfg, void **out)
 static int ops_describe(const void *vf, bk__image *img)
 {
     const bk_cuckoo *f = vf;
-    bk__part *p = &img->parts[0];
     img->seed = f->seed;
-    img->capacity = p->capacity = f->capacity;
-    img->fpr = p->fpr = f->target_fpr;
-    img->items = p->items = f->items;
+    img->capacity = f->capacity;
+    img->fpr = f->target_fpr;
+    img->items = f->items;
     img->param[0] = f->max_kicks;
     img->param[1] = f->relocations;
-    p->m = buckets_of(f);
-    p->flags = f->paired ? PART_PAIRED : 0;
-    p->width = (uint8_t)f->f;
-    p->slots = (uint8_t)f->b;
-    p->param = f->rng;
-    p->data = f->table;
-    p->length = table_bytes(f) + TABLE_PAD;
+    stage_walk w;
+    uint32_t j;
+    walk_start(f, &w);
+    for (;;) {
+        int older = walk_next(f, &w, &j);
+        const bk_cuckoo *s = older ? &w.v : f;
+        if (!older) j = f->nstages - 1u;
+        bk__part *p = &img->parts[j];
+        p->m = buckets_of(s);
+        p->flags = f->paired ? PART_PAIRED : 0;
+        p->width = (uint8_t)f->f;
+        p->slots = (uint8_t)f->b;
+        p->items = bk_cuckoo_stage_items(f, j);
+        p->data = s->table;
+        p->length = table_bytes(s) + (older ? 0 : TABLE_PAD);
+        p->param = older ? 0 : f->rng;
+        if (j == 0) {
+            p->capacity = f->capacity;
+            p->fpr = f->target_fpr;
+        }
+        if (!older) break;
+    }
+    return BK_OK;
+}
+
+/* Check one stage's part (all parts share part 0's shape). */
+static int check_part(const bk__part *p, const bk__part *first, int last)
+{
+    uint64_t buckets = p->m;
+    if (buckets == 0 || buckets > BK_CUCKOO_MAX_BUCKETS || (buckets & (buckets - 1)))
+        return BK_ECORRUPT;
+    if (p->slots != first->slots || p->width != first->width || p->flags != first->flags)
+        return BK_ECORRUPT;
+    if (p->k != 0 || (p != first && (p->capacity != 0 || p->fpr != 0.0)))
+        return BK_ECORRUPT;
+    if ((p->param == 0) == last) return BK_ECORRUPT; /* the generator is the newest's */
+    int paired = (p->flags & PART_PAIRED) != 0;
+    uint64_t bytes = table_bytes_for(buckets, p->slots, p->width, paired);
+    if (p->length != bytes + (last ? TABLE_PAD : 0)) return BK_ECORRUPT;
+    if (p->items > buckets * p->slots) return BK_ECORRUPT;
+    const unsigned char *data = p->data;
+    for (int i = 0; last && i < TABLE_PAD; i++)
+        if (data[bytes + (size_t)i] != 0) return BK_ECORRUPT;
+    /* bits past the last slot in the last table byte are never set */
+    uint64_t used_bits = buckets * bucket_bits(p->slots, p->width, paired);
+    if ((used_bits & 7) && (data[bytes - 1] >> (used_bits & 7)) != 0) return BK_ECORRUPT;
+    /* every pair code names two fingerprints of 0..254 (read through a
+     * view: get_bits only needs the table) */
+    bk_cuckoo v;
+    v.table = p->data;
+    for (uint64_t i = 0; paired && i < buckets; i++)
+        if (get_bits(&v, i * PAIR_BITS, PAIR_BITS) >= PAIR_CODES) return BK_ECORRUPT;
     return BK_OK;
 }
 
 static int ops_restore(const bk__image *img, void **out)
 {
-    const bk__part *p = &img->parts[0];
-    if (img->nparts != 1) return BK_ECORRUPT;
-    uint64_t buckets = p->m;
-    if (buckets == 0 || buckets > BK_CUCKOO_MAX_BUCKETS || (buckets & (buckets - 1)))
-        return BK_ECORRUPT;
-    if (find_bucket_size(p->slots) == NULL || p->slots == 0 || !valid_fp_bits(p->width))
+    const bk__part *first = &img->parts[0];
+    uint32_t n = img->nparts;
+    if (n < 1 || n > BK_CUCKOO_MAX_STAGES) return BK_ECORRUPT;
+    if (find_bucket_size(first->slots) == NULL || first->slots == 0 || !valid_fp_bits(first->width))
         return BK_ECORRUPT;
     if (img->param[0] == 0 || img->param[0] > BK_CUCKOO_MAX_KICKS) return BK_ECORRUPT;
-    if (p->flags & ~PART_PAIRED) return BK_ECORRUPT;
-    int paired = (p->flags & PART_PAIRED) != 0;
-    if (paired && (p->slots != 2 || p->width != 8)) return BK_ECORRUPT;
-    uint64_t bytes = table_bytes_for(buckets, p->slots, p->width, paired);
-    if (p->length != bytes + TABLE_PAD) return BK_ECORRUPT;
-    if (img->items > buckets * p->slots || p->param == 0) return BK_ECORRUPT;
+    if (first->flags & ~PART_PAIRED) return BK_ECORRUPT;
+    int paired = (first->flags & PART_PAIRED) != 0;
+    if (paired && (first->slots != 2 || first->width != 8)) return BK_ECORRUPT;
     if (!bk__valid_stored_fpr(img->fpr) || (img->fpr == 0.0) != (img->capacity == 0))
         return BK_ECORRUPT;
-    const unsigned char *pad = (const unsigned char *)p->data + bytes;
-    for (int i = 0; i < TABLE_PAD; i++)
-        if (pad[i] != 0) return BK_ECORRUPT;
-    /* bits past the last slot in the last table byte are never set */
-    uint64_t used_bits = buckets * bucket_bits(p->slots, p->width, paired);
-    if ((used_bits & 7) && (((const unsigned char *)p->data)[bytes - 1] >> (used_bits & 7)) != 0)
-        return BK_ECORRUPT;
+    uint64_t items = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        int rc = check_part(&img->parts[j], first, j + 1 == n);
+        if (rc != BK_OK) return rc;
+        items += img->parts[j].items;
+    }
+    if (img->items != items) return BK_ECORRUPT;
 
+    const bk__part *newest = &img->parts[n - 1];
     bk_cuckoo *f = bk__calloc(1, sizeof(*f));
     if (f == NULL) return BK_ENOMEM;
     bk__object_init(&f->obj, &cuckoo_ops);
-    f->owns_mem = 0;
-    f->table = p->data;
-    f->mask = buckets - 1;
-    f->b = p->slots;
-    f->f = p->width;
+    f->nstages = 1;
+    f->table = newest->data;
+    f->mask = newest->m - 1;
+    f->b = first->slots;
+    f->f = first->width;
     f->paired = (uint8_t)paired;
     f->max_kicks = (uint32_t)img->param[0];
     f->seed = img->seed;
     f->capacity = img->capacity;
     f->target_fpr = img->fpr;
-    f->items = img->items;
+    f->items = newest->items;
     f->relocations = img->param[1];
-    f->rng = p->param;
-    /* every pair code names two fingerprints of 0..254 */
-    for (uint64_t i = 0; paired && i < buckets; i++) {
-        if (get_bits(f, i * PAIR_BITS, PAIR_BITS) >= PAIR_CODES) {
-            bk__free(f);
-            return BK_ECORRUPT;
+    f->rng = newest->param;
+    if (n > 1) {
+        /* several stages: copied into an arena of their own, the newest
+         * last (so the payload block is not kept: payload_copied) */
+        uint64_t buckets[BK_CUCKOO_MAX_STAGES], counts[BK_CUCKOO_MAX_STAGES];
+        const unsigned char *tables[BK_CUCKOO_MAX_STAGES];
+        for (uint32_t j = 0; j < n; j++) {
+            buckets[j] = img->parts[j].m;
+            counts[j] = img->parts[j].items;
+            tables[j] = img->parts[j].data;
         }
+        /* start from stage 0 alone (borrowed), then append the rest */
+        f->table = first->data;
+        f->mask = first->m - 1;
+        f->items = first->items;
+        /* obj.block is not set yet: a borrowed table is freed below by
+         * hand if the append fails, never by append_stages */
+        unsigned char *own = bk__malloc(table_bytes(f) + TABLE_PAD);
+        if (own == NULL) {
+            bk__free(f);
+            return BK_ENOMEM;
+        }
+        memcpy(own, first->data, table_bytes(f));
+        memset(own + table_bytes(f), 0, TABLE_PAD);
+        f->table = own;
+        int rc = append_stages(f, n - 1, buckets + 1, tables + 1, counts + 1);
+        if (rc != BK_OK) {
+            bk__free(own);
+            bk__free(f);
+            return rc == BK_ESIZE ? BK_ECORRUPT : rc;
+        }
+        f->obj.payload_copied = 1;
     }
     *out = f;
     return BK_OK;

@@ -73,6 +73,9 @@ typedef struct bk__object {
     uint8_t block_kind;     /* enum bk__block_kind */
     uint8_t read_only;      /* adds through bk_filter_* are refused */
     uint8_t writable_map;   /* block is a MAP_SHARED file mapping */
+    uint8_t payload_copied; /* restore() copied the payload and kept no
+                               pointer into it: a heap block is freed at
+                               once instead of adopted */
 } bk__object;
 
 struct bk__family_ops {
@@ -155,6 +158,7 @@ static inline void bk__object_init(bk__object *o, const bk__family_ops *ops)
     o->block_kind = BK__BLOCK_NONE;
     o->read_only = 0;
     o->writable_map = 0;
+    o->payload_copied = 0;
 }
 
 /* Release what the object holds (its heap block or mapping). Every

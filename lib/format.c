@@ -412,6 +412,10 @@ static int verify_payload(const header *h, const unsigned char *payload)
 /* Take over an aligned heap block holding the payload. */
 static void adopt_block(bk__object *o, void *block, size_t len)
 {
+    if (o->payload_copied) {
+        bk__free_aligned(block);
+        return;
+    }
     o->block = block;
     o->block_len = len;
     o->block_kind = BK__BLOCK_HEAP;

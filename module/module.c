@@ -681,7 +681,7 @@ static int parse_load_args(RedisModuleCtx *ctx, RedisModuleString **argv, int ar
     }
     if (d.cf_max_expansions > 32) {
         RedisModule_Log(ctx, "notice",
-                        "bloomkit: CF_MAX_EXPANSIONS %u: a cuckoo chain has at most 32 "
+                        "bloomkit: CF_MAX_EXPANSIONS %u: a CF key has at most 32 "
                         "stages here",
                         d.cf_max_expansions);
         d.cf_max_expansions = 32;

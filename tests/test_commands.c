@@ -1183,6 +1183,150 @@ static void test_cf_full_and_growth(void **state)
     assert_non_null(strstr(run("CF.INFO lim"), "+Number of filters\r\n:1\r\n"));
 }
 
+/* CF.RESERVE k 50 then CF.ADD until RedisBloom's 32 stages (the bench_grow
+ * row): 32 stages of 32 buckets in one filter, 104 + 32 x 60 + 8 + 31 x 8
+ * bytes, against RedisBloom 2.6.28's 2,600. */
+static void test_cf_many_stages_bytes(void **state)
+{
+    (void)state;
+    char line[64];
+    EXPECT("CF.RESERVE s 50", "+OK\r\n");
+    const char *r = NULL;
+    int added = 0;
+    for (int i = 0; i < 4000; i++) {
+        snprintf(line, sizeof(line), "CF.ADD s key:%d", i);
+        r = run(line);
+        if (strcmp(r, ":1\r\n") != 0) break;
+        added++;
+    }
+    assert_string_equal(r, "-ERR Maximum expansions reached\r\n");
+    r = run("CF.INFO s");
+    char want[256];
+    snprintf(want, sizeof(want), "+Size\r\n:%d\r\n+Number of buckets\r\n:%d\r\n"
+                                 "+Number of filters\r\n:32\r\n+Number of items inserted\r\n:%d\r\n",
+             104 + 32 * 60 + 8 + 31 * 8, 32 * 32, added);
+    assert_non_null(strstr(r, want));
+    const bkc_value *v = H.keys[find_slot(&H, (bkc_str){"s", 1}, 0)].v;
+    assert_int_equal(v->nfilters, 1);
+    assert_true(bkc_value_bytes(v) <= 2600); /* MEMORY USAGE */
+    for (int i = 0; i < added; i++) {
+        snprintf(line, sizeof(line), "CF.EXISTS s key:%d", i);
+        EXPECT(line, ":1\r\n");
+    }
+}
+
+/* A capacity whose power-of-two table is under 60% used at capacity gets
+ * one more CF.INFO pair saying so; the others get RedisBloom's eight. */
+static void test_cf_info_waste(void **state)
+{
+    (void)state;
+    EXPECT("CF.RESERVE w 1100", "+OK\r\n");
+    EXPECT("CF.RESERVE ok 1000", "+OK\r\n");
+    EXPECT("CF.RESERVE w4 1030 BUCKETSIZE 4", "+OK\r\n");
+    const char *r = run("CF.INFO w");
+    assert_memory_equal(r, "*18\r\n", 5);
+    const char *tail = "+Max iterations\r\n:20\r\n+Warning\r\n$";
+    assert_non_null(strstr(r, tail));
+    assert_non_null(strstr(r, "capacity 1100 fills 53% of 2048 slots (1024 buckets of 2: bucket "
+                              "counts are powers of two); a capacity of up to 2049 costs the same"));
+    r = run("CF.INFO w4"); /* 257 buckets wanted: 512 x 4 slots, 50% */
+    assert_non_null(strstr(r, "capacity 1030 fills 50% of 2048 slots (512 buckets of 4"));
+    r = run("CF.INFO ok"); /* 1000 of 1024 slots */
+    assert_memory_equal(r, "*16\r\n", 5);
+    assert_null(strstr(r, "Warning"));
+    RESP = 3;
+    assert_memory_equal(run("CF.INFO w"), "%9\r\n", 4);
+    assert_memory_equal(run("CF.INFO ok"), "%8\r\n", 4);
+    RESP = 2;
+}
+
+/* tests/golden/cf-chain-v1.bkcv: CF.SCANDUMP of a key written before CF
+ * keys held one filter of stages (one image per stage), made with that
+ * code: CF.RESERVE k 50 BUCKETSIZE 2 EXPANSION 2, CF.ADD item:0 ..
+ * item:389 (4 stages), CF.DEL item:0, item:4, ..., item:36, CF.ADD item:1
+ * again. It loads as one filter of 4 stages with the same answers. */
+static void test_cf_old_chain(void **state)
+{
+    (void)state;
+    FILE *fp = fopen(BK_SOURCE_DIR "/tests/golden/cf-chain-v1.bkcv", "rb");
+    assert_non_null(fp);
+    static unsigned char old[4096];
+    size_t n = fread(old, 1, sizeof(old), fp);
+    fclose(fp);
+    assert_int_equal(n, 1788);
+    assert_int_equal(old[16], 4); /* four filters in the container */
+
+    char it[32], line[64];
+    snprintf(it, sizeof(it), "%zu", n);
+    bkc_str argv[4] = {{"CF.LOADCHUNK", 12}, {"old", 3}, {it, strlen(it)}, {(char *)old, n}};
+    assert_string_equal(run_argv(4, argv), "+OK\r\n");
+    const char *r = run("CF.INFO old");
+    /* RedisBloom's figures: 32 + 64 + 128 + 256 buckets in 4 filters; the
+     * Size is now one filter's: 104 + 900 of tables + 8 + 3 x 8 */
+    assert_string_equal(r, "*16\r\n+Size\r\n:1036\r\n+Number of buckets\r\n:480\r\n"
+                           "+Number of filters\r\n:4\r\n+Number of items inserted\r\n:381\r\n"
+                           "+Number of items deleted\r\n:10\r\n+Bucket size\r\n:2\r\n"
+                           "+Expansion rate\r\n:2\r\n+Max iterations\r\n:20\r\n");
+    for (int i = 0; i < 390; i++) {
+        if (i < 40 && i % 4 == 0) continue; /* deleted (may still match) */
+        snprintf(line, sizeof(line), "CF.EXISTS old item:%d", i);
+        EXPECT(line, ":1\r\n");
+    }
+    r = run("CF.COUNT old item:1");
+    assert_true(strcmp(r, ":2\r\n") == 0 || strcmp(r, ":3\r\n") == 0);
+    /* it dumps as one image now, and that loads back to the same bytes */
+    static chunk A[4], B[4];
+    size_t na = dump("CF.SCANDUMP", "old", 4u << 20, A, 4);
+    assert_int_equal(na, 1);
+    assert_true(A[0].len < n);
+    assert_int_equal(((unsigned char *)A[0].data)[16], 1); /* one filter */
+    assert_string_equal(load("CF.LOADCHUNK", "again", &A[0]), "+OK\r\n");
+    size_t nb = dump("CF.SCANDUMP", "again", 4u << 20, B, 4);
+    assert_int_equal(nb, 1);
+    assert_int_equal(B[0].len, A[0].len);
+    assert_memory_equal(B[0].data, A[0].data, A[0].len);
+    free_chunks(A, na);
+    free_chunks(B, nb);
+    /* and it grows on: stage 5 is sized for 50 x 2^4 items (512 buckets) */
+    int grew = 0;
+    for (int i = 1000; i < 2000 && !grew; i++) {
+        snprintf(line, sizeof(line), "CF.ADD old item:%d", i);
+        EXPECT(line, ":1\r\n");
+        grew = strstr(run("CF.INFO old"), "+Number of filters\r\n:5\r\n") != NULL;
+    }
+    assert_true(grew);
+    assert_non_null(strstr(run("CF.INFO old"), "+Number of buckets\r\n:992\r\n"));
+
+    bkc_value *v = NULL;
+    assert_int_equal(bkc_value_decode(old, n, &v), BK_OK);
+    assert_int_equal(v->nfilters, 1);
+    assert_int_equal(bk_cuckoo_stages(bk_filter_as_cuckoo(v->filters[0])), 4);
+    bkc_value_free(v);
+
+    /* a container whose stages cannot join (the old first stage, then a
+     * filter of bucket size 4) is refused */
+    static unsigned char bad[4096];
+    uint64_t len0 = 0;
+    for (int i = 7; i >= 0; i--) len0 = (len0 << 8) | old[56 + i];
+    bk_cuckoo *other;
+    assert_int_equal(bk_cuckoo_create_params(&other, 16, 4, 8, 20, BK_DEFAULT_SEED), BK_OK);
+    uint64_t len1 = bk_filter_serialized_size(bk_cuckoo_as_filter(other));
+    size_t total = 56 + 8 + (size_t)len0 + 8 + (size_t)len1;
+    assert_true(total <= sizeof(bad));
+    memcpy(bad, old, 56 + 8 + (size_t)len0);
+    for (int i = 0; i < 8; i++) bad[56 + 8 + len0 + i] = (unsigned char)(len1 >> (8 * i));
+    assert_int_equal(bk_filter_serialize(bk_cuckoo_as_filter(other), bad + 56 + 16 + len0,
+                                         (size_t)len1),
+                     BK_OK);
+    bk_cuckoo_free(other);
+    bad[16] = 2;
+    for (int i = 0; i < 8; i++) bad[8 + i] = (unsigned char)((uint64_t)total >> (8 * i));
+    uint64_t check = bk_hash_key(bad, 48, 0).lo;
+    for (int i = 0; i < 8; i++) bad[48 + i] = (unsigned char)(check >> (8 * i));
+    assert_int_equal(bkc_value_decode(bad, total, &v), BK_ECORRUPT);
+    assert_null(v);
+}
+
 /*==========================================================================
  * RedisBloom's error texts (issue 14)
  *==========================================================================*/
@@ -1438,6 +1582,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cf_basic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cf_reserve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cf_full_and_growth, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cf_many_stages_bytes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cf_old_chain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cf_info_waste, setup, teardown),
         cmocka_unit_test_setup_teardown(test_redisbloom_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resp3_types, setup, teardown),
         cmocka_unit_test_setup_teardown(test_loadchunk_safety, setup, teardown),

@@ -309,6 +309,123 @@ static void test_allocation_failures(void **state)
         assert_true(tu_oom_loop(try_create, (void *)&cases[i]) >= 2);
 }
 
+/*--------------------------------------------------------------------------
+ * Memory beyond the bits: the figures each family's section of bloomkit.h
+ * states (bk_filter_get_info().bytes minus the payload of the file image,
+ * summed over its parts without the padding between them), checked at two
+ * sizes since they must not depend on the size.
+ *--------------------------------------------------------------------------*/
+
+static uint64_t le64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+/* bytes - sum of the image's part lengths (docs/FORMAT.md: nparts at 16,
+ * part descriptors of 64 bytes from 128, each length at +8) */
+static long long beyond_payload(const bk_filter *f)
+{
+    uint64_t n = bk_filter_serialized_size(f);
+    unsigned char *buf = malloc((size_t)n);
+    assert_non_null(buf);
+    assert_int_equal(bk_filter_serialize(f, buf, (size_t)n), BK_OK);
+    uint32_t nparts = (uint32_t)(buf[16] | buf[17] << 8 | buf[18] << 16 | (uint32_t)buf[19] << 24);
+    uint64_t payload = 0;
+    for (uint32_t i = 0; i < nparts; i++) payload += le64(buf + 128 + 64 * (size_t)i + 8);
+    free(buf);
+    bk_filter_info info;
+    assert_int_equal(bk_filter_get_info(f, &info), BK_OK);
+    return (long long)info.bytes - (long long)payload;
+}
+
+static void test_memory_beyond_bits(void **state)
+{
+    (void)state;
+    static const struct {
+        bk_family family;
+        long long beyond;
+    } stated[] = {
+        {BK_FAMILY_BLOOM, 176},    {BK_FAMILY_BLOCKED, 232},  {BK_FAMILY_COUNTING, 240},
+        {BK_FAMILY_DELETABLE, 208}, {BK_FAMILY_CUCKOO, 104},  {BK_FAMILY_SCALABLE, 96},
+        {BK_FAMILY_WINDOW, 160 + 4 * 208}, {BK_FAMILY_DLEFT, 168}, {BK_FAMILY_VARCOUNT, 168},
+        {BK_FAMILY_HIER, 312},     {BK_FAMILY_HYBRID, 168},   {BK_FAMILY_MORRIS, 192},
+    };
+    for (size_t i = 0; i < sizeof(stated) / sizeof(stated[0]); i++) {
+        for (uint64_t cap = 100; cap <= 100000; cap *= 1000) {
+            bk_filter_config cfg;
+            bk_filter_config_init(&cfg);
+            cfg.family = stated[i].family;
+            cfg.capacity = cap;
+            cfg.fpr = 0.01;
+            if (cfg.family == BK_FAMILY_WINDOW) cfg_window(&cfg);
+            bk_filter *f;
+            assert_int_equal(bk_filter_create(&f, &cfg), BK_OK);
+            long long got = beyond_payload(f);
+            if (got != stated[i].beyond)
+                fail_msg("%s at %llu: %lld bytes beyond the payload, bloomkit.h says %lld",
+                         bk_family_name(stated[i].family), (unsigned long long)cap, got,
+                         stated[i].beyond);
+            bk_filter_free(f);
+        }
+    }
+    /* window: 160 + 208 per generation */
+    for (uint32_t g = 2; g <= 8; g *= 2) {
+        bk_window *w;
+        assert_int_equal(bk_window_create(&w, 1000, 0.01, 1000, g, 0, 1), BK_OK);
+        assert_int_equal(beyond_payload(bk_window_as_filter(w)), 160 + 208 * (long long)g);
+        bk_window_free(w);
+    }
+    /* cuckoo: 8 more per stage after the first */
+    bk_cuckoo *cf;
+    assert_int_equal(bk_cuckoo_create_params(&cf, 32, 2, 8, 20, 1), BK_OK);
+    for (uint32_t j = 1; j < 5; j++) assert_int_equal(bk_cuckoo_add_stage(cf, 32), BK_OK);
+    assert_int_equal(beyond_payload(bk_cuckoo_as_filter(cf)), 104 + 8 * 4);
+    assert_int_equal(bk_cuckoo_bytes(cf), BK_CUCKOO_OVERHEAD_BYTES + 5 * 60 +
+                                              4 * BK_CUCKOO_STAGE_BYTES);
+    bk_cuckoo_free(cf);
+    /* scalable: 87 per later stage, plus the directory (16 + 8 c bytes for
+     * c = 4, 8, ... up to the first c holding every stage) */
+    bk_scalable *sf;
+    assert_int_equal(bk_scalable_create(&sf, 100, 0.01, 2, 0, 1), BK_OK);
+    char key[TU_KEY_LEN];
+    for (uint64_t i = 0; bk_scalable_stages(sf) < 10; i++) {
+        tu_key(key, i, 1);
+        assert_true(bk_scalable_add(sf, key, sizeof(key)) >= 0);
+        uint32_t n = bk_scalable_stages(sf);
+        long long want = 96 + 87 * (long long)(n - 1);
+        for (uint32_t c = 4; n > 1; c *= 2) {
+            want += 16 + 8 * (long long)c;
+            if (c >= n) break;
+        }
+        if (i % 97 == 0) assert_int_equal(beyond_payload(bk_scalable_as_filter(sf)), want);
+    }
+    bk_scalable_free(sf);
+    /* the static families, built from keys */
+    static char kb[1000][TU_KEY_LEN];
+    const void *keys[1000];
+    size_t lens[1000];
+    uint32_t values[1000];
+    for (uint32_t n = 100; n <= 1000; n *= 10) {
+        for (uint32_t i = 0; i < n; i++) {
+            tu_key(kb[i], i, 1);
+            keys[i] = kb[i];
+            lens[i] = TU_KEY_LEN;
+            values[i] = i & 255;
+        }
+        bk_static *st;
+        assert_int_equal(bk_static_build(&st, keys, lens, n, 8, 1), BK_OK);
+        assert_int_equal(beyond_payload(bk_static_as_filter(st)), 184);
+        bk_filter_free(bk_static_as_filter(st));
+        bk_map *m;
+        uint64_t conflict;
+        assert_int_equal(bk_map_build(&m, keys, lens, values, n, 8, 7, 1, &conflict), BK_OK);
+        assert_int_equal(beyond_payload(bk_map_as_filter(m)), 128);
+        bk_filter_free(bk_map_as_filter(m));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -319,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_cross_family),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_allocation_failures),
+        cmocka_unit_test(test_memory_beyond_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -114,6 +114,25 @@ static bk_filter *make_hier(void) { return make_generic(BK_FAMILY_HIER, NULL); }
 static bk_filter *make_hybrid(void) { return make_generic(BK_FAMILY_HYBRID, NULL); }
 static bk_filter *make_morris(void) { return make_generic(BK_FAMILY_MORRIS, NULL); }
 
+/* A cuckoo filter of RedisBloom's CF shape (buckets of 2 x 8 bits, 20
+ * kicks) made with 32 buckets and grown by doubling stages, as CF.ADD
+ * grows a key reserved with EXPANSION 2: one part per stage. */
+static bk_filter *make_cuckoo_stages(void)
+{
+    bk_cuckoo *f;
+    assert_int_equal(bk_cuckoo_create_params(&f, 32, 2, 8, 20, 45), BK_OK);
+    char key[TU_KEY_LEN];
+    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
+        tu_key(key, i, 1);
+        while (bk_cuckoo_add(f, key, sizeof(key)) != BK_OK) {
+            uint64_t newest = bk_cuckoo_stage_buckets(f, bk_cuckoo_stages(f) - 1);
+            assert_int_equal(bk_cuckoo_add_stage(f, 2 * newest), BK_OK);
+        }
+    }
+    assert_int_equal(bk_cuckoo_stages(f), 6);
+    return bk_cuckoo_as_filter(f);
+}
+
 /* A scalable filter made for 100 keys that grew to five stages. */
 static bk_filter *make_scalable(void)
 {
@@ -151,6 +170,7 @@ static const sample samples[] = {
     {"cuckoo-v1.bkf", make_cuckoo},
     {"cuckoo12-v1.bkf", make_cuckoo12},
     {"cuckoo-paired-v1.bkf", make_cuckoo_paired},
+    {"cuckoo-stages-v1.bkf", make_cuckoo_stages},
     {"scalable-r09-v1.bkf", make_scalable}, /* the 0.9 schedule; scalable-v1.bkf: below */
     {"window-v1.bkf", make_window},
     {"dleft-v1.bkf", make_dleft},

@@ -118,6 +118,18 @@ for (const RESP of [3, 2]) {
     assert.equal(info['Bucket size'], 2);
     assert.equal(info['Expansion rate'], 1);
     assert.equal(info['Max iterations'], 20);
+    // a capacity whose power-of-two table is mostly empty: one more pair
+    // ("Warning"), which node-redis's CF.INFO keeps beside the others
+    const w = `${p}cfwaste`;
+    assert.equal(await c.cf.reserve(w, 1100), 'OK');
+    const winfo = await c.cf.info(w);
+    assert.equal(winfo['Number of buckets'], 1024);
+    assert.equal(winfo['Number of filters'], 1);
+    assert.equal(winfo['Bucket size'], 2);
+    assert.equal(winfo['Max iterations'], 20);
+    assert.ok(String(winfo['Warning']).startsWith('capacity 1100 fills 53% of 2048 slots'),
+              String(winfo['Warning']));
+    assert.equal(info['Warning'], undefined);
     await copyByChunks(c, 'cf', k, `${p}cfcopy`);
     assert.equal(await c.cf.count(`${p}cfcopy`, 'd'), 1);
     await rejects(c.cf.loadChunk(`${p}cfcopy`, 4, 'abcd'), 'invalid chunk');

@@ -157,6 +157,62 @@ def cf_full_and_dump(r):
 
 
 @test
+def cf_many_stages_size(r):
+    """CF.RESERVE k 50, then CF.ADD until RedisBloom's 32 stages (the
+    bench_grow row): no more bytes than RedisBloom 2.6.28's 2,600."""
+    r.execute_command("CF.RESERVE", "cf:grow", 50)
+    added = 0
+    while True:
+        try:
+            r.execute_command("CF.ADD", "cf:grow", "key:%d" % added)
+        except ResponseError as e:
+            assert str(e) in ("Maximum expansions reached", "ERR Maximum expansions reached"), str(e)
+            break
+        added += 1
+        assert added < 4000
+    info = r.cf().info("cf:grow")
+    assert (info.filterNum, info.bucketNum, info.insertedNum) == (32, 32 * 32, added), vars(info)
+    assert info.size <= 2600, info.size
+    assert r.memory_usage("cf:grow") <= 2600, r.memory_usage("cf:grow")  # key overhead included
+    assert r.cf().mexists("cf:grow", "key:0", "key:%d" % (added - 1)) == [1, 1]
+
+
+@test
+def cf_info_waste_note(r):
+    """A capacity whose power-of-two table is under 60% used at capacity:
+    CF.INFO has one more pair, and redis-py's CFInfo still reads the rest."""
+    cf = r.cf()
+    cf.create("cf:waste", 1100)
+    info = cf.info("cf:waste")
+    assert (info.bucketNum, info.filterNum, info.bucketSize, info.maxIteration) == (1024, 1, 2, 20)
+    plain = redis.Redis(connection_pool=r.connection_pool)  # no CF callbacks
+    raw = plain.execute_command("CF.INFO", "cf:waste")
+    pairs = dict(zip(raw[::2], raw[1::2]))
+    note = pairs.get(b"Warning", pairs.get("Warning"))
+    assert note is not None and note.startswith(b"capacity 1100 fills 53% of 2048 slots"), raw
+    cf.create("cf:nowaste", 1000)
+    assert len(plain.execute_command("CF.INFO", "cf:nowaste")) == 16
+
+
+@test
+def cf_old_stage_list(r):
+    """A CF.SCANDUMP made before CF keys held one filter of stages (four
+    separate images, tests/golden/cf-chain-v1.bkcv) loads as one filter."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "golden", "cf-chain-v1.bkcv"), "rb") as fp:
+        data = fp.read()
+    cf = r.cf()
+    cf.loadchunk("cf:old", len(data), data)
+    info = cf.info("cf:old")
+    assert (info.filterNum, info.bucketNum, info.insertedNum, info.deletedNum) == (4, 480, 381, 10), vars(info)
+    assert info.size == 1036, info.size
+    kept = ["item:%d" % i for i in range(390) if not (i < 40 and i % 4 == 0)]
+    assert cf.mexists("cf:old", *kept) == [1] * len(kept)
+    it, chunk = cf.scandump("cf:old", 0)
+    assert len(chunk) < len(data)  # one image now
+
+
+@test
 def our_additions(r):
     assert r.execute_command("CBF.ADD", "c:1", "a") == 1
     assert r.execute_command("CBF.ADD", "c:1", "a") == 0
