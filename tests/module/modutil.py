@@ -10,6 +10,7 @@ when $BLOOMKIT_MODULE is set.
 import os
 import shutil
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -35,3 +36,16 @@ def require():
     if missing:
         print("module tests cannot run, missing: " + "; ".join(missing))
         sys.exit(1)
+
+
+def wait_rewrite(r, timeout=60):
+    """Wait until Redis has no AOF rewrite running or scheduled, and check
+    that the last one succeeded (AssertionError after `timeout` seconds)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        info = r.info("persistence")
+        if not info["aof_rewrite_in_progress"] and not info["aof_rewrite_scheduled"]:
+            assert info["aof_last_bgrewrite_status"] == "ok", info
+            return
+        time.sleep(0.05)
+    raise AssertionError("BGREWRITEAOF did not finish")

@@ -8,7 +8,6 @@ REDIS_SERVER if not /usr/bin/redis-server). Prints "N passed, M failed".
 """
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import modutil  # noqa: E402
@@ -68,25 +67,14 @@ def cycle_debug_reload():
         assert fingerprint(r) == before
 
 
-def wait_rewrite(r, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        info = r.info("persistence")
-        if not info["aof_rewrite_in_progress"] and not info["aof_rewrite_scheduled"]:
-            assert info["aof_last_bgrewrite_status"] == "ok", info
-            return
-        time.sleep(0.05)
-    raise AssertionError("BGREWRITEAOF did not finish")
-
-
 def cycle_aof_rewrite():
     with Server("--appendonly", "yes", "--aof-use-rdb-preamble", "no",
                 "--appendfsync", "always") as srv:
         r = srv.client()
-        wait_rewrite(r)
+        modutil.wait_rewrite(r)
         populate(r)
         r.bgrewriteaof()
-        wait_rewrite(r)
+        modutil.wait_rewrite(r)
         r.execute_command("CBF.ADD", "c:dleft", "late")
         before = fingerprint(r)
         assert srv.stop(nosave=True) == 0

@@ -8,7 +8,6 @@ bloomkit-server when the CLI and the server are built.
 import os
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import modutil  # noqa: E402
@@ -75,25 +74,14 @@ def cycle_save_restart():
         assert fingerprint(srv.client()) == before
 
 
-def wait_rewrite(r, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        info = r.info("persistence")
-        if not info["aof_rewrite_in_progress"] and not info["aof_rewrite_scheduled"]:
-            assert info["aof_last_bgrewrite_status"] == "ok", info
-            return
-        time.sleep(0.05)
-    raise AssertionError("BGREWRITEAOF did not finish")
-
-
 def cycle_aof_rewrite():
     with Server("--appendonly", "yes", "--aof-use-rdb-preamble", "no",
                 "--appendfsync", "always") as srv:
         r = srv.client()
-        wait_rewrite(r)
+        modutil.wait_rewrite(r)
         populate(r)
         r.bgrewriteaof()
-        wait_rewrite(r)
+        modutil.wait_rewrite(r)
         r.execute_command("RS.ADD", "rs:a", "late")       # replayed from the increment
         before = fingerprint(r)
         d = os.path.join(srv.dir, "appendonlydir")

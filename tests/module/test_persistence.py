@@ -14,7 +14,6 @@ the keys.
 """
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import modutil  # noqa: E402
@@ -146,25 +145,14 @@ def cycle_debug_reload():
         finish_load(r, dump, half)
 
 
-def wait_rewrite(r, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        info = r.info("persistence")
-        if not info["aof_rewrite_in_progress"] and not info["aof_rewrite_scheduled"]:
-            assert info["aof_last_bgrewrite_status"] == "ok", info
-            return
-        time.sleep(0.05)
-    raise AssertionError("BGREWRITEAOF did not finish")
-
-
 def cycle_aof_rewrite():
     with Server("--appendonly", "yes", "--aof-use-rdb-preamble", "no",
                 "--appendfsync", "always") as srv:
         r = srv.client()
-        wait_rewrite(r)  # the initial rewrite of an empty keyspace
+        modutil.wait_rewrite(r)  # the initial rewrite of an empty keyspace
         dump, half = populate(r)
         r.bgrewriteaof()
-        wait_rewrite(r)
+        modutil.wait_rewrite(r)
         # commands after the rewrite: replayed from the AOF's increment
         r.execute_command("BF.MADD", "bf:grow", *ITEMS[1500:1600])
         r.execute_command("CF.ADD", "cf:chain", "late")

@@ -15,7 +15,6 @@ BLOOMKIT_CLI, and REDIS_SERVER if not /usr/bin/redis-server). Prints
 """
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import modutil  # noqa: E402
@@ -73,25 +72,14 @@ def save_restart():
         same_after(srv.client())
 
 
-def wait_rewrite(r, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        info = r.info("persistence")
-        if not info["aof_rewrite_in_progress"] and not info["aof_rewrite_scheduled"]:
-            assert info["aof_last_bgrewrite_status"] == "ok", info
-            return
-        time.sleep(0.05)
-    raise AssertionError("BGREWRITEAOF did not finish")
-
-
 def aof_rewrite():
     with Server("--appendonly", "yes", "--aof-use-rdb-preamble", "no",
                 "--appendfsync", "always") as srv:
         r = srv.client()
-        wait_rewrite(r)
+        modutil.wait_rewrite(r)
         loaded(srv)
         r.bgrewriteaof()
-        wait_rewrite(r)
+        modutil.wait_rewrite(r)
         assert srv.stop(nosave=True) == 0
         rdb = os.path.join(srv.dir, "dump.rdb")
         if os.path.exists(rdb):
@@ -104,7 +92,7 @@ def aof_replay():
     """Without a rewrite: the SF.LOADCHUNK / SF.BUILD commands as logged."""
     with Server("--appendonly", "yes", "--appendfsync", "always") as srv:
         r = srv.client()
-        wait_rewrite(r)
+        modutil.wait_rewrite(r)
         loaded(srv)
         assert srv.stop(nosave=True) == 0
         rdb = os.path.join(srv.dir, "dump.rdb")
