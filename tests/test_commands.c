@@ -615,6 +615,39 @@ static void test_bf_memory(void **state)
     EXPECT("BF.INFO big2 FILTERS", "*1\r\n:2\r\n");
 }
 
+/* EXPANSION 1 grows by stages of the first stage's capacity; the 128th
+ * stage is the last (BK_SCALABLE_MAX_STAGES): the next add that needs a
+ * new stage is refused with the documented error, and nothing added
+ * before is lost. (So expansion 1 from 100 items stops near 12,800
+ * items; issue 13's 1e6-key case for expansion 1 cannot be built.) */
+static void test_bf_expansion1_limit(void **state)
+{
+    (void)state;
+    char line[64];
+    EXPECT("BF.RESERVE e 0.01 10 EXPANSION 1", "+OK\r\n");
+    int added = 0, refused_at = -1;
+    for (int i = 0; i < 20000 && refused_at < 0; i++) {
+        snprintf(line, sizeof(line), "BF.ADD e item%d", i);
+        const char *r = run(line);
+        if (strcmp(r, "-ERR filter has reached its maximum number of sub-filters\r\n") == 0)
+            refused_at = i;
+        else if (strcmp(r, ":1\r\n") == 0)
+            added++;
+        else
+            assert_string_equal(r, ":0\r\n"); /* a false positive: not added */
+    }
+    if (refused_at < 128 * 10) fail_msg("refused at %d, %s", refused_at, run("BF.INFO e"));
+    EXPECT("BF.INFO e FILTERS", "*1\r\n:128\r\n"); /* RedisBloom: an array of one */
+    for (int i = 0; i < refused_at; i++) {
+        snprintf(line, sizeof(line), "BF.EXISTS e item%d", i);
+        EXPECT(line, ":1\r\n");
+    }
+    /* the refusal changed nothing: the same item is refused again */
+    snprintf(line, sizeof(line), "BF.ADD e item%d", refused_at);
+    EXPECT(line, "-ERR filter has reached its maximum number of sub-filters\r\n");
+    assert_true(added <= refused_at);
+}
+
 static void test_bf_merge(void **state)
 {
     (void)state;
@@ -1570,6 +1603,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bf_insert, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bf_wrongtype, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bf_memory, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bf_expansion1_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bf_merge, setup, teardown),
         cmocka_unit_test_setup_teardown(test_loading_codec, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dump_bloom, setup, teardown),
