@@ -351,6 +351,7 @@ static inline __m512i fold_fields_avx512(const width_info *w, __m512i v, int all
  * is nonzero. Returns 0 (nothing done) when the general draw must decide;
  * else sets *result: for +1 whether a counter was zero before, for -1 1
  * when the key was removed and 0 when a counter was zero (BK_ENOTFOUND). */
+#if !BK_COUNTING_TSAN /* TSan builds keep to the scalar update */
 __attribute__((target("avx512f,avx512cd")))
 static int update_plain_avx512(const bk_counting *f, bk_hash h, int delta,
                                int *result)
@@ -373,6 +374,7 @@ static int update_plain_avx512(const bk_counting *f, bk_hash h, int delta,
     _mm512_store_si512((void *)line, _mm512_sub_epi64(old, change));
     return 1;
 }
+#endif
 #endif /* BK_COUNTING_X86 */
 
 /* The same counters, fast: when k draws fit in h.hi (k <= 64 / log2(C):
