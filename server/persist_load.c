@@ -118,9 +118,14 @@ static int load_split(bks_persist *p, const char *sname, const char *mpath,
                 goto fail;
             }
         }
-        if (bkc_value_push(v, f) != BK_OK) {
+        int prc = bkc_value_push(v, f);
+        if (prc != BK_OK) {
             bk_filter_free(f);
-            pst_errf(err, errlen, "out of memory");
+            if (prc == BK_ENOMEM)
+                pst_errf(err, errlen, "out of memory");
+            else /* an older CF stage list whose stages cannot join one filter */
+                pst_errf(err, errlen, "key '%.*s': its filters cannot be joined into one (%s)",
+                         (int)(name.len > 64 ? 64 : name.len), name.ptr, bk_strerror(prc));
             goto fail;
         }
     }
