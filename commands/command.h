@@ -125,8 +125,9 @@ typedef struct bkc_value {
 } bkc_value;
 
 /* An empty value of a kind (NULL when out of memory), and one more filter
- * appended to it (taking ownership; BK_OK or BK_ENOMEM, the filter then
- * still the caller's). For a CF value that already has its filter, the new
+ * appended to it (taking ownership; BK_OK, or BK_ENOMEM, or BK_EINVAL for
+ * a filter whose family the kind cannot hold or an older CF stage that
+ * cannot join the key's filter: the filter then still the caller's). For a CF value that already has its filter, the new
  * one's stages join it (the stage lists saved before stages existed) and
  * the filter is freed; BK_EINVAL / BK_ESIZE when they cannot join. Hosts
  * that rebuild values (the server's snapshot loader) use these, so the

@@ -72,8 +72,13 @@ bkc_value *bkc_value_new(bkc_kind kind)
     return v;
 }
 
+static int family_fits(bkc_kind kind, bk_family family);
+
 int bkc_value_push(bkc_value *v, bk_filter *f)
 {
+    /* a filter of another family (a damaged or forged snapshot frame) would
+     * reach commands that trust the kind */
+    if (!family_fits(v->kind, bk_filter_family(f))) return BK_EINVAL;
     if (v->kind == BKC_KIND_CUCKOO && v->nfilters == 1) {
         /* an older stage list: f's stages join the filter */
         bk_cuckoo *dst = bk_filter_as_cuckoo(v->filters[0]);

@@ -123,11 +123,17 @@ static int load_split(bks_persist *p, const char *sname, const char *mpath,
             bk_filter_free(f);
             if (prc == BK_ENOMEM)
                 pst_errf(err, errlen, "out of memory");
-            else /* an older CF stage list whose stages cannot join one filter */
-                pst_errf(err, errlen, "key '%.*s': its filters cannot be joined into one (%s)",
-                         (int)(name.len > 64 ? 64 : name.len), name.ptr, bk_strerror(prc));
+            else /* a family the kind cannot hold, or old CF stages that do not join */
+                pst_errf(err, errlen, "key '%.*s': filter %u does not fit a key of kind %u (%s)",
+                         (int)(name.len > 64 ? 64 : name.len), name.ptr, i, kind,
+                         bk_strerror(prc));
             goto fail;
         }
+    }
+    if (!check_only && v->nfilters != 1) { /* every split kind holds one filter */
+        pst_errf(err, errlen, "key '%.*s': %u filters for a key of kind %u",
+                 (int)(name.len > 64 ? 64 : name.len), name.ptr, v->nfilters, kind);
+        goto fail;
     }
     *out = v;
     return 0;

@@ -1064,6 +1064,33 @@ static void test_keyset_decode(void **state)
     free(b);
 }
 
+/* bkc_value_push (what the server's snapshot loader rebuilds values with)
+ * refuses a filter whose family the kind cannot hold, so a damaged or
+ * forged frame never reaches commands that trust the kind. */
+static void test_value_push_checks_family(void **state)
+{
+    (void)state;
+    bk_filter *counting, *scalable;
+    bk_counting *c;
+    bk_scalable *s;
+    assert_int_equal(bk_counting_create(&c, 100, 0.01, 4, 1), BK_OK);
+    assert_int_equal(bk_scalable_create(&s, 100, 0.01, 2, 0, 1), BK_OK);
+    counting = bk_counting_as_filter(c);
+    scalable = bk_scalable_as_filter(s);
+    bkc_value *bf = bkc_value_new(BKC_KIND_BLOOM);
+    bkc_value *other = bkc_value_new((bkc_kind)42);
+    assert_non_null(bf);
+    assert_non_null(other);
+    assert_int_equal(bkc_value_push(bf, counting), BK_EINVAL);
+    assert_int_equal(bf->nfilters, 0);
+    assert_int_equal(bkc_value_push(other, scalable), BK_EINVAL);
+    assert_int_equal(bkc_value_push(bf, scalable), BK_OK); /* the right one */
+    assert_int_equal(bf->nfilters, 1);
+    bkc_value_free(bf);   /* frees scalable */
+    bkc_value_free(other);
+    bk_filter_free(counting);
+}
+
 static void test_loading_codec(void **state)
 {
     (void)state;
@@ -1605,6 +1632,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bf_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bf_expansion1_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bf_merge, setup, teardown),
+        cmocka_unit_test(test_value_push_checks_family),
         cmocka_unit_test_setup_teardown(test_loading_codec, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dump_bloom, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dump_cuckoo, setup, teardown),
