@@ -193,40 +193,21 @@ int bk_map_build(bk_map **out, const void *const *keys, const size_t *lens,
     set_widths(m, value_bits, check_bits);
     m->temp_bytes = p.temp_bytes;
 
-    for (uint32_t attempt = 0; attempt < BK__PEEL_MAX_ATTEMPTS; attempt++) {
-        uint64_t s = bk__peel_attempt_seed(seed, attempt);
-        for (uint64_t i = 0; i < n; i++) {
-            p.hashes[i] = bk_hash_key(keys[i], lens[i], s).lo;
-            p.values[i] = values[i];
-        }
-        uint64_t conflict_hash = 0;
-        rc = bk__peel_sort_dedupe(&p, n, &conflict_hash);
-        if (rc == BK_ECONFLICT) {
-            if (conflict) *conflict = find_key(keys, lens, n, s, conflict_hash);
-            goto fail;
-        }
-        if (rc != BK_OK) goto fail;
-        rc = bk__fuse_shape_for(p.n, &m->shape);
-        if (rc != BK_OK) goto fail;
-        /* fewer distinct keys never need more cells; should rounding ever
-         * say otherwise, the table sized for all n keys works too */
-        if (m->shape.array_length > p.cells_room) m->shape = most;
-        m->attempts = attempt + 1;
-        if (!bk__peel_run(&p, &m->shape)) continue;
-
-        m->cells = bk__calloc_aligned(table_bytes(&m->shape, m->width));
-        if (m->cells == NULL) { rc = BK_ENOMEM; goto fail; }
-        bk__advise_huge(m->cells, table_bytes(&m->shape, m->width));
-        m->owns_cells = 1;
-        m->seed = s;
-        m->items = p.n;
-        m->duplicates = p.duplicates;
-        assign(m, &p);
-        bk__peel_free(&p);
-        *out = m;
-        return BK_OK;
-    }
-    rc = BK_EBUILD;
+    uint64_t conflict_hash = 0;
+    rc = bk__peel_search(&p, keys, lens, values, n, seed, &most, &m->shape, &m->seed,
+                         &m->attempts, &conflict_hash);
+    if (rc == BK_ECONFLICT && conflict)
+        *conflict = find_key(keys, lens, n, m->seed, conflict_hash);
+    if (rc != BK_OK) goto fail;
+    m->cells = bk__calloc_aligned(table_bytes(&m->shape, m->width));
+    if (m->cells == NULL) { rc = BK_ENOMEM; goto fail; }
+    m->owns_cells = 1;
+    m->items = p.n;
+    m->duplicates = p.duplicates;
+    assign(m, &p);
+    bk__peel_free(&p);
+    *out = m;
+    return BK_OK;
 
 fail:
     bk__peel_free(&p);

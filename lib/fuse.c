@@ -181,32 +181,18 @@ int bk_static_build(bk_static **out, const void *const *keys,
     f->width = fingerprint_bits;
     f->temp_bytes = p.temp_bytes;
 
-    for (uint32_t attempt = 0; attempt < BK__PEEL_MAX_ATTEMPTS; attempt++) {
-        uint64_t s = bk__peel_attempt_seed(seed, attempt);
-        for (uint64_t i = 0; i < n; i++) p.hashes[i] = bk_hash_key(keys[i], lens[i], s).lo;
-        rc = bk__peel_sort_dedupe(&p, n, NULL);
-        if (rc != BK_OK) goto fail;
-        rc = bk__fuse_shape_for(p.n, &f->shape);
-        if (rc != BK_OK) goto fail;
-        /* fewer distinct keys never need more cells; should rounding ever
-         * say otherwise, the table sized for all n keys works too */
-        if (f->shape.array_length > p.cells_room) f->shape = most;
-        f->attempts = attempt + 1;
-        if (!bk__peel_run(&p, &f->shape)) continue;
-
-        f->cells = bk__calloc_aligned(cells_bytes(&f->shape, f->width));
-        if (f->cells == NULL) { rc = BK_ENOMEM; goto fail; }
-        bk__advise_huge(f->cells, cells_bytes(&f->shape, f->width));
-        f->owns_cells = 1;
-        f->seed = s;
-        f->items = p.n;
-        f->duplicates = p.duplicates;
-        assign(f, &p);
-        bk__peel_free(&p);
-        *out = f;
-        return BK_OK;
-    }
-    rc = BK_EBUILD;
+    rc = bk__peel_search(&p, keys, lens, NULL, n, seed, &most, &f->shape, &f->seed,
+                         &f->attempts, NULL);
+    if (rc != BK_OK) goto fail;
+    f->cells = bk__calloc_aligned(cells_bytes(&f->shape, f->width));
+    if (f->cells == NULL) { rc = BK_ENOMEM; goto fail; }
+    f->owns_cells = 1;
+    f->items = p.n;
+    f->duplicates = p.duplicates;
+    assign(f, &p);
+    bk__peel_free(&p);
+    *out = f;
+    return BK_OK;
 
 fail:
     bk__peel_free(&p);

@@ -5,6 +5,7 @@
  */
 #include <math.h> /* log, floor */
 
+#include "hash.h"
 #include "peel.h"
 
 /*==========================================================================
@@ -373,4 +374,30 @@ static int peel_map(bk__peel *p, const bk__fuse_shape *s)
 int bk__peel_run(bk__peel *p, const bk__fuse_shape *s)
 {
     return p->xor_index != NULL ? peel_map(p, s) : peel_set(p, s);
+}
+
+int bk__peel_search(bk__peel *p, const void *const *keys, const size_t *lens,
+                    const uint32_t *values, uint64_t n, uint64_t seed,
+                    const bk__fuse_shape *most, bk__fuse_shape *shape,
+                    uint64_t *used_seed, uint32_t *attempts,
+                    uint64_t *conflict_hash)
+{
+    for (uint32_t attempt = 0; attempt < BK__PEEL_MAX_ATTEMPTS; attempt++) {
+        uint64_t s = bk__peel_attempt_seed(seed, attempt);
+        *used_seed = s;
+        *attempts = attempt + 1;
+        for (uint64_t i = 0; i < n; i++) {
+            p->hashes[i] = bk__hash(keys[i], lens[i], s).lo;
+            if (values != NULL) p->values[i] = values[i];
+        }
+        int rc = bk__peel_sort_dedupe(p, n, conflict_hash);
+        if (rc != BK_OK) return rc;
+        rc = bk__fuse_shape_for(p->n, shape);
+        if (rc != BK_OK) return rc;
+        /* fewer distinct keys never need more cells; should rounding ever
+         * say otherwise, the table sized for all n keys works too */
+        if (shape->array_length > p->cells_room) *shape = *most;
+        if (bk__peel_run(p, shape)) return BK_OK;
+    }
+    return BK_EBUILD;
 }

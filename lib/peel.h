@@ -134,6 +134,21 @@ BK_HIDDEN int bk__peel_sort_dedupe(bk__peel *p, uint64_t n,
  * (the stack then holds p->n cells), 0 when this seed failed. */
 BK_HIDDEN int bk__peel_run(bk__peel *p, const bk__fuse_shape *s);
 
+/* The search for a seed that peels, shared by both families: attempt a =
+ * 0, 1, ... hashes every key with bk__peel_attempt_seed(seed, a) (copying
+ * values[] alongside when given), sorts and deduplicates, shapes the table
+ * for the distinct keys (never larger than *most, the shape of n keys) and
+ * peels. BK_OK with the peel in p and *shape, *used_seed set;
+ * BK_ECONFLICT (a map's key with two values: *conflict_hash, *used_seed);
+ * BK_EBUILD after BK__PEEL_MAX_ATTEMPTS failures; or another error.
+ * *attempts counts the attempts made in every case. */
+BK_HIDDEN int bk__peel_search(bk__peel *p, const void *const *keys,
+                              const size_t *lens, const uint32_t *values,
+                              uint64_t n, uint64_t seed,
+                              const bk__fuse_shape *most, bk__fuse_shape *shape,
+                              uint64_t *used_seed, uint32_t *attempts,
+                              uint64_t *conflict_hash);
+
 /* Bytes of temporary memory a construction of n keys takes. */
 BK_HIDDEN uint64_t bk__peel_temp_bytes(uint64_t n, int with_values);
 
