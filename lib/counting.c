@@ -236,11 +236,11 @@ static void draw_slow(const bk_counting *f, bk_hash h, key_counters *kc)
 }
 
 /*--------------------------------------------------------------------------
- * AVX-512 (F and CD): with k <= 8 the first k draws of h.hi sit in 64-bit
- * lanes after one variable shift; vpconflictq finds a repeat among them
- * (then the scalar general draw runs), and a lookup fetches each lane's
- * word of the line with one permute, shifts its field down and tests all
- * lanes at once. Used when the process-wide SIMD level (bk_blocked_
+ * AVX-512 (F and CD): with k <= 8, every draw of h.hi sits in a 32-bit
+ * lane after one variable shift per half; vpconflictd and vpcompressd keep
+ * the first k that do not repeat (the general draw's rejection, without a
+ * branch), and a lookup fetches each of those lanes' word of the line with
+ * one permute, shifts its field down and tests all lanes at once. Used when the process-wide SIMD level (bk_blocked_
  * set_simd_level) is AVX-512 and the CPU has AVX512CD; the same counters as
  * the scalar code, so answers never depend on the path. A line read with
  * one vector load is safe beside concurrent writers for the reason given
@@ -249,38 +249,59 @@ static void draw_slow(const bk_counting *f, bk_hash h, key_counters *kc)
  *--------------------------------------------------------------------------*/
 
 #if BK_COUNTING_X86
-static const int64_t DRAW_SHIFTS[2][8] = {
-    {0, 7, 14, 21, 28, 35, 42, 49}, /* 4-bit counters: 7-bit draws */
-    {0, 6, 12, 18, 24, 30, 36, 42}, /* 8-bit counters: 6-bit draws */
+/* Where draw i sits in h.hi, for the draws_per_word draws of each width
+ * (then padding: those lanes are masked off). */
+static const int64_t DRAW_SHIFTS[2][16] = {
+    {0, 7, 14, 21, 28, 35, 42, 49, 56, 0, 0, 0, 0, 0, 0, 0}, /* 4-bit: 9 draws of 7 bits */
+    {0, 6, 12, 18, 24, 30, 36, 42, 48, 54, 0, 0, 0, 0, 0, 0}, /* 8-bit: 10 draws of 6 bits */
 };
 
 static int simd_supported = -1; /* -1: not detected yet */
 
-static int use_simd(const bk_counting *f)
+__attribute__((noinline, cold)) static int detect_simd(void)
+{
+    __builtin_cpu_init();
+    int ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd");
+    __atomic_store_n(&simd_supported, ok, __ATOMIC_RELAXED);
+    return ok;
+}
+
+/* Inlined into every entry point: two relaxed loads and a compare. */
+static inline int use_simd(const bk_counting *f)
 {
     int ok = __atomic_load_n(&simd_supported, __ATOMIC_RELAXED);
-    if (BK_UNLIKELY(ok < 0)) {
-        __builtin_cpu_init();
-        ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd");
-        __atomic_store_n(&simd_supported, ok, __ATOMIC_RELAXED);
-    }
+    if (BK_UNLIKELY(ok < 0)) ok = detect_simd();
     return ok && f->k <= 8 && bk__simd_level() == BK_SIMD_AVX512;
 }
 
-/* The k counters' bit offsets in lanes 0..k-1, or 0 when two of the first
- * k draws repeat (the general draw decides then). */
+/* The k counters' bit offsets in 64-bit lanes 0..k-1, exactly the general
+ * draw's: all draws of h.hi sit in 32-bit lanes, vpconflictd marks each
+ * lane equal to an earlier one (the general draw rejects it: it repeats an
+ * accepted counter), and vpcompressd keeps the first k accepted in order.
+ * No branch depends on a repeat, so the 15% of keys (k = 7 of 128) whose
+ * first k draws repeat take this path too. Returns 0 only when h.hi holds
+ * fewer than k distinct draws (under 1% of keys): the general draw, which
+ * goes on with its splitmix64 stream, decides then. */
 __attribute__((target("avx512f,avx512cd")))
 static inline int offsets_avx512(const bk_counting *f, bk_hash h, __m512i *offsets)
 {
     const width_info *w = f->width;
-    const __mmask8 live = (__mmask8)((1u << f->k) - 1);
-    __m512i shifts = _mm512_loadu_si512((const void *)DRAW_SHIFTS[w->bits == 8]);
-    __m512i c = _mm512_and_si512(
-        _mm512_srlv_epi64(_mm512_set1_epi64((long long)h.hi), shifts),
-        _mm512_set1_epi64((long long)((1u << w->counters_log2) - 1)));
-    __m512i conflicts = _mm512_maskz_conflict_epi64(live, c);
-    if (_mm512_test_epi64_mask(conflicts, conflicts) != 0) return 0;
-    *offsets = w->bits == 8 ? _mm512_slli_epi64(c, 3) : _mm512_slli_epi64(c, 2);
+    const int wide = w->bits == 8;
+    __m512i hi = _mm512_set1_epi64((long long)h.hi);
+    __m512i mask = _mm512_set1_epi64((long long)((1u << w->counters_log2) - 1));
+    __m512i d0 = _mm512_and_si512(
+        _mm512_srlv_epi64(hi, _mm512_loadu_si512((const void *)&DRAW_SHIFTS[wide][0])), mask);
+    __m512i d1 = _mm512_and_si512(
+        _mm512_srlv_epi64(hi, _mm512_loadu_si512((const void *)&DRAW_SHIFTS[wide][8])), mask);
+    __m512i draws = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(d0)),
+                                       _mm512_cvtepi64_epi32(d1), 1);
+    const __mmask16 valid = (__mmask16)((1u << w->draws_per_word) - 1);
+    __m512i earlier = _mm512_maskz_conflict_epi32(valid, draws);
+    __mmask16 accepted = _mm512_mask_testn_epi32_mask(valid, earlier, earlier);
+    if ((uint32_t)__builtin_popcount(accepted) < f->k) return 0;
+    __m512i first = _mm512_maskz_compress_epi32(accepted, draws);
+    __m512i c = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(first));
+    *offsets = wide ? _mm512_slli_epi64(c, 3) : _mm512_slli_epi64(c, 2);
     return 1;
 }
 
@@ -299,7 +320,7 @@ static inline __m512i load_line_avx512(const uint64_t *line)
 
 /* Sets *present; returns 0 (nothing set) when the general draw must run. */
 __attribute__((target("avx512f,avx512cd")))
-static int contains_avx512(const bk_counting *f, bk_hash h, int *present)
+static inline int contains_avx512(const bk_counting *f, bk_hash h, int *present)
 {
     __m512i off;
     if (!offsets_avx512(f, h, &off)) return 0;
@@ -353,8 +374,8 @@ static inline __m512i fold_fields_avx512(const width_info *w, __m512i v, int all
  * when the key was removed and 0 when a counter was zero (BK_ENOTFOUND). */
 #if !BK_COUNTING_TSAN /* TSan builds keep to the scalar update */
 __attribute__((target("avx512f,avx512cd")))
-static int update_plain_avx512(const bk_counting *f, bk_hash h, int delta,
-                               int *result)
+static inline int update_plain_avx512(const bk_counting *f, bk_hash h, int delta,
+                                      int *result)
 {
     __m512i off;
     if (!offsets_avx512(f, h, &off)) return 0;
@@ -723,8 +744,93 @@ int bk_counting_single_writer(const bk_counting *f)
  * API: single keys
  *==========================================================================*/
 
-/* An add that leaves the item count to the caller. */
-static inline int add_uncounted(bk_counting *f, bk_hash h)
+/* The general paths: any k, any CPU, either write mode. Out of line, so
+ * that the AVX-512 entry points below keep a frame without spills. */
+__attribute__((noinline)) static int add_general(bk_counting *f, bk_hash h)
+{
+    key_counters kc;
+    draw(f, h, &kc);
+    int was_new = update(f, &kc, +1);
+    items_add(f, (uint64_t)was_new);
+    return was_new;
+}
+
+/* items counts keys believed present; it never goes below zero even if a
+ * caller removes what it did not add. */
+static void items_remove_one(bk_counting *f)
+{
+    if (f->single_writer) {
+        f->items -= f->items > 0;
+        return;
+    }
+    uint64_t items = bk__load64(&f->items);
+    while (items > 0 &&
+           !__atomic_compare_exchange_n(&f->items, &items, items - 1, 1,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
+__attribute__((noinline)) static int remove_general(bk_counting *f, bk_hash h)
+{
+    key_counters kc;
+    draw(f, h, &kc);
+    if (!all_nonzero(f, &kc)) return BK_ENOTFOUND;
+    update(f, &kc, -1);
+    items_remove_one(f);
+    return BK_OK;
+}
+
+__attribute__((noinline)) static int contains_general(const bk_counting *f, bk_hash h)
+{
+    int present;
+    if (BK_LIKELY(contains_fast(f, h, &present))) return present;
+    key_counters kc;
+    draw(f, h, &kc);
+    return all_nonzero(f, &kc);
+}
+
+/* The AVX-512 entry points: the draw, the test or the single writer's
+ * update in one small frame, the general path out of line for the keys
+ * whose first k draws repeat. With the hash inlined into the public
+ * function, a call is one level deep and carries no spills, so the CPU
+ * keeps consecutive calls' lines in flight (as in blocked.c). */
+#if BK_COUNTING_X86
+__attribute__((target("avx512f,avx512cd"), noinline))
+static int contains_entry_avx512(const bk_counting *f, bk_hash h)
+{
+    int present;
+    if (BK_LIKELY(contains_avx512(f, h, &present))) return present;
+    return contains_general(f, h);
+}
+
+#if !BK_COUNTING_TSAN
+__attribute__((target("avx512f,avx512cd"), noinline))
+static int add_entry_avx512(bk_counting *f, bk_hash h)
+{
+    int fresh;
+    if (BK_LIKELY(update_plain_avx512(f, h, +1, &fresh))) {
+        f->items += (uint64_t)fresh;
+        return fresh;
+    }
+    return add_general(f, h);
+}
+
+__attribute__((target("avx512f,avx512cd"), noinline))
+static int remove_entry_avx512(bk_counting *f, bk_hash h)
+{
+    int removed;
+    if (BK_LIKELY(update_plain_avx512(f, h, -1, &removed))) {
+        if (!removed) return BK_ENOTFOUND;
+        f->items -= f->items > 0;
+        return BK_OK;
+    }
+    return remove_general(f, h);
+}
+#endif
+#endif
+
+/* A batch add: the item count is left to the caller. */
+static int add_uncounted(bk_counting *f, bk_hash h)
 {
 #if BK_COUNTING_X86 && !BK_COUNTING_TSAN
     int fresh;
@@ -736,57 +842,34 @@ static inline int add_uncounted(bk_counting *f, bk_hash h)
     return update(f, &kc, +1);
 }
 
-int bk_counting_add_hash(bk_counting *f, bk_hash h)
+/* Which path: AVX-512 (single writer for the updates) or general. */
+static inline int add_one(bk_counting *f, bk_hash h)
 {
-    int was_new = add_uncounted(f, h);
-    items_add(f, (uint64_t)was_new);
-    return was_new;
-}
-
-int bk_counting_remove_hash(bk_counting *f, bk_hash h)
-{
-    int removed = -1;
 #if BK_COUNTING_X86 && !BK_COUNTING_TSAN
-    if (f->single_writer && use_simd(f) && !update_plain_avx512(f, h, -1, &removed))
-        removed = -1;
+    if (f->single_writer && use_simd(f)) return add_entry_avx512(f, h);
 #endif
-    if (removed == 0) return BK_ENOTFOUND;
-    if (removed < 0) {
-        key_counters kc;
-        draw(f, h, &kc);
-        if (!all_nonzero(f, &kc)) return BK_ENOTFOUND;
-        update(f, &kc, -1);
-    }
-    /* items counts keys believed present; it never goes below zero even if
-     * a caller removes what it did not add */
-    if (f->single_writer) {
-        f->items -= f->items > 0;
-        return BK_OK;
-    }
-    uint64_t items = bk__load64(&f->items);
-    while (items > 0 &&
-           !__atomic_compare_exchange_n(&f->items, &items, items - 1, 1,
-                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-    }
-    return BK_OK;
+    return add_general(f, h);
 }
 
-int bk_counting_contains_hash(const bk_counting *f, bk_hash h)
+static inline int remove_one(bk_counting *f, bk_hash h)
 {
-    int present;
-#if BK_COUNTING_X86
-    if (use_simd(f)) {
-        if (BK_LIKELY(contains_avx512(f, h, &present))) return present;
-    } else if (BK_LIKELY(contains_fast(f, h, &present))) {
-        return present;
-    }
-#else
-    if (BK_LIKELY(contains_fast(f, h, &present))) return present;
+#if BK_COUNTING_X86 && !BK_COUNTING_TSAN
+    if (f->single_writer && use_simd(f)) return remove_entry_avx512(f, h);
 #endif
-    key_counters kc;
-    draw(f, h, &kc);
-    return all_nonzero(f, &kc);
+    return remove_general(f, h);
 }
+
+static inline int contains_one(const bk_counting *f, bk_hash h)
+{
+#if BK_COUNTING_X86
+    if (use_simd(f)) return contains_entry_avx512(f, h);
+#endif
+    return contains_general(f, h);
+}
+
+int bk_counting_add_hash(bk_counting *f, bk_hash h) { return add_one(f, h); }
+int bk_counting_remove_hash(bk_counting *f, bk_hash h) { return remove_one(f, h); }
+int bk_counting_contains_hash(const bk_counting *f, bk_hash h) { return contains_one(f, h); }
 
 uint32_t bk_counting_count_hash(const bk_counting *f, bk_hash h)
 {
@@ -805,19 +888,20 @@ int bk_counting_add_if_absent_hash(bk_counting *f, bk_hash h)
     return 1;
 }
 
+/* The key entry points hash inline (bk__hash), one call deep. */
 int bk_counting_add(bk_counting *f, const void *key, size_t len)
 {
-    return bk_counting_add_hash(f, bk_hash_key(key, len, f->seed));
+    return add_one(f, bk__hash(key, len, f->seed));
 }
 
 int bk_counting_remove(bk_counting *f, const void *key, size_t len)
 {
-    return bk_counting_remove_hash(f, bk_hash_key(key, len, f->seed));
+    return remove_one(f, bk__hash(key, len, f->seed));
 }
 
 int bk_counting_contains(const bk_counting *f, const void *key, size_t len)
 {
-    return bk_counting_contains_hash(f, bk_hash_key(key, len, f->seed));
+    return contains_one(f, bk__hash(key, len, f->seed));
 }
 
 uint32_t bk_counting_count(const bk_counting *f, const void *key, size_t len)
