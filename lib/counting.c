@@ -172,6 +172,26 @@ static inline int cas64(uint64_t *p, uint64_t *expected, uint64_t desired)
                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
+/* Concurrent +1 or -1 on the fields of *word whose lowest bits are in
+ * touched, all with one compare-and-swap, retried on contention: saturated
+ * fields stay and (for -1) zero fields are left at zero rather than
+ * wrapping. Returns the touched fields that were zero before. */
+static inline uint64_t update_word_atomic(const width_info *w, uint64_t *word,
+                                          uint64_t touched, int delta)
+{
+    uint64_t old = bk__load64(word), next, zero_here;
+    do {
+        uint64_t nonzero = nonzero_fields(w, old);
+        uint64_t change = touched & ~saturated_fields(w, old);
+        /* no carry (no changed field is at max), no borrow (only nonzero
+         * fields are decremented) */
+        next = delta > 0 ? old + change : old - (change & nonzero);
+        zero_here = touched & ~nonzero;
+        if (next == old) break;
+    } while (!cas64(word, &old, next));
+    return zero_here;
+}
+
 /*==========================================================================
  * Internals: a key's counters
  *==========================================================================*/
@@ -318,19 +338,26 @@ static inline __m512i load_line_avx512(const uint64_t *line)
 #endif
 }
 
+/* 1 when the k counters at the offsets in off are all nonzero. */
+__attribute__((target("avx512f")))
+static inline int all_nonzero_avx512(const bk_counting *f, const uint64_t *line, __m512i off)
+{
+    const __mmask8 live = (__mmask8)((1u << f->k) - 1);
+    __m512i words = _mm512_permutexvar_epi64(_mm512_srli_epi64(off, 6),
+                                             load_line_avx512(line));
+    __m512i field = _mm512_and_si512(
+        _mm512_srlv_epi64(words, _mm512_and_si512(off, _mm512_set1_epi64(63))),
+        _mm512_set1_epi64((long long)f->width->max));
+    return _mm512_mask_testn_epi64_mask(live, field, field) == 0;
+}
+
 /* Sets *present; returns 0 (nothing set) when the general draw must run. */
 __attribute__((target("avx512f,avx512cd")))
 static inline int contains_avx512(const bk_counting *f, bk_hash h, int *present)
 {
     __m512i off;
     if (!offsets_avx512(f, h, &off)) return 0;
-    const __mmask8 live = (__mmask8)((1u << f->k) - 1);
-    __m512i words = _mm512_permutexvar_epi64(_mm512_srli_epi64(off, 6),
-                                             load_line_avx512(block_of(f, h)));
-    __m512i field = _mm512_and_si512(
-        _mm512_srlv_epi64(words, _mm512_and_si512(off, _mm512_set1_epi64(63))),
-        _mm512_set1_epi64((long long)f->width->max));
-    *present = _mm512_mask_testn_epi64_mask(live, field, field) == 0;
+    *present = all_nonzero_avx512(f, block_of(f, h), off);
     return 1;
 }
 
@@ -350,6 +377,36 @@ static inline __m512i lowbits_avx512(__m512i off, uint32_t k)
         acc = _mm512_or_si512(acc, _mm512_sllv_epi64(one, _mm512_sub_epi64(o, base)));
     }
     return acc;
+}
+
+/* The concurrent +1 (delta > 0) or -1 of a key's counters, the same change
+ * as update_atomic: the offsets and each word's touched fields come from
+ * registers, then one compare-and-swap per touched word. A remove first
+ * checks that every counter is nonzero. Returns 0 (nothing done) when the
+ * general draw must decide; else sets *result as update_plain_avx512. */
+__attribute__((target("avx512f,avx512cd")))
+static inline int update_atomic_avx512(const bk_counting *f, bk_hash h, int delta,
+                                       int *result)
+{
+    __m512i off;
+    if (!offsets_avx512(f, h, &off)) return 0;
+    uint64_t *line = block_of(f, h);
+    if (delta < 0 && !all_nonzero_avx512(f, line, off)) {
+        *result = 0;
+        return 1;
+    }
+    __m512i touched = lowbits_avx512(off, f->k);
+    uint32_t words = _mm512_test_epi64_mask(touched, touched);
+    uint64_t was_zero = 0;
+    while (words != 0) {
+        uint32_t i = (uint32_t)__builtin_ctz(words);
+        words &= words - 1;
+        uint64_t t = (uint64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(
+            _mm512_permutexvar_epi64(_mm512_set1_epi64((long long)i), touched)));
+        was_zero |= update_word_atomic(f->width, &line[i], t, delta);
+    }
+    *result = delta > 0 ? was_zero != 0 : 1;
+    return 1;
 }
 
 /* nonzero_fields and saturated_fields of a whole line. */
@@ -505,26 +562,11 @@ static inline int update_plain(const bk_counting *f, const key_counters *kc,
 static int update_atomic(const bk_counting *f, const key_counters *kc,
                          int delta)
 {
-    const width_info *w = f->width;
     uint64_t lsb[WORDS_PER_BLOCK] = {0}, was_zero = 0;
     for (uint32_t i = 0; i < f->k; i++)
         lsb[kc->offset[i] >> 6] |= UINT64_C(1) << (kc->offset[i] & 63);
-    for (int i = 0; i < WORDS_PER_BLOCK; i++) {
-        uint64_t touched = lsb[i];
-        if (touched == 0) continue;
-        uint64_t *word = &kc->block[i];
-        uint64_t old = bk__load64(word), next, zero_here;
-        do {
-            uint64_t nonzero = nonzero_fields(w, old);
-            uint64_t change = touched & ~saturated_fields(w, old);
-            /* no carry (no changed field is at max), no borrow (only
-             * nonzero fields are decremented) */
-            next = delta > 0 ? old + change : old - (change & nonzero);
-            zero_here = touched & ~nonzero;
-            if (next == old) break;
-        } while (!cas64(word, &old, next));
-        was_zero |= zero_here;
-    }
+    for (int i = 0; i < WORDS_PER_BLOCK; i++)
+        if (lsb[i] != 0) was_zero |= update_word_atomic(f->width, &kc->block[i], lsb[i], delta);
     return was_zero != 0;
 }
 
@@ -803,58 +845,75 @@ static int contains_entry_avx512(const bk_counting *f, bk_hash h)
     return contains_general(f, h);
 }
 
+/* +1 (delta > 0) or -1 of the key's counters in the filter's write mode:
+ * returns 0 when the general draw must decide, else sets *result as
+ * update_plain_avx512 does. TSan builds keep the single writer's update
+ * scalar (its line store is not an atomic one). */
+__attribute__((target("avx512f,avx512cd")))
+static inline int update_avx512(bk_counting *f, bk_hash h, int delta, int *result)
+{
 #if !BK_COUNTING_TSAN
+    if (f->single_writer) return update_plain_avx512(f, h, delta, result);
+#else
+    if (f->single_writer) return 0;
+#endif
+    return update_atomic_avx512(f, h, delta, result);
+}
+
 __attribute__((target("avx512f,avx512cd"), noinline))
 static int add_entry_avx512(bk_counting *f, bk_hash h)
 {
     int fresh;
-    if (BK_LIKELY(update_plain_avx512(f, h, +1, &fresh))) {
-        f->items += (uint64_t)fresh;
-        return fresh;
-    }
-    return add_general(f, h);
+    if (BK_UNLIKELY(!update_avx512(f, h, +1, &fresh))) return add_general(f, h);
+    items_add(f, (uint64_t)fresh);
+    return fresh;
 }
 
 __attribute__((target("avx512f,avx512cd"), noinline))
 static int remove_entry_avx512(bk_counting *f, bk_hash h)
 {
     int removed;
-    if (BK_LIKELY(update_plain_avx512(f, h, -1, &removed))) {
-        if (!removed) return BK_ENOTFOUND;
-        f->items -= f->items > 0;
-        return BK_OK;
-    }
-    return remove_general(f, h);
+    if (BK_UNLIKELY(!update_avx512(f, h, -1, &removed))) return remove_general(f, h);
+    if (!removed) return BK_ENOTFOUND;
+    items_remove_one(f);
+    return BK_OK;
 }
-#endif
+
+__attribute__((target("avx512f,avx512cd"), noinline))
+static int add_uncounted_avx512(bk_counting *f, bk_hash h)
+{
+    int fresh;
+    if (BK_LIKELY(update_avx512(f, h, +1, &fresh))) return fresh;
+    key_counters kc;
+    draw(f, h, &kc);
+    return update(f, &kc, +1);
+}
 #endif
 
 /* A batch add: the item count is left to the caller. */
 static int add_uncounted(bk_counting *f, bk_hash h)
 {
-#if BK_COUNTING_X86 && !BK_COUNTING_TSAN
-    int fresh;
-    if (f->single_writer && use_simd(f) && BK_LIKELY(update_plain_avx512(f, h, +1, &fresh)))
-        return fresh;
+#if BK_COUNTING_X86
+    if (use_simd(f)) return add_uncounted_avx512(f, h);
 #endif
     key_counters kc;
     draw(f, h, &kc);
     return update(f, &kc, +1);
 }
 
-/* Which path: AVX-512 (single writer for the updates) or general. */
+/* Which path: AVX-512 or general. */
 static inline int add_one(bk_counting *f, bk_hash h)
 {
-#if BK_COUNTING_X86 && !BK_COUNTING_TSAN
-    if (f->single_writer && use_simd(f)) return add_entry_avx512(f, h);
+#if BK_COUNTING_X86
+    if (use_simd(f)) return add_entry_avx512(f, h);
 #endif
     return add_general(f, h);
 }
 
 static inline int remove_one(bk_counting *f, bk_hash h)
 {
-#if BK_COUNTING_X86 && !BK_COUNTING_TSAN
-    if (f->single_writer && use_simd(f)) return remove_entry_avx512(f, h);
+#if BK_COUNTING_X86
+    if (use_simd(f)) return remove_entry_avx512(f, h);
 #endif
     return remove_general(f, h);
 }
