@@ -703,12 +703,21 @@ static void run_lookups(const keyset *in, const keyset *out, const options *o)
         if (bk_scalable_add(s, key(in, i), KEY_LEN) < 0) exit(1);
         bk_blocked_add(b, key(in, i), KEY_LEN);
     }
+    /* the fastest of 3 runs of each: the machine is shared, and other
+     * guests' cache and memory traffic comes and goes */
     uint64_t fs, fb;
-    double ss = time_single(s, 1, out, &fs), sb = time_single(b, 0, out, &fb);
-    double bs = time_batch(s, 1, out), bb = time_batch(b, 0, out);
+    double ss = 1e300, sb = 1e300, bs = 1e300, bb = 1e300;
+    for (int r = 0; r < 3; r++) {
+        double t;
+        if ((t = time_single(s, 1, out, &fs)) < ss) ss = t;
+        if ((t = time_single(b, 0, out, &fb)) < sb) sb = t;
+        if ((t = time_batch(s, 1, out)) < bs) bs = t;
+        if ((t = time_batch(b, 0, out)) < bb) bb = t;
+    }
     printf("\nAbsent-key lookups (issue 12): a scalable filter grown from %d keys to %.3g "
            "(BF.ADD's defaults, %u stages, %.2f bits/key) beside one blocked filter holding "
-           "the same keys (%.2f bits/key); %.3g absent keys, batches of %d\n\n",
+           "the same keys (%.2f bits/key); %.3g absent keys, batches of %d; fastest of 3 "
+           "runs\n\n",
            BK_SCALABLE_DEFAULT_CAPACITY, (double)in->n, bk_scalable_stages(s),
            8.0 * (double)bk_scalable_bytes(s) / (double)in->n,
            (double)bk_blocked_bits(b) / (double)in->n, (double)out->n, LOOKUP_BATCH);

@@ -5,7 +5,7 @@
  *   the blocked Bloom filter sized for the same rate (2^-w): build
  *   ns/key, bits per key, false-positive rate measured on --absent keys
  *   never added, bits per key / log2(1/measured rate), batched lookups of
- *   absent and present keys (ns/key);
+ *   absent and present keys (ns/key, the fastest of 3 runs);
  *
  *   static map (Bloomier, 8-bit values, 7 check bits): build ns/key, bits
  *   per key (values / check), members whose value came back wrong (all of
@@ -187,15 +187,21 @@ static void print_row(const row *r)
 static void lookups(const bk_filter *f, const keyset *present, uint64_t npresent,
                     const keyset *absent, row *r)
 {
-    double t0 = now_s();
-    int64_t fp = bk_filter_contains_batch(f, absent->keys, absent->lens, absent->n, NULL);
-    double t1 = now_s();
-    int64_t hits = bk_filter_contains_batch(f, present->keys, present->lens, npresent, NULL);
-    double t2 = now_s();
+    /* the fastest of 3 runs of each: the machine is shared */
+    int64_t fp = 0, hits = 0;
+    r->absent_ns = r->present_ns = 1e300;
+    for (int run = 0; run < 3; run++) {
+        double t0 = now_s();
+        fp = bk_filter_contains_batch(f, absent->keys, absent->lens, absent->n, NULL);
+        double t1 = now_s();
+        hits = bk_filter_contains_batch(f, present->keys, present->lens, npresent, NULL);
+        double t2 = now_s();
+        double a = (t1 - t0) * 1e9 / (double)absent->n, p = (t2 - t1) * 1e9 / (double)npresent;
+        if (a < r->absent_ns) r->absent_ns = a;
+        if (p < r->present_ns) r->present_ns = p;
+    }
     r->fpr = (double)fp / (double)absent->n;
     r->ratio = r->fpr > 0 ? r->bits_per_key / log2(1.0 / r->fpr) : 0.0;
-    r->absent_ns = (t1 - t0) * 1e9 / (double)absent->n;
-    r->present_ns = (t2 - t1) * 1e9 / (double)npresent;
     if (hits != (int64_t)npresent) {
         fprintf(stderr, "%s: %lld of %llu present keys found: FALSE NEGATIVES\n", r->name,
                 (long long)hits, (unsigned long long)npresent);
