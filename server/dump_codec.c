@@ -203,6 +203,11 @@ static int get_len(reader *r, uint64_t *v, int *special)
     }
 }
 
+/* The most bytes LZF makes of one input byte: a long back reference is 3
+ * bytes (control, length, distance) giving 7 + 255 + 2 = 264 bytes. A
+ * plain length above 88 times the compressed one cannot be true. */
+#define LZF_MAX_EXPANSION 88
+
 /* LZF decompression (the format Redis's lzf_compress writes): a control
  * byte below 32 starts a literal run of ctrl+1 bytes; otherwise it is a
  * back reference of length (ctrl >> 5) + 2 (7 means: add the next byte),
@@ -242,8 +247,12 @@ static int lzf_decode(const unsigned char *in, size_t in_len, unsigned char *out
 }
 
 /* An RDB string: *out points into the payload (*owned NULL) or to a buffer
- * the caller frees (*owned). */
-static int get_string(reader *r, const unsigned char **out, size_t *len, unsigned char **owned)
+ * the caller frees (*owned). limit is the most bytes the caller can take:
+ * a compressed string's plain length is checked against it, and against
+ * what its compressed length can make, before anything is allocated (a
+ * 30-byte payload could otherwise have the server allocate 512 MiB). */
+static int get_string(reader *r, uint64_t limit, const unsigned char **out, size_t *len,
+                      unsigned char **owned)
 {
     uint64_t v;
     int special;
@@ -279,7 +288,8 @@ static int get_string(reader *r, const unsigned char **out, size_t *len, unsigne
         if (get_len(r, &clen, &special) < 0 || special ||
             get_len(r, &plen, &special) < 0 || special)
             return -1;
-        if (clen > (uint64_t)(r->end - r->p) || plen == 0 || plen > r->max_string_len)
+        if (clen > (uint64_t)(r->end - r->p) || plen == 0 || plen > limit ||
+            plen > r->max_string_len || plen > clen * LZF_MAX_EXPANSION)
             return -1;
         unsigned char *s = malloc((size_t)plen);
         if (!s)
@@ -384,7 +394,7 @@ bkc_value *bks_restore_decode(const unsigned char *p, size_t len, uint64_t max_s
             unsigned char *powned = NULL;
             if (get_len(&r, &opcode, &special) < 0 || special ||
                 opcode != RDB_MODULE_OPCODE_STRING ||
-                get_string(&r, &piece, &plen, &powned) < 0 || plen == 0 ||
+                get_string(&r, total - got, &piece, &plen, &powned) < 0 || plen == 0 ||
                 plen > total - got) {
                 free(powned);
                 free(buf);
@@ -400,7 +410,7 @@ bkc_value *bks_restore_decode(const unsigned char *p, size_t len, uint64_t max_s
         dlen = (size_t)total;
     } else if (get_len(&r, &opcode, &special) < 0 || special ||
                opcode != RDB_MODULE_OPCODE_STRING ||
-               get_string(&r, &data, &dlen, &owned) < 0) {
+               get_string(&r, UINT64_MAX, &data, &dlen, &owned) < 0) {
         snprintf(err, errlen, "%s", BAD_DATA);
         return NULL;
     }
