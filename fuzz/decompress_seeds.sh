@@ -59,6 +59,7 @@ zs "$tmp/nul" | seed zstd-nul 1 4
 { zs "$tmp/empty"; zs "$tmp/short"; zs "$tmp/empty"; } | seed zstd-empty-frames 0 2
 zs "$tmp/empty" | seed zstd-empty 0 0
 zs --no-check "$tmp/lines" | seed zstd-no-checksum 0 17
+zs < "$tmp/lines" | seed zstd-size-unknown 0 10     # no content size: from a pipe
 zs "$tmp/lines" | head -c 30 | seed zstd-truncated 0 9
 { zs "$tmp/short"; printf '\120\052\115\030\004\000\000\000skip'; zs "$tmp/nul"; } |
     seed zstd-skippable-frame 0 6
