@@ -39,6 +39,10 @@
 
 enum kind { PLAIN, GZIP, ZSTD };
 
+/* The largest zstd frame header (RFC 8878 3.1.1): magic 4, descriptor 1,
+ * window 1, dictionary id 4, content size 8. */
+#define ZSTD_HEADER_MAX 18
+
 static const unsigned char gzip_magic[] = {0x1f, 0x8b};
 static const unsigned char zstd_magic[] = {0x28, 0xb5, 0x2f, 0xfd};
 
@@ -56,6 +60,11 @@ struct cli_source {
     z_stream z;
     int z_ready;
     ZSTD_DStream *zs;
+    /* zstd: the first bytes of the frame being decoded (its header) and
+     * the bytes it has produced, to hold it to its content size */
+    unsigned char frame_head[ZSTD_HEADER_MAX];
+    size_t frame_head_len;
+    uint64_t frame_out;
 };
 
 static ssize_t read_fd(cli_source *s, void *buf, size_t cap)
@@ -209,6 +218,39 @@ static ssize_t read_gzip(cli_source *s, unsigned char *buf, size_t cap)
     return (ssize_t)produced;
 }
 
+/* One call of the streaming decoder; 0, or -1 after printing the problem.
+ * A call stops at the end of a frame, so the bytes it consumed belong to
+ * one frame. libzstd's streaming decoder does not compare a frame's
+ * content size with what it produced when the last block is empty (its
+ * one-pass path, taken when the whole frame and room for its content are
+ * at hand, does), so whether such a damaged frame was refused would depend
+ * on how much was read: the comparison is made here for every frame. */
+static int zstd_step(cli_source *s, ZSTD_inBuffer *in, ZSTD_outBuffer *out)
+{
+    size_t in_start = in->pos, out_start = out->pos;
+    size_t rc = ZSTD_decompressStream(s->zs, out, in);
+    if (ZSTD_isError(rc)) return (int)corrupt(s, ZSTD_getErrorName(rc));
+    size_t used = in->pos - in_start;
+    size_t room = ZSTD_HEADER_MAX - s->frame_head_len;
+    if (used > room) used = room;
+    memcpy(s->frame_head + s->frame_head_len, (const char *)in->src + in_start, used);
+    s->frame_head_len += used;
+    s->frame_out += out->pos - out_start;
+    /* 0: a frame is complete and flushed; else more input is due */
+    s->ended = rc == 0;
+    if (s->ended) {
+        /* skippable frames have a content size of 0, like their output */
+        unsigned long long want = ZSTD_getFrameContentSize(s->frame_head, s->frame_head_len);
+        if (want != ZSTD_CONTENTSIZE_UNKNOWN && want != s->frame_out)
+            return (int)corrupt(s, want == ZSTD_CONTENTSIZE_ERROR
+                                       ? "frame header unreadable"
+                                       : "frame content size mismatch");
+        s->frame_head_len = 0;
+        s->frame_out = 0;
+    }
+    return 0;
+}
+
 static ssize_t read_zstd(cli_source *s, unsigned char *buf, size_t cap)
 {
     size_t produced = 0;
@@ -220,19 +262,14 @@ static ssize_t read_zstd(cli_source *s, unsigned char *buf, size_t cap)
             /* End of input: flush what the decoder holds; a frame not
              * finished is a truncated file. */
             if (s->ended) return 0;
-            size_t rc = ZSTD_decompressStream(s->zs, &out, &in);
-            if (ZSTD_isError(rc)) return corrupt(s, ZSTD_getErrorName(rc));
-            s->ended = rc == 0;
+            if (zstd_step(s, &in, &out) != 0) return -1;
             if (out.pos > 0) return (ssize_t)out.pos;
             if (s->ended) return 0;
             return truncated(s);
         }
-        size_t rc = ZSTD_decompressStream(s->zs, &out, &in);
-        if (ZSTD_isError(rc)) return corrupt(s, ZSTD_getErrorName(rc));
+        if (zstd_step(s, &in, &out) != 0) return -1;
         s->in_pos = in.pos;
         produced = out.pos;
-        /* 0: a frame is complete and flushed; else more input is due */
-        s->ended = rc == 0;
     }
     return (ssize_t)produced;
 }

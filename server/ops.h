@@ -8,7 +8,8 @@
  *              log, formatting a command for MONITOR, bks_ops_record()
  *   info.c     INFO [section ...]
  *   opscmd.c   the ops commands
- *   dump.c     DUMP / RESTORE (the module's RDB encoding, Redis's trailer)
+ *   dump.c     DUMP / RESTORE (dump_codec.c: the payload, the module's RDB
+ *              encoding with Redis's trailer)
  */
 #ifndef BKS_OPS_H
 #define BKS_OPS_H
