@@ -51,10 +51,13 @@
  *   mode (bk_counting_set_single_writer) adds and removes change the k
  *   fields with plain loads and stores: the caller guarantees no other
  *   thread uses the filter meanwhile. Lookups never branch on the line's
- *   contents; with AVX-512 (and AVX512CD) the draws and the field tests run
- *   in 64-bit lanes, and so do the single writer's adds and removes: the k
- *   increments become one vector of each counter's lowest bit, masked by
- *   the saturated fields and added to the line at once. Every mode and path
+ *   contents; with AVX-512 (and AVX512CD) the draws (repeats rejected
+ *   without a branch) and the field tests run in vector lanes, for every
+ *   operation and both modes. The single writer's adds and removes then
+ *   change the line in registers: the k increments become one vector of
+ *   each counter's lowest bit, masked by the saturated fields and added to
+ *   the line at once; the concurrent ones take each touched word's bits
+ *   from that vector into their compare-and-swap. Every mode and path
  *   touches the same counters.
  *
  * What it cannot do
