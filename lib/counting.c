@@ -263,12 +263,13 @@ static void draw_slow(const bk_counting *f, bk_hash h, key_counters *kc)
  * lane after one variable shift per half; vpconflictd and vpcompressd keep
  * the first k that do not repeat (the general draw's rejection, without a
  * branch), and a lookup fetches each of those lanes' word of the line with
- * one permute, shifts its field down and tests all lanes at once. Used when the process-wide SIMD level (bk_blocked_
- * set_simd_level) is AVX-512 and the CPU has AVX512CD; the same counters as
- * the scalar code, so answers never depend on the path. A line read with
- * one vector load is safe beside concurrent writers for the reason given
- * in blocked.c (each aligned 8-byte element is read whole); TSan builds
- * assemble it from relaxed atomic loads.
+ * one permute, shifts its field down and tests all lanes at once. Used
+ * when the process-wide SIMD level (bk_blocked_set_simd_level) is AVX-512
+ * and the CPU has AVX512CD; the same counters as the scalar code, so
+ * answers never depend on the path. A line read with one vector load is
+ * safe beside concurrent writers for the reason given in blocked.c (each
+ * aligned 8-byte element is read whole); TSan builds assemble it from
+ * relaxed atomic loads.
  *--------------------------------------------------------------------------*/
 
 #if BK_COUNTING_X86
@@ -795,9 +796,7 @@ __attribute__((noinline)) static int add_general(bk_counting *f, bk_hash h)
 {
     key_counters kc;
     draw(f, h, &kc);
-    int was_new = update(f, &kc, +1);
-    items_add(f, (uint64_t)was_new);
-    return was_new;
+    return update(f, &kc, +1);
 }
 
 /* items counts keys believed present; it never goes below zero even if a
@@ -864,15 +863,6 @@ static inline int update_avx512(bk_counting *f, bk_hash h, int delta, int *resul
 }
 
 __attribute__((target("avx512f,avx512cd"), noinline))
-static int add_entry_avx512(bk_counting *f, bk_hash h)
-{
-    int fresh;
-    if (BK_UNLIKELY(!update_avx512(f, h, +1, &fresh))) return add_general(f, h);
-    items_add(f, (uint64_t)fresh);
-    return fresh;
-}
-
-__attribute__((target("avx512f,avx512cd"), noinline))
 static int remove_entry_avx512(bk_counting *f, bk_hash h)
 {
     int removed;
@@ -883,34 +873,30 @@ static int remove_entry_avx512(bk_counting *f, bk_hash h)
 }
 
 __attribute__((target("avx512f,avx512cd"), noinline))
-static int add_uncounted_avx512(bk_counting *f, bk_hash h)
+static int add_avx512(bk_counting *f, bk_hash h)
 {
     int fresh;
     if (BK_LIKELY(update_avx512(f, h, +1, &fresh))) return fresh;
-    key_counters kc;
-    draw(f, h, &kc);
-    return update(f, &kc, +1);
+    return add_general(f, h);
 }
 #endif
 
-/* A batch add: the item count is left to the caller. */
-static int add_uncounted(bk_counting *f, bk_hash h)
+/* Which path: AVX-512 or general. An add returns 1 when a counter was
+ * zero (the key was new) and leaves the item count to its caller (a batch
+ * counts once at the end). */
+static inline int add_uncounted(bk_counting *f, bk_hash h)
 {
 #if BK_COUNTING_X86
-    if (use_simd(f)) return add_uncounted_avx512(f, h);
-#endif
-    key_counters kc;
-    draw(f, h, &kc);
-    return update(f, &kc, +1);
-}
-
-/* Which path: AVX-512 or general. */
-static inline int add_one(bk_counting *f, bk_hash h)
-{
-#if BK_COUNTING_X86
-    if (use_simd(f)) return add_entry_avx512(f, h);
+    if (use_simd(f)) return add_avx512(f, h);
 #endif
     return add_general(f, h);
+}
+
+static inline int add_one(bk_counting *f, bk_hash h)
+{
+    int fresh = add_uncounted(f, h);
+    items_add(f, (uint64_t)fresh);
+    return fresh;
 }
 
 static inline int remove_one(bk_counting *f, bk_hash h)
