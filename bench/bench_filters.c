@@ -21,6 +21,14 @@
  *   blocked-<level>-1w the same in the single-writer mode (plain stores)
  *   counting<w>[-1w]   bk_counting with w-bit counters, both write modes
  *   libbloom           Debian's libbloom 1.6 (bloom_add / bloom_check)
+ *   sbbf-avx2          the split-block filter of Impala and Parquet
+ *                      (bench/sbbf.h), single-key calls only, on the same
+ *                      XXH3-128 of each key as bloomkit's rows (its 64-bit
+ *                      hash is h.lo)
+ *   sbbf-avx2-xxh64    the same on XXH3-64, the hash its design takes
+ *   proto-split512     not a peer: a prototype of a possible second layout
+ *                      of the blocked filter (split 512-bit lines, eight
+ *                      64-bit words, XXH3-64; bench/sbbf.h), single calls
  * Then the same cells as ratios to hash-only and to the floor, and the
  * targets of issue 12 with their verdicts. Keys are 16 to 32-byte strings
  * made before any timing. Speed is measured, never asserted: the ratios
@@ -38,6 +46,10 @@
 #include <time.h>
 
 #include "bloomkit.h"
+#include "sbbf.h" /* the split-block peer */
+
+#define XXH_INLINE_ALL
+#include <xxhash.h> /* XXH3-64 for the sbbf-avx2-xxh64 row */
 
 /*==========================================================================
  * Options
@@ -57,6 +69,7 @@ typedef struct options {
     uint64_t seed;
     int skip_classic;
     int skip_libbloom;
+    int skip_sbbf;
     int skip_counting;
     int skip_scalar;
 } options;
@@ -79,6 +92,7 @@ static void usage(FILE *out)
         "                  the same filter each time)\n"
         "  --no-classic    skip the classic filter\n"
         "  --no-libbloom   skip libbloom\n"
+        "  --no-sbbf       skip the split-block peer and the prototype\n"
         "  --no-counting   skip the counting filters\n"
         "  --no-scalar     skip the blocked filter's scalar path\n"
         "  --help          this text\n");
@@ -113,6 +127,7 @@ static int parse_options(int argc, char **argv, options *o)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
         else if (!strcmp(a, "--no-classic")) o->skip_classic = 1;
         else if (!strcmp(a, "--no-libbloom")) o->skip_libbloom = 1;
+        else if (!strcmp(a, "--no-sbbf")) o->skip_sbbf = 1;
         else if (!strcmp(a, "--no-counting")) o->skip_counting = 1;
         else if (!strcmp(a, "--no-scalar")) o->skip_scalar = 1;
         else if (!strcmp(a, "--large")) large = 1;
@@ -433,6 +448,49 @@ static int run_libbloom(const keyset *in, const keyset *out, uint64_t lookups,
     return 0;
 }
 
+/* The split-block peer on 64 bits of each key's hash: XXH3-128's low half
+ * through bk_hash_key, as bloomkit's rows pay, or XXH3-64 (xxh64 != 0). */
+static inline uint64_t sbbf_hash(const void *key, size_t len, int xxh64)
+{
+    return xxh64 ? XXH3_64bits_withSeed(key, len, 7) : bk_hash_key(key, len, 7).lo;
+}
+
+static int run_sbbf(const keyset *in, const keyset *out, uint64_t lookups,
+                    double p, int xxh64, row *r)
+{
+    sbbf f;
+    uint64_t fresh = 0, found = 0, fp = 0;
+    if (!__builtin_cpu_supports("avx2") || sbbf_init(&f, in->n, p) != 0) return -1;
+    row_init(r, xxh64 ? "sbbf-avx2-xxh64" : "sbbf-avx2");
+    TIME_SINGLE_R(r->ns[C_ADD], in, in->n, fresh, sbbf_add_hash(&f, sbbf_hash(K, L, xxh64)),
+                  sbbf_clear(&f));
+    TIME_SINGLE(r->ns[C_PRESENT], in, lookups, found, sbbf_contains_hash(&f, sbbf_hash(K, L, xxh64)));
+    TIME_SINGLE(r->ns[C_ABSENT], out, out->n, fp, sbbf_contains_hash(&f, sbbf_hash(K, L, xxh64)));
+    r->bits_per_key = 8.0 * (double)f.bytes / (double)in->n;
+    r->fpr = (double)fp / (double)out->n;
+    r->false_negatives = lookups - found;
+    sbbf_free(&f);
+    return 0;
+}
+
+static int run_split512(const keyset *in, const keyset *out, uint64_t lookups,
+                        double p, row *r)
+{
+    split512 f;
+    uint64_t fresh = 0, found = 0, fp = 0;
+    if (!__builtin_cpu_supports("avx512f") || split512_init(&f, in->n, p) != 0) return -1;
+    row_init(r, "proto-split512");
+    TIME_SINGLE_R(r->ns[C_ADD], in, in->n, fresh, split512_add_hash(&f, sbbf_hash(K, L, 1)),
+                  split512_clear(&f));
+    TIME_SINGLE(r->ns[C_PRESENT], in, lookups, found, split512_contains_hash(&f, sbbf_hash(K, L, 1)));
+    TIME_SINGLE(r->ns[C_ABSENT], out, out->n, fp, split512_contains_hash(&f, sbbf_hash(K, L, 1)));
+    r->bits_per_key = 8.0 * (double)f.bytes / (double)in->n;
+    r->fpr = (double)fp / (double)out->n;
+    r->false_negatives = lookups - found;
+    split512_free(&f);
+    return 0;
+}
+
 /* Random 64-byte reads in a buffer of `bytes` (rounded up to lines), its
  * pages touched first (fresh calloc pages would all map the zero page),
  * on huge pages from 4 MiB up like the filters' tables.
@@ -593,6 +651,27 @@ static void print_targets(const row *rows, int nrows, uint64_t n, double p,
             verdict_faster("libbloom single absent lookup / blocked's", b1->ns[C_ABSENT], lib->ns[C_ABSENT], 4.5);
             verdict_faster("libbloom single present lookup / blocked's", b1->ns[C_PRESENT], lib->ns[C_PRESENT], 4.5);
             verdict_faster("libbloom single add / blocked's", b1->ns[C_ADD], lib->ns[C_ADD], 4.5);
+            const row *pr = find_row(rows, nrows, "proto-split512");
+            if (pr != NULL) {
+                printf("  (the prototype layout of bench/sbbf.h, not the library:)\n");
+                verdict_faster("libbloom single absent lookup / proto-split512's", pr->ns[C_ABSENT], lib->ns[C_ABSENT], 4.5);
+                verdict_faster("libbloom single present lookup / proto-split512's", pr->ns[C_PRESENT], lib->ns[C_PRESENT], 4.5);
+                verdict_faster("libbloom single add / proto-split512's", pr->ns[C_ADD], lib->ns[C_ADD], 4.5);
+            }
+        }
+    }
+    /* the split-block peer: no target in the issue, but the filter users
+     * would pick for fast single calls */
+    for (int x = 0; x <= 1; x++) {
+        const row *sb = find_row(rows, nrows, x ? "sbbf-avx2-xxh64" : "sbbf-avx2");
+        if (sb == NULL) continue;
+        static const int cols[3] = {C_ADD, C_ABSENT, C_PRESENT};
+        static const char *const names[3] = {"add", "absent lookup", "present lookup"};
+        for (int c = 0; c < 3; c++) {
+            double v = b1->ns[cols[c]], ref = sb->ns[cols[c]];
+            if (v == NA || ref == NA || ref <= 0) continue;
+            snprintf(what, sizeof(what), "blocked single %s / %s's (no target)", names[c], sb->name);
+            printf("  %-58s %6.2fx %s\n", what, v / ref, v <= ref ? "ahead" : "behind");
         }
     }
     /* counting (4-bit) against the blocked filter in the same write mode */
@@ -671,6 +750,11 @@ int main(int argc, char **argv)
                             print_row(&rows[nrows++]);
             }
             if (!o.skip_libbloom && run_libbloom(&in, &out, lookups, p, &rows[nrows]) == 0)
+                print_row(&rows[nrows++]);
+            for (int x = 0; x <= 1 && !o.skip_sbbf; x++)
+                if (run_sbbf(&in, &out, lookups, p, x, &rows[nrows]) == 0)
+                    print_row(&rows[nrows++]);
+            if (!o.skip_sbbf && run_split512(&in, &out, lookups, p, &rows[nrows]) == 0)
                 print_row(&rows[nrows++]);
             row *flr = &rows[nrows++];
             row_init(flr, "floor");
