@@ -62,7 +62,6 @@ struct bk_map {
 
 static const bk__family_ops map_ops; /* at the end of this file */
 
-#define BATCH_AHEAD 16
 #define PADDING 8
 
 /*==========================================================================
@@ -97,12 +96,11 @@ static inline void xor_cell(bk_map *m, uint32_t i, uint64_t v)
     memcpy(m->cells + (bit >> 3), &word, sizeof(word));
 }
 
-static inline int get_hash(const bk_map *m, bk_hash key_hash, uint32_t *value)
+/* The value of the key of hash h, whose cells are c: 1 and *value when its
+ * check bits match, else 0. */
+static inline int get_cells(const bk_map *m, uint64_t h, const uint32_t c[3], uint32_t *value)
 {
-    uint64_t h = key_hash.lo;
-    uint32_t c[3];
     if (BK_UNLIKELY(m->items == 0)) return 0;
-    bk__fuse_cells(&m->shape, h, c);
     uint64_t x = load_cell(m, c[0]) ^ load_cell(m, c[1]) ^ load_cell(m, c[2]);
     uint64_t check_mask = (UINT64_C(1) << m->check_bits) - 1;
     if ((x & check_mask) != (check_of(h) & check_mask)) return 0;
@@ -110,12 +108,11 @@ static inline int get_hash(const bk_map *m, bk_hash key_hash, uint32_t *value)
     return 1;
 }
 
-static inline void prefetch_hash(const bk_map *m, bk_hash key_hash)
+static inline int get_hash(const bk_map *m, bk_hash key_hash, uint32_t *value)
 {
     uint32_t c[3];
     bk__fuse_cells(&m->shape, key_hash.lo, c);
-    for (int j = 0; j < 3; j++)
-        BK_PREFETCH_READ(m->cells + (((uint64_t)c[j] * m->width) >> 3));
+    return get_cells(m, key_hash.lo, c, value);
 }
 
 static void assign(bk_map *m, const bk__peel *p)
@@ -241,24 +238,22 @@ int64_t bk_map_get_batch(const bk_map *m, const void *const *keys,
                          const size_t *lens, size_t n, uint32_t *values,
                          uint8_t *found)
 {
-    bk_hash ring[BATCH_AHEAD];
+    bk__fuse_probe ring[BK__FUSE_BATCH_AHEAD];
+    const size_t window = BK__FUSE_BATCH_AHEAD;
     int64_t hits = 0;
     if (m == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
-    size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
-    for (size_t i = 0; i < ahead; i++) {
-        ring[i] = bk_hash_key(keys[i], lens[i], m->seed);
-        prefetch_hash(m, ring[i]);
-    }
+    size_t ahead = n < window ? n : window;
+    for (size_t i = 0; i < ahead; i++)
+        ring[i] = bk__fuse_probe_of(&m->shape, bk_hash_key(keys[i], lens[i], m->seed).lo,
+                                    m->cells, m->width);
     for (size_t i = 0; i < n; i++) {
-        bk_hash h = ring[i % BATCH_AHEAD];
-        size_t next = i + BATCH_AHEAD;
-        if (next < n) {
-            bk_hash hn = bk_hash_key(keys[next], lens[next], m->seed);
-            ring[i % BATCH_AHEAD] = hn;
-            prefetch_hash(m, hn);
-        }
+        bk__fuse_probe p = ring[i % window];
+        size_t next = i + window;
+        if (next < n)
+            ring[i % window] = bk__fuse_probe_of(
+                &m->shape, bk_hash_key(keys[next], lens[next], m->seed).lo, m->cells, m->width);
         uint32_t v = 0;
-        int r = get_hash(m, h, &v);
+        int r = get_cells(m, p.h, p.c, &v);
         hits += r;
         if (found != NULL) found[i] = (uint8_t)r;
         if (values != NULL) values[i] = r ? v : 0;

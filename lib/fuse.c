@@ -56,10 +56,6 @@ struct bk_static {
 
 static const bk__family_ops static_ops; /* at the end of this file */
 
-/* Keys hashed ahead of their tests in a batch: three lines each, so 32
- * keys keep up to 96 line fetches asked for (16 measured 38-40 ns per key
- * at 1e8, 32 36-38 ns; bench/RESULTS.md section 13). */
-#define BATCH_AHEAD 32
 
 /*==========================================================================
  * Internals
@@ -113,22 +109,9 @@ static inline int contains_hash(const bk_static *f, bk_hash key_hash)
     return contains_cells(f, key_hash.lo, c);
 }
 
-/* A key of a batch, hashed ahead of its test: its cells are located once
- * and their lines prefetched. */
-typedef struct probe {
-    uint64_t h;
-    uint32_t c[3];
-} probe;
-
-static inline probe probe_key(const bk_static *f, const void *key, size_t len)
+static inline bk__fuse_probe probe_key(const bk_static *f, const void *key, size_t len)
 {
-    probe p;
-    p.h = bk_hash_key(key, len, f->seed).lo;
-    bk__fuse_cells(&f->shape, p.h, p.c);
-    const unsigned char *t = f->cells;
-    for (int j = 0; j < 3; j++)
-        BK_PREFETCH_READ(t + ((size_t)p.c[j] * f->width >> 3));
-    return p;
+    return bk__fuse_probe_of(&f->shape, bk_hash_key(key, len, f->seed).lo, f->cells, f->width);
 }
 
 static size_t cells_bytes(const bk__fuse_shape *s, uint32_t width)
@@ -243,15 +226,16 @@ int64_t bk_static_contains_batch(const bk_static *f, const void *const *keys,
                                  const size_t *lens, size_t n,
                                  uint8_t *results)
 {
-    probe ring[BATCH_AHEAD];
+    bk__fuse_probe ring[BK__FUSE_BATCH_AHEAD];
     int64_t hits = 0;
     if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
-    size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
+    const size_t window = BK__FUSE_BATCH_AHEAD;
+    size_t ahead = n < window ? n : window;
     for (size_t i = 0; i < ahead; i++) ring[i] = probe_key(f, keys[i], lens[i]);
     for (size_t i = 0; i < n; i++) {
-        probe p = ring[i % BATCH_AHEAD];
-        size_t next = i + BATCH_AHEAD;
-        if (next < n) ring[i % BATCH_AHEAD] = probe_key(f, keys[next], lens[next]);
+        bk__fuse_probe p = ring[i % window];
+        size_t next = i + window;
+        if (next < n) ring[i % window] = probe_key(f, keys[next], lens[next]);
         int r = contains_cells(f, p.h, p.c);
         hits += r;
         if (results != NULL) results[i] = (uint8_t)r;

@@ -86,6 +86,30 @@ static inline void bk__fuse_cells(const bk__fuse_shape *s, uint64_t h,
     cell[2] = (uint32_t)p2;
 }
 
+/* Keys a batch lookup hashes ahead of their tests (static filter and map):
+ * three lines each, so 32 keys keep up to 96 line fetches asked for (16
+ * measured 38-40 ns per key at 1e8, 32 36-38; bench/RESULTS.md section
+ * 13). */
+#define BK__FUSE_BATCH_AHEAD 32
+
+/* A key of a batch: its hash and its three cells, located once; the cells'
+ * lines in `table` (cells of `width` bits) are prefetched. */
+typedef struct bk__fuse_probe {
+    uint64_t h;
+    uint32_t c[3];
+} bk__fuse_probe;
+
+static inline bk__fuse_probe bk__fuse_probe_of(const bk__fuse_shape *s, uint64_t h,
+                                               const void *table, uint32_t width)
+{
+    bk__fuse_probe p;
+    p.h = h;
+    bk__fuse_cells(s, h, p.c);
+    for (int j = 0; j < 3; j++)
+        BK_PREFETCH_READ((const unsigned char *)table + ((uint64_t)p.c[j] * width >> 3));
+    return p;
+}
+
 /* The state of one construction: built by bk__peel_run, read by the
  * family's assignment loop (through bk__peel_hash / bk__peel_value),
  * released by bk__peel_free. */
