@@ -19,6 +19,8 @@
  *   blocked-<level>    bk_blocked on the scalar and the best SIMD path, in
  *                      the concurrent write mode (the default: atomic ORs)
  *   blocked-<level>-1w the same in the single-writer mode (plain stores)
+ *   blocked-split-...  the split layout (bk_blocked_create_split: XXH3-64,
+ *                      one bit in each 64-bit word), best level, both modes
  *   counting<w>[-1w]   bk_counting with w-bit counters, both write modes
  *   libbloom           Debian's libbloom 1.6 (bloom_add / bloom_check)
  *   sbbf-avx2          the split-block filter of Impala and Parquet
@@ -26,9 +28,6 @@
  *                      XXH3-128 of each key as bloomkit's rows (its 64-bit
  *                      hash is h.lo)
  *   sbbf-avx2-xxh64    the same on XXH3-64, the hash its design takes
- *   proto-split512     not a peer: a prototype of a possible second layout
- *                      of the blocked filter (split 512-bit lines, eight
- *                      64-bit words, XXH3-64; bench/sbbf.h), single calls
  * Then the same cells as ratios to hash-only and to the floor, and the
  * targets of issue 12 with their verdicts. Keys are 16 to 32-byte strings
  * made before any timing. Speed is measured, never asserted: the ratios
@@ -92,7 +91,7 @@ static void usage(FILE *out)
         "                  the same filter each time)\n"
         "  --no-classic    skip the classic filter\n"
         "  --no-libbloom   skip libbloom\n"
-        "  --no-sbbf       skip the split-block peer and the prototype\n"
+        "  --no-sbbf       skip the split-block peer\n"
         "  --no-counting   skip the counting filters\n"
         "  --no-scalar     skip the blocked filter's scalar path\n"
         "  --help          this text\n");
@@ -353,19 +352,21 @@ static int run_classic(const keyset *in, const keyset *out, uint64_t lookups,
 }
 
 static int run_blocked(const keyset *in, const keyset *out, uint64_t lookups,
-                       double p, int level, int single_writer, row *r,
-                       size_t *bytes)
+                       double p, int level, int single_writer, int split,
+                       row *r, size_t *bytes)
 {
     bk_blocked *a, *b;
     uint64_t fresh = 0, bfresh = 0, found = 0, fp = 0, bfound = 0, bfp = 0;
     char name[32];
+    int (*create)(bk_blocked **, uint64_t, double, uint64_t) =
+        split ? bk_blocked_create_split : bk_blocked_create;
     if (bk_blocked_set_simd_level(level) < 0) return -1;
-    if (bk_blocked_create(&a, in->n, p, 7) != BK_OK) return -1;
-    if (bk_blocked_create(&b, in->n, p, 7) != BK_OK) { bk_blocked_free(a); return -1; }
+    if (create(&a, in->n, p, 7) != BK_OK) return -1;
+    if (create(&b, in->n, p, 7) != BK_OK) { bk_blocked_free(a); return -1; }
     bk_blocked_set_single_writer(a, single_writer);
     bk_blocked_set_single_writer(b, single_writer);
-    snprintf(name, sizeof(name), "blocked-%s%s", bk_blocked_simd_name(level),
-             single_writer ? "-1w" : "");
+    snprintf(name, sizeof(name), "blocked-%s%s%s", split ? "split-" : "",
+             bk_blocked_simd_name(level), single_writer ? "-1w" : "");
     row_init(r, name);
     TIME_SINGLE_R(r->ns[C_ADD], in, in->n, fresh, bk_blocked_add(a, K, L), bk_blocked_clear(a));
     TIME_BATCH_R(r->ns[C_BADD], in, in->n, bfresh, bk_blocked_add_batch(b, KS, LS, C, RES), bk_blocked_clear(b));
@@ -377,7 +378,7 @@ static int run_blocked(const keyset *in, const keyset *out, uint64_t lookups,
     r->fpr = (double)fp / (double)out->n;
     r->false_negatives = (lookups - found) + (lookups - bfound);
     r->mismatch = bfp != fp || bfresh != fresh;
-    *bytes = (size_t)(bk_blocked_bits(a) / 8);
+    if (!split) *bytes = (size_t)(bk_blocked_bits(a) / 8); /* the floor's table */
     bk_blocked_free(a);
     bk_blocked_free(b);
     bk_blocked_set_simd_level(bk_blocked_simd_best());
@@ -470,24 +471,6 @@ static int run_sbbf(const keyset *in, const keyset *out, uint64_t lookups,
     r->fpr = (double)fp / (double)out->n;
     r->false_negatives = lookups - found;
     sbbf_free(&f);
-    return 0;
-}
-
-static int run_split512(const keyset *in, const keyset *out, uint64_t lookups,
-                        double p, row *r)
-{
-    split512 f;
-    uint64_t fresh = 0, found = 0, fp = 0;
-    if (!__builtin_cpu_supports("avx512f") || split512_init(&f, in->n, p) != 0) return -1;
-    row_init(r, "proto-split512");
-    TIME_SINGLE_R(r->ns[C_ADD], in, in->n, fresh, split512_add_hash(&f, sbbf_hash(K, L, 1)),
-                  split512_clear(&f));
-    TIME_SINGLE(r->ns[C_PRESENT], in, lookups, found, split512_contains_hash(&f, sbbf_hash(K, L, 1)));
-    TIME_SINGLE(r->ns[C_ABSENT], out, out->n, fp, split512_contains_hash(&f, sbbf_hash(K, L, 1)));
-    r->bits_per_key = 8.0 * (double)f.bytes / (double)in->n;
-    r->fpr = (double)fp / (double)out->n;
-    r->false_negatives = lookups - found;
-    split512_free(&f);
     return 0;
 }
 
@@ -615,21 +598,11 @@ static void verdict_faster(const char *what, double value, double peer, double l
            ratio >= limit ? "MET" : "MISSED");
 }
 
-static void print_targets(const row *rows, int nrows, uint64_t n, double p,
-                          uint64_t absent, const char *simd)
+/* Issue 12's targets for one layout: b1 its single-writer row, bc its
+ * concurrent one. */
+static void blocked_targets(const row *b1, const row *bc, const row *hash,
+                            const row *flr, const row *lib, uint64_t n)
 {
-    char name[48], what[96];
-    const row *hash = find_row(rows, nrows, "hash-only");
-    const row *flr = find_row(rows, nrows, "floor");
-    const row *lib = find_row(rows, nrows, "libbloom");
-    snprintf(name, sizeof(name), "blocked-%s-1w", simd);
-    const row *b1 = find_row(rows, nrows, name);
-    snprintf(name, sizeof(name), "blocked-%s", simd);
-    const row *bc = find_row(rows, nrows, name);
-    if (p != 0.01) return; /* the targets are for 1% filters */
-    printf("issue 12 targets (n = %.0e, p = 1%%; blocked = %s-1w, the single-writer mode):\n",
-           (double)n, name);
-    if (b1 == NULL) return;
     if (hash != NULL && n <= 1000000) {
         verdict_at_most("single absent lookup / hash-only", b1->ns[C_ABSENT], hash->ns[C_ABSENT], 3.0);
         verdict_at_most("single present lookup / hash-only", b1->ns[C_PRESENT], hash->ns[C_PRESENT], 3.0);
@@ -651,26 +624,47 @@ static void print_targets(const row *rows, int nrows, uint64_t n, double p,
             verdict_faster("libbloom single absent lookup / blocked's", b1->ns[C_ABSENT], lib->ns[C_ABSENT], 4.5);
             verdict_faster("libbloom single present lookup / blocked's", b1->ns[C_PRESENT], lib->ns[C_PRESENT], 4.5);
             verdict_faster("libbloom single add / blocked's", b1->ns[C_ADD], lib->ns[C_ADD], 4.5);
-            const row *pr = find_row(rows, nrows, "proto-split512");
-            if (pr != NULL) {
-                printf("  (the prototype layout of bench/sbbf.h, not the library:)\n");
-                verdict_faster("libbloom single absent lookup / proto-split512's", pr->ns[C_ABSENT], lib->ns[C_ABSENT], 4.5);
-                verdict_faster("libbloom single present lookup / proto-split512's", pr->ns[C_PRESENT], lib->ns[C_PRESENT], 4.5);
-                verdict_faster("libbloom single add / proto-split512's", pr->ns[C_ADD], lib->ns[C_ADD], 4.5);
-            }
         }
+    }
+}
+
+static void print_targets(const row *rows, int nrows, uint64_t n, double p,
+                          uint64_t absent, const char *simd)
+{
+    char name[48], what[96];
+    const row *hash = find_row(rows, nrows, "hash-only");
+    const row *flr = find_row(rows, nrows, "floor");
+    const row *lib = find_row(rows, nrows, "libbloom");
+    snprintf(name, sizeof(name), "blocked-%s-1w", simd);
+    const row *b1 = find_row(rows, nrows, name);
+    snprintf(name, sizeof(name), "blocked-%s", simd);
+    const row *bc = find_row(rows, nrows, name);
+    if (p != 0.01) return; /* the targets are for 1% filters */
+    printf("issue 12 targets (n = %.0e, p = 1%%; blocked = %s-1w, the single-writer mode):\n",
+           (double)n, name);
+    if (b1 == NULL) return;
+    blocked_targets(b1, bc, hash, flr, lib, n);
+    snprintf(name, sizeof(name), "blocked-split-%s-1w", simd);
+    const row *s1 = find_row(rows, nrows, name);
+    snprintf(name, sizeof(name), "blocked-split-%s", simd);
+    const row *sc = find_row(rows, nrows, name);
+    if (s1 != NULL) {
+        printf("  (the same targets for the split layout, %s-1w:)\n", name);
+        blocked_targets(s1, sc, hash, flr, lib, n);
     }
     /* the split-block peer: no target in the issue, but the filter users
      * would pick for fast single calls */
-    for (int x = 0; x <= 1; x++) {
-        const row *sb = find_row(rows, nrows, x ? "sbbf-avx2-xxh64" : "sbbf-avx2");
-        if (sb == NULL) continue;
+    for (int x = 0; x < 4; x++) {
+        const row *ours = x < 2 ? b1 : s1;
+        const row *sb = find_row(rows, nrows, x % 2 ? "sbbf-avx2-xxh64" : "sbbf-avx2");
+        if (sb == NULL || ours == NULL) continue;
         static const int cols[3] = {C_ADD, C_ABSENT, C_PRESENT};
         static const char *const names[3] = {"add", "absent lookup", "present lookup"};
         for (int c = 0; c < 3; c++) {
-            double v = b1->ns[cols[c]], ref = sb->ns[cols[c]];
+            double v = ours->ns[cols[c]], ref = sb->ns[cols[c]];
             if (v == NA || ref == NA || ref <= 0) continue;
-            snprintf(what, sizeof(what), "blocked single %s / %s's (no target)", names[c], sb->name);
+            snprintf(what, sizeof(what), "%s %s / %s's (no target)",
+                     x < 2 ? "blocked" : "split", names[c], sb->name);
             printf("  %-58s %6.2fx %s\n", what, v / ref, v <= ref ? "ahead" : "behind");
         }
     }
@@ -702,7 +696,7 @@ static void print_targets(const row *rows, int nrows, uint64_t n, double p,
  * Main
  *==========================================================================*/
 
-#define MAX_ROWS 16
+#define MAX_ROWS 20
 
 int main(int argc, char **argv)
 {
@@ -739,8 +733,11 @@ int main(int argc, char **argv)
             for (int level = o.skip_scalar && best > BK_SIMD_SCALAR ? best : BK_SIMD_SCALAR;
                  level <= best; level += best - BK_SIMD_SCALAR > 0 ? best - BK_SIMD_SCALAR : 1)
                 for (int sw = 0; sw <= 1; sw++)
-                    if (run_blocked(&in, &out, lookups, p, level, sw, &rows[nrows], &bytes) == 0)
+                    if (run_blocked(&in, &out, lookups, p, level, sw, 0, &rows[nrows], &bytes) == 0)
                         print_row(&rows[nrows++]);
+            for (int sw = 0; sw <= 1; sw++)
+                if (run_blocked(&in, &out, lookups, p, best, sw, 1, &rows[nrows], &bytes) == 0)
+                    print_row(&rows[nrows++]);
             if (!o.skip_counting) {
                 static const uint32_t widths[] = {4, 8};
                 for (int w = 0; w < 2; w++)
@@ -754,8 +751,6 @@ int main(int argc, char **argv)
             for (int x = 0; x <= 1 && !o.skip_sbbf; x++)
                 if (run_sbbf(&in, &out, lookups, p, x, &rows[nrows]) == 0)
                     print_row(&rows[nrows++]);
-            if (!o.skip_sbbf && run_split512(&in, &out, lookups, p, &rows[nrows]) == 0)
-                print_row(&rows[nrows++]);
             row *flr = &rows[nrows++];
             row_init(flr, "floor");
             double plain = NA, fast = NA;

@@ -34,6 +34,8 @@ static size_t family_params(bk_filter *f, param *out)
         out[n++] = (param){"bits", "bits", bk_blocked_bits(blocked)};
         out[n++] = (param){"blocks", "blocks", bk_blocked_blocks(blocked)};
         out[n++] = (param){"hashes", "hashes", bk_blocked_hashes(blocked)};
+        /* only shown for the split layout (create --split) */
+        if (bk_blocked_split(blocked)) out[n++] = (param){"split", "split layout", 1};
     }
     bk_window *window = bk_filter_as_window(f);
     if (window != NULL) {

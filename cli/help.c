@@ -18,6 +18,9 @@
     "      --seed S         64-bit hash seed, decimal or 0x-hex (filters are\n" \
     "                       only combinable with equal seeds)\n"               \
     "  family options (each only with its --type):\n"                          \
+    "      --split                  blocked: the split layout, for the fastest\n" \
+    "                               single-key calls (10.1 bits per key at 1%,\n" \
+    "                               9.9 without; docs/HASHING.md)\n"          \
     "      --counter-bits 4|8       counting: bits per counter\n"              \
     "      --regions N              deletable: collision regions\n"            \
     "      --bucket-size 2|4|8      cuckoo: slots per bucket\n"                \

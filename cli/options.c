@@ -58,6 +58,7 @@ static const optdef optdefs[] = {
     {OPT_CLUSTER_TYPE, "type", 't', 1},
     {OPT_STRICT, "strict", 0, 0},
     {OPT_NO_DECOMPRESS, "no-decompress", 0, 0},
+    {OPT_SPLIT, "split", 0, 0},
 };
 #define NOPTDEFS (sizeof(optdefs) / sizeof(optdefs[0]))
 
@@ -66,6 +67,7 @@ static const struct {
     enum cli_opt opt;
     bk_family family;
 } family_options[] = {
+    {OPT_SPLIT, BK_FAMILY_BLOCKED},
     {OPT_COUNTER_BITS, BK_FAMILY_COUNTING},
     {OPT_REGIONS, BK_FAMILY_DELETABLE},
     {OPT_BUCKET_SIZE, BK_FAMILY_CUCKOO},
@@ -192,6 +194,7 @@ static int set_option(const char *cmd, const optdef *d, const char *shown,
     case OPT_HELP: return 0;
     case OPT_QUIET: o->quiet = 1; return 0;
     case OPT_NONSCALING: c->nonscaling = 1; return 0;
+    case OPT_SPLIT: c->blocked_split = 1; return 0;
     case OPT_WINDOW_BY_COUNT: c->window_by_count = 1; return 0;
     case OPT_NUL: o->nul = 1; return 0;
     case OPT_SKIP_EMPTY: o->skip_empty = 1; return 0;

@@ -13,6 +13,23 @@
  *   Bit pos of a block is bit (pos & 63) of its word pos >> 6. So a lookup
  *   reads one cache line, whatever k is, and an add writes one.
  *
+ * The split layout (bk_blocked_create_split)
+ *   A second layout, chosen at creation and recorded in the file (hash
+ *   algorithm 2, part flag 1): the key is hashed with XXH3-64 (h.lo = h.hi
+ *   = its 64 bits), the block is fastrange64(h, b) as above, and with x the
+ *   low 32 bits the key sets exactly one bit in each of the block's eight
+ *   64-bit words, bit (x * SALT[i]) >> 26 of word i (k = 8 always). The
+ *   mask is then four vector instructions instead of about five per
+ *   probe, and the hash half of XXH3-128's work: single calls on a filter
+ *   far larger than the caches overlap more of their cache misses (a
+ *   call's instructions, not its memory access, limit how many are in
+ *   flight; bench/RESULTS.md sections 12-13). It costs bits: an absent key
+ *   passes a block of i keys with probability (1 - (63/64)^i)^8, which at
+ *   1% needs 10.1 bits per key against 9.9 here. Filters of the two
+ *   layouts never combine (BK_EINCOMPAT), and only a standalone blocked
+ *   filter may be split: the families that embed blocked filters hash once
+ *   for all of them with XXH3-128.
+ *
  * Layout promise
  *   The salts, the 512-bit block and the bit numbering above are part of
  *   the filter's definition: they never depend on the CPU. The scalar code
@@ -108,12 +125,14 @@
 
 #define BLOCK_BITS 512
 #define BLOCK_WORDS 8 /* 64-bit words per block */
+#define PART_SPLIT 1u /* part flag: the split layout */
 
 struct bk_blocked {
     bk__object obj;     /* first: a bk_blocked is also a bk_filter */
     uint64_t *words;    /* 8 * nblocks words, 64-byte aligned */
     uint64_t nblocks;   /* b */
     uint32_t k;         /* bits per key, all in one block */
+    uint32_t split;     /* 1: the split layout (XXH3-64, k = 8) */
     uint64_t seed;      /* of the key hash */
     uint64_t capacity;  /* n it was sized for, 0 if unknown */
     double target_fpr;  /* p it was sized for, 0 if unknown */
@@ -153,13 +172,18 @@ typedef int64_t (*batch_fn)(bk_blocked *f, const void *const *keys,
                             const size_t *lens, size_t n, uint8_t *results,
                             int is_add);
 
-/* One row per SIMD level. */
-typedef struct simd_impl {
-    int level;            /* BK_SIMD_* */
-    contains_fn contains; /* branch-free test of the k bits */
+/* The per-key functions of one layout at one level. */
+typedef struct layout_impl {
+    contains_fn contains; /* branch-free test of the key's bits */
     add_fn add_plain;     /* single writer: plain loads and stores */
     add_fn add_atomic;    /* concurrent: atomic OR of the missing bits */
     batch_fn run_batch;
+} layout_impl;
+
+/* One row per SIMD level: [0] the free layout, [1] the split one. */
+typedef struct simd_impl {
+    int level; /* BK_SIMD_* */
+    layout_impl layout[2];
 } simd_impl;
 
 /* Bit i set for each of the k probe lanes. */
@@ -228,6 +252,49 @@ static inline int add_atomic_scalar(uint64_t *line, uint32_t x, uint32_t k)
     for (int w = 0; w < BLOCK_WORDS; w++) {
         missing[w] = mask[w] & ~bk__load64(&line[w]);
         fresh |= missing[w];
+    }
+    or_missing_atomic(line, missing);
+    return fresh != 0;
+}
+
+/* The split layout (BK_BLOCKED_SPLIT): probe i sets one bit of 64-bit word
+ * i, bit (x SALT[i]) >> 26, for i < 8, so the key's mask needs no search
+ * for the word of each probe (the split-block design of Impala, Kudu and
+ * Parquet, with 64-bit words in bloomkit's 512-bit lines). */
+#define SPLIT_K 8
+
+static inline uint64_t split_bit(uint32_t x, uint32_t i)
+{
+    return UINT64_C(1) << ((uint32_t)(x * SALT[i]) >> 26);
+}
+
+static inline int contains_split_scalar(const uint64_t *line, uint32_t x, uint32_t k)
+{
+    uint64_t clear = 0;
+    (void)k;
+    for (uint32_t i = 0; i < SPLIT_K; i++) clear |= split_bit(x, i) & ~bk__load64(&line[i]);
+    return clear == 0;
+}
+
+static inline int add_plain_split_scalar(uint64_t *line, uint32_t x, uint32_t k)
+{
+    uint64_t fresh = 0;
+    (void)k;
+    for (uint32_t i = 0; i < SPLIT_K; i++) {
+        uint64_t old = line[i], missing = split_bit(x, i) & ~old;
+        if (missing) line[i] = old | missing;
+        fresh |= missing;
+    }
+    return fresh != 0;
+}
+
+static inline int add_atomic_split_scalar(uint64_t *line, uint32_t x, uint32_t k)
+{
+    uint64_t missing[BLOCK_WORDS], fresh = 0;
+    (void)k;
+    for (uint32_t i = 0; i < SPLIT_K; i++) {
+        missing[i] = split_bit(x, i) & ~bk__load64(&line[i]);
+        fresh |= missing[i];
     }
     or_missing_atomic(line, missing);
     return fresh != 0;
@@ -363,6 +430,59 @@ static inline int add_atomic_avx2(uint64_t *line, uint32_t x, uint32_t k)
     return 1;
 }
 
+/* The split layout's mask as two halves of four 64-bit words. */
+__attribute__((target("avx2")))
+static inline void split_mask_avx2(uint32_t x, __m256i *lo, __m256i *hi)
+{
+    __m256i bit = _mm256_srli_epi32(positions_avx2(x, 0), 26 - 23); /* (x SALT) >> 26 */
+    const __m256i one = _mm256_set1_epi64x(1);
+    *lo = _mm256_sllv_epi64(one, _mm256_cvtepu32_epi64(_mm256_castsi256_si128(bit)));
+    *hi = _mm256_sllv_epi64(one, _mm256_cvtepu32_epi64(_mm256_extracti128_si256(bit, 1)));
+}
+
+__attribute__((target("avx2")))
+static inline int contains_split_avx2(const uint64_t *line, uint32_t x, uint32_t k)
+{
+    __m256i lo, hi, mask_lo, mask_hi;
+    (void)k;
+    load_halves_avx2(line, &lo, &hi);
+    split_mask_avx2(x, &mask_lo, &mask_hi);
+    return _mm256_testc_si256(lo, mask_lo) & _mm256_testc_si256(hi, mask_hi);
+}
+
+__attribute__((target("avx2")))
+static inline int add_plain_split_avx2(uint64_t *line, uint32_t x, uint32_t k)
+{
+    __m256i mask_lo, mask_hi;
+    (void)k;
+    split_mask_avx2(x, &mask_lo, &mask_hi);
+    __m256i *half = (__m256i *)(void *)line;
+    __m256i old_lo = _mm256_load_si256(&half[0]), old_hi = _mm256_load_si256(&half[1]);
+    int keep_lo = _mm256_testc_si256(old_lo, mask_lo);
+    int keep_hi = _mm256_testc_si256(old_hi, mask_hi);
+    if (!keep_lo) _mm256_store_si256(&half[0], _mm256_or_si256(old_lo, mask_lo));
+    if (!keep_hi) _mm256_store_si256(&half[1], _mm256_or_si256(old_hi, mask_hi));
+    return !(keep_lo & keep_hi);
+}
+
+__attribute__((target("avx2")))
+static inline int add_atomic_split_avx2(uint64_t *line, uint32_t x, uint32_t k)
+{
+    __m256i mask_lo, mask_hi, old_lo, old_hi;
+    uint64_t missing[BLOCK_WORDS];
+    (void)k;
+    split_mask_avx2(x, &mask_lo, &mask_hi);
+    load_halves_avx2(line, &old_lo, &old_hi);
+    __m256i miss_lo = _mm256_andnot_si256(old_lo, mask_lo);
+    __m256i miss_hi = _mm256_andnot_si256(old_hi, mask_hi);
+    if (_mm256_testz_si256(miss_lo, miss_lo) & _mm256_testz_si256(miss_hi, miss_hi))
+        return 0;
+    _mm256_storeu_si256((__m256i *)(void *)&missing[0], miss_lo);
+    _mm256_storeu_si256((__m256i *)(void *)&missing[4], miss_hi);
+    or_missing_atomic(line, missing);
+    return 1;
+}
+
 __attribute__((target("avx512f")))
 static inline __m512i load_line_avx512(const uint64_t *line)
 {
@@ -437,11 +557,65 @@ static inline int add_atomic_avx512(uint64_t *line, uint32_t x, uint32_t k)
     return 1;
 }
 
+/* The split layout's mask: four instructions (a multiply, a shift, a
+ * widening to 64-bit lanes and a variable shift). */
+__attribute__((target("avx512f")))
+static inline __m512i split_mask_avx512(uint32_t x)
+{
+    __m256i bit = _mm256_srli_epi32(
+        _mm256_mullo_epi32(_mm256_set1_epi32((int)x),
+                           _mm256_loadu_si256((const __m256i *)(const void *)SALT)),
+        26);
+    return _mm512_sllv_epi64(_mm512_set1_epi64(1), _mm512_cvtepu32_epi64(bit));
+}
+
+__attribute__((target("avx512f")))
+static inline int contains_split_avx512(const uint64_t *line, uint32_t x, uint32_t k)
+{
+    __m512i mask = split_mask_avx512(x);
+    (void)k;
+    return _mm512_cmpneq_epi64_mask(_mm512_and_si512(load_line_avx512(line), mask), mask) == 0;
+}
+
+__attribute__((target("avx512f")))
+static inline int add_plain_split_avx512(uint64_t *line, uint32_t x, uint32_t k)
+{
+    __m512i old = _mm512_load_si512((const void *)line);
+    __m512i next = _mm512_or_si512(old, split_mask_avx512(x));
+    __mmask8 changed = _mm512_cmpneq_epi64_mask(next, old);
+    (void)k;
+    _mm512_mask_store_epi64((void *)line, changed, next);
+    return changed != 0;
+}
+
+__attribute__((target("avx512f")))
+static inline int add_atomic_split_avx512(uint64_t *line, uint32_t x, uint32_t k)
+{
+    uint64_t missing[BLOCK_WORDS];
+    (void)k;
+    __m512i miss = _mm512_andnot_si512(load_line_avx512(line), split_mask_avx512(x));
+    if (_mm512_test_epi64_mask(miss, miss) == 0) return 0;
+    _mm512_storeu_si512((void *)missing, miss);
+    or_missing_atomic(line, missing);
+    return 1;
+}
+
 #endif /* BK_BLOCKED_X86 */
 
 /*==========================================================================
  * Internals: one key
  *==========================================================================*/
+
+/* A key's hash as the filter's layout defines it: XXH3-128 for the free
+ * layout; for the split one XXH3-64, h.lo = h.hi = its 64 bits (the line
+ * by fast range on all of them, x their low 32 bits). */
+static inline bk_hash hash_of(const bk_blocked *f, const void *key, size_t len)
+{
+    if (!f->split) return bk__hash(key, len, f->seed);
+    bk_hash h;
+    h.lo = h.hi = bk__xxh64(key, len, f->seed);
+    return h;
+}
 
 static inline uint64_t block_of(const bk_blocked *f, bk_hash h)
 {
@@ -479,7 +653,7 @@ typedef struct slot {
 static inline slot slot_of(const bk_blocked *f, const void *key, size_t len,
                            int is_add)
 {
-    bk_hash h = bk_hash_key(key, len, f->seed);
+    bk_hash h = hash_of(f, key, len);
     slot s;
     s.block = block_of(f, h);
     s.x = (uint32_t)h.hi;
@@ -516,50 +690,52 @@ static inline int64_t batch_body(bk_blocked *f, const void *const *keys,
 
 /* The three instances of one level: lookups, single-writer adds and
  * concurrent adds. */
-#define BATCH_INSTANCES(level)                                                  \
+#define BATCH_INSTANCES(name)                                                   \
     {                                                                           \
         if (!is_add)                                                            \
-            return batch_body(f, keys, lens, n, results, 0, contains_##level,   \
-                              add_plain_##level);                               \
+            return batch_body(f, keys, lens, n, results, 0, contains_##name,    \
+                              add_plain_##name);                                \
         if (f->single_writer)                                                   \
-            return batch_body(f, keys, lens, n, results, 1, contains_##level,   \
-                              add_plain_##level);                               \
-        return batch_body(f, keys, lens, n, results, 1, contains_##level,       \
-                          add_atomic_##level);                                  \
+            return batch_body(f, keys, lens, n, results, 1, contains_##name,    \
+                              add_plain_##name);                                \
+        return batch_body(f, keys, lens, n, results, 1, contains_##name,        \
+                          add_atomic_##name);                                   \
     }
 
-static int64_t batch_scalar(bk_blocked *f, const void *const *keys,
-                            const size_t *lens, size_t n, uint8_t *results,
-                            int is_add)
-BATCH_INSTANCES(scalar)
+#define BATCH_FN(name, attr)                                                    \
+    attr static int64_t batch_##name(bk_blocked *f, const void *const *keys,    \
+                                     const size_t *lens, size_t n,              \
+                                     uint8_t *results, int is_add)              \
+    BATCH_INSTANCES(name)
 
+BATCH_FN(scalar, )
+BATCH_FN(split_scalar, )
 #if BK_BLOCKED_X86
-__attribute__((target("avx2")))
-static int64_t batch_avx2(bk_blocked *f, const void *const *keys,
-                          const size_t *lens, size_t n, uint8_t *results,
-                          int is_add)
-BATCH_INSTANCES(avx2)
+BATCH_FN(avx2, __attribute__((target("avx2"))))
+BATCH_FN(split_avx2, __attribute__((target("avx2"))))
+BATCH_FN(avx512, __attribute__((target("avx512f"))))
+BATCH_FN(split_avx512, __attribute__((target("avx512f"))))
 
-__attribute__((target("avx512f")))
-static int64_t batch_avx512(bk_blocked *f, const void *const *keys,
-                            const size_t *lens, size_t n, uint8_t *results,
-                            int is_add)
-BATCH_INSTANCES(avx512)
+/* The single-key entry points of each level and layout (not inlined:
+ * called through the table). */
+#define CALL_FNS(name, attr)                                                    \
+    attr static int call_contains_##name(const uint64_t *l, uint32_t x, uint32_t k) \
+    {                                                                           \
+        return contains_##name(l, x, k);                                        \
+    }                                                                           \
+    attr static int call_add_plain_##name(uint64_t *l, uint32_t x, uint32_t k)  \
+    {                                                                           \
+        return add_plain_##name(l, x, k);                                       \
+    }                                                                           \
+    attr static int call_add_atomic_##name(uint64_t *l, uint32_t x, uint32_t k) \
+    {                                                                           \
+        return add_atomic_##name(l, x, k);                                      \
+    }
 
-/* The single-key entry points of each level (not inlined: called through
- * the table). */
-__attribute__((target("avx2")))
-static int call_contains_avx2(const uint64_t *l, uint32_t x, uint32_t k) { return contains_avx2(l, x, k); }
-__attribute__((target("avx2")))
-static int call_add_plain_avx2(uint64_t *l, uint32_t x, uint32_t k) { return add_plain_avx2(l, x, k); }
-__attribute__((target("avx2")))
-static int call_add_atomic_avx2(uint64_t *l, uint32_t x, uint32_t k) { return add_atomic_avx2(l, x, k); }
-__attribute__((target("avx512f")))
-static int call_contains_avx512(const uint64_t *l, uint32_t x, uint32_t k) { return contains_avx512(l, x, k); }
-__attribute__((target("avx512f")))
-static int call_add_plain_avx512(uint64_t *l, uint32_t x, uint32_t k) { return add_plain_avx512(l, x, k); }
-__attribute__((target("avx512f")))
-static int call_add_atomic_avx512(uint64_t *l, uint32_t x, uint32_t k) { return add_atomic_avx512(l, x, k); }
+CALL_FNS(avx2, __attribute__((target("avx2"))))
+CALL_FNS(split_avx2, __attribute__((target("avx2"))))
+CALL_FNS(avx512, __attribute__((target("avx512f"))))
+CALL_FNS(split_avx512, __attribute__((target("avx512f"))))
 #endif
 
 /*==========================================================================
@@ -571,13 +747,20 @@ static int call_add_atomic_avx512(uint64_t *l, uint32_t x, uint32_t k) { return 
  *==========================================================================*/
 
 static const simd_impl IMPLS[] = {
-    {BK_SIMD_SCALAR, contains_scalar, add_plain_scalar, add_atomic_scalar,
-     batch_scalar},
+    {BK_SIMD_SCALAR,
+     {{contains_scalar, add_plain_scalar, add_atomic_scalar, batch_scalar},
+      {contains_split_scalar, add_plain_split_scalar, add_atomic_split_scalar,
+       batch_split_scalar}}},
 #if BK_BLOCKED_X86
-    {BK_SIMD_AVX2, call_contains_avx2, call_add_plain_avx2,
-     call_add_atomic_avx2, batch_avx2},
-    {BK_SIMD_AVX512, call_contains_avx512, call_add_plain_avx512,
-     call_add_atomic_avx512, batch_avx512},
+    {BK_SIMD_AVX2,
+     {{call_contains_avx2, call_add_plain_avx2, call_add_atomic_avx2, batch_avx2},
+      {call_contains_split_avx2, call_add_plain_split_avx2,
+       call_add_atomic_split_avx2, batch_split_avx2}}},
+    {BK_SIMD_AVX512,
+     {{call_contains_avx512, call_add_plain_avx512, call_add_atomic_avx512,
+       batch_avx512},
+      {call_contains_split_avx512, call_add_plain_split_avx512,
+       call_add_atomic_split_avx512, batch_split_avx512}}},
 #endif
 };
 #define N_IMPLS ((int)(sizeof(IMPLS) / sizeof(IMPLS[0])))
@@ -622,31 +805,44 @@ static const simd_impl *resolve_impl(void)
     return now;
 }
 
-static int detect_contains(const uint64_t *l, uint32_t x, uint32_t k)
-{
-    return resolve_impl()->contains(l, x, k);
-}
-static int detect_add_plain(uint64_t *l, uint32_t x, uint32_t k)
-{
-    return resolve_impl()->add_plain(l, x, k);
-}
-static int detect_add_atomic(uint64_t *l, uint32_t x, uint32_t k)
-{
-    return resolve_impl()->add_atomic(l, x, k);
-}
-static int64_t detect_batch(bk_blocked *f, const void *const *keys,
-                            const size_t *lens, size_t n, uint8_t *results,
-                            int is_add)
-{
-    return resolve_impl()->run_batch(f, keys, lens, n, results, is_add);
-}
+#define DETECT_FNS(L)                                                           \
+    static int detect_contains_##L(const uint64_t *l, uint32_t x, uint32_t k)   \
+    {                                                                           \
+        return resolve_impl()->layout[L].contains(l, x, k);                     \
+    }                                                                           \
+    static int detect_add_plain_##L(uint64_t *l, uint32_t x, uint32_t k)        \
+    {                                                                           \
+        return resolve_impl()->layout[L].add_plain(l, x, k);                    \
+    }                                                                           \
+    static int detect_add_atomic_##L(uint64_t *l, uint32_t x, uint32_t k)       \
+    {                                                                           \
+        return resolve_impl()->layout[L].add_atomic(l, x, k);                   \
+    }                                                                           \
+    static int64_t detect_batch_##L(bk_blocked *f, const void *const *keys,     \
+                                    const size_t *lens, size_t n,               \
+                                    uint8_t *results, int is_add)               \
+    {                                                                           \
+        return resolve_impl()->layout[L].run_batch(f, keys, lens, n, results,   \
+                                                   is_add);                     \
+    }
 
-static const simd_impl DETECT = {-1, detect_contains, detect_add_plain,
-                                 detect_add_atomic, detect_batch};
+DETECT_FNS(0)
+DETECT_FNS(1)
+
+static const simd_impl DETECT = {
+    -1,
+    {{detect_contains_0, detect_add_plain_0, detect_add_atomic_0, detect_batch_0},
+     {detect_contains_1, detect_add_plain_1, detect_add_atomic_1, detect_batch_1}}};
 
 static inline const simd_impl *current_impl(void)
 {
     return __atomic_load_n(&impl_now, __ATOMIC_RELAXED);
+}
+
+/* The current level's functions for f's layout. */
+static inline const layout_impl *impl_for(const bk_blocked *f)
+{
+    return &current_impl()->layout[f->split];
 }
 
 /*==========================================================================
@@ -737,10 +933,22 @@ static double block_fpr(const block_model *bm, double i)
  * + log(q/(1-q)), up to 12 standard deviations above the mean (the tail
  * beyond weighs less than 1e-30); each term is at most 1, so nothing is
  * lost. O(k * mean load) time. */
-static double blocked_fpr_blocks(uint64_t n, uint64_t nblocks,
-                                 const block_model *bm)
+typedef double (*load_rate_fn)(const void *ctx, double keys);
+
+static double free_rate(const void *bm, double keys) { return block_fpr(bm, keys); }
+
+/* The split layout: a block with i keys holds i bits, one per key, in each
+ * of its eight 64-bit words, so an absent key passes all eight with
+ * probability (1 - (63/64)^i)^8 exactly. */
+static double split_rate(const void *ctx, double keys)
 {
-    if (nblocks == 1) return block_fpr(bm, (double)n);
+    (void)ctx;
+    return pow(-expm1(keys * log1p(-1.0 / 64.0)), (double)SPLIT_K);
+}
+
+static double load_sum(uint64_t n, uint64_t nblocks, load_rate_fn rate, const void *ctx)
+{
+    if (nblocks == 1) return rate(ctx, (double)n);
     double q = 1.0 / (double)nblocks;
     double mean = (double)n * q;
     /* With 1e5 keys per block of 512 bits nothing is left clear. */
@@ -751,10 +959,20 @@ static double blocked_fpr_blocks(uint64_t n, uint64_t nblocks,
     double log_p = (double)n * log1p(-q); /* log P(0) */
     double sum = 0.0;
     for (double i = 0.0; i <= last; i += 1.0) {
-        if (log_p > -745.0) sum += exp(log_p) * block_fpr(bm, i);
+        if (log_p > -745.0) sum += exp(log_p) * rate(ctx, i);
         log_p += log(((double)n - i) / (i + 1.0)) + log_odds;
     }
     return sum > 1.0 ? 1.0 : sum;
+}
+
+static double blocked_fpr_blocks(uint64_t n, uint64_t nblocks, const block_model *bm)
+{
+    return load_sum(n, nblocks, free_rate, bm);
+}
+
+static double split_fpr_blocks(uint64_t n, uint64_t nblocks)
+{
+    return load_sum(n, nblocks, split_rate, NULL);
 }
 
 /* One model per k. They depend on k alone, cost about 10 ms to build
@@ -807,7 +1025,8 @@ static inline uint64_t blocks_for_bits(uint64_t m_bits)
  *==========================================================================*/
 
 static int create_filter(bk_blocked **out, uint64_t nblocks, uint32_t k,
-                         uint64_t seed, uint64_t capacity, double target_fpr)
+                         uint64_t seed, uint64_t capacity, double target_fpr,
+                         int split)
 {
     bk_blocked *f = NULL;
     if (out == NULL) return BK_EINVAL;
@@ -827,6 +1046,7 @@ static int create_filter(bk_blocked **out, uint64_t nblocks, uint32_t k,
     f->seed = seed;
     f->capacity = capacity;
     f->target_fpr = target_fpr;
+    f->split = split;
     *out = f;
     return BK_OK;
 
@@ -838,7 +1058,8 @@ fail:
 static int compatible(const bk_blocked *a, const bk_blocked *b)
 {
     if (a == NULL || b == NULL) return BK_EINVAL;
-    if (a->nblocks != b->nblocks || a->k != b->k || a->seed != b->seed)
+    if (a->nblocks != b->nblocks || a->k != b->k || a->seed != b->seed ||
+        a->split != b->split)
         return BK_EINCOMPAT;
     return BK_OK;
 }
@@ -867,9 +1088,36 @@ typedef struct census {
     uint64_t fullest_block;
 } census;
 
+/* The split layout: each word holds one bit per key, so each of the eight
+ * gives an estimate, -ln(1 - t_w / 64) / -ln(1 - 1/64), and the block's is
+ * their mean; an absent key passes with the product of the words' fills. */
+static census take_census_split(const bk_blocked *f)
+{
+    census c = {0, 0.0, 0.0, 0};
+    const double per_key = -log1p(-1.0 / 64.0);
+    for (uint64_t b = 0; b < f->nblocks; b++) {
+        const uint64_t *words = f->words + b * BLOCK_WORDS;
+        uint64_t t = 0;
+        double keys = 0.0, pass = 1.0;
+        for (int w = 0; w < BLOCK_WORDS; w++) {
+            uint64_t tw = bk__popcount64(bk__load64(&words[w]));
+            t += tw;
+            keys += tw >= 64 ? INFINITY : -log1p(-(double)tw / 64.0) / per_key;
+            pass *= (double)tw / 64.0;
+        }
+        c.bits_set += t;
+        c.estimated_items += keys / BLOCK_WORDS;
+        c.fpr_now += pass;
+        if (t > c.fullest_block) c.fullest_block = t;
+    }
+    c.fpr_now /= (double)f->nblocks;
+    return c;
+}
+
 static census take_census(const bk_blocked *f)
 {
     census c = {0, 0.0, 0.0, 0};
+    if (f->split) return take_census_split(f);
     for (uint64_t b = 0; b < f->nblocks; b++) {
         uint64_t t = block_bits_set(f, b);
         c.bits_set += t;
@@ -986,6 +1234,38 @@ int bk_blocked_optimal(uint64_t n, double p, uint64_t *m_bits, uint32_t *k)
     return BK_OK;
 }
 
+double bk_blocked_split_fpr(uint64_t n, uint64_t m_bits)
+{
+    if (m_bits == 0) return NAN;
+    if (n == 0) return 0.0;
+    return split_fpr_blocks(n, blocks_for_bits(m_bits));
+}
+
+int bk_blocked_optimal_split(uint64_t n, double p, uint64_t *m_bits)
+{
+    if (n == 0) return BK_ECAPACITY;
+    if (bk__check_fpr(p) != BK_OK) return BK_EFPR;
+    /* the classic size bounds it from below: start at half of it, double
+     * until the target is met, then bisect (each step sums the binomial
+     * load once, so no cache is needed) */
+    double classic = ceil(-(double)n * log(p) / (LN2 * LN2));
+    if (!(classic <= (double)BK_MAX_BITS)) return BK_ESIZE;
+    uint64_t hi = (uint64_t)classic / BLOCK_BITS / 2;
+    if (hi == 0) hi = 1;
+    uint64_t lo = 0; /* invariant: lo == 0 or lo does not fit; hi fits */
+    while (split_fpr_blocks(n, hi) > p) {
+        if (hi >= MAX_BLOCKS) return BK_ESIZE;
+        lo = hi;
+        hi = hi > MAX_BLOCKS / 2 ? MAX_BLOCKS : 2 * hi;
+    }
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (split_fpr_blocks(n, mid) <= p) hi = mid; else lo = mid;
+    }
+    if (m_bits != NULL) *m_bits = hi * BLOCK_BITS;
+    return BK_OK;
+}
+
 int bk_blocked_capacity(uint64_t m_bits, double p, uint64_t *n)
 {
     if (bk__check_fpr(p) != BK_OK) return BK_EFPR;
@@ -1068,7 +1348,18 @@ int bk_blocked_create(bk_blocked **out, uint64_t capacity, double fpr,
     *out = NULL;
     int rc = bk_blocked_optimal(capacity, fpr, &m, &k);
     if (rc != BK_OK) return rc;
-    return create_filter(out, m / BLOCK_BITS, k, seed, capacity, fpr);
+    return create_filter(out, m / BLOCK_BITS, k, seed, capacity, fpr, 0);
+}
+
+int bk_blocked_create_split(bk_blocked **out, uint64_t capacity, double fpr,
+                            uint64_t seed)
+{
+    uint64_t m;
+    if (out == NULL) return BK_EINVAL;
+    *out = NULL;
+    int rc = bk_blocked_optimal_split(capacity, fpr, &m);
+    if (rc != BK_OK) return rc;
+    return create_filter(out, m / BLOCK_BITS, SPLIT_K, seed, capacity, fpr, 1);
 }
 
 int bk_blocked_create_mk(bk_blocked **out, uint64_t m_bits, uint32_t k,
@@ -1077,7 +1368,7 @@ int bk_blocked_create_mk(bk_blocked **out, uint64_t m_bits, uint32_t k,
     if (out == NULL) return BK_EINVAL;
     *out = NULL;
     if (m_bits == 0 || m_bits > BK_MAX_BITS) return BK_ESIZE;
-    return create_filter(out, blocks_for_bits(m_bits), k, seed, 0, 0.0);
+    return create_filter(out, blocks_for_bits(m_bits), k, seed, 0, 0.0, 0);
 }
 
 void bk_blocked_free(bk_blocked *f)
@@ -1094,7 +1385,7 @@ int bk_blocked_clone(bk_blocked **out, const bk_blocked *src)
     *out = NULL;
     if (src == NULL) return BK_EINVAL;
     int rc = create_filter(out, src->nblocks, src->k, src->seed, src->capacity,
-                           src->target_fpr);
+                           src->target_fpr, src->split);
     if (rc != BK_OK) return rc;
     memcpy((*out)->words, src->words, (size_t)src->nblocks * BK_CACHE_LINE);
     (*out)->items = bk__load64(&src->items);
@@ -1114,7 +1405,7 @@ void bk_blocked_clear(bk_blocked *f)
 
 int bk_blocked_add_hash(bk_blocked *f, bk_hash h)
 {
-    const simd_impl *impl = current_impl();
+    const layout_impl *impl = impl_for(f);
     uint64_t *line = line_of(f, h);
     int fresh = f->single_writer ? impl->add_plain(line, (uint32_t)h.hi, f->k)
                                  : impl->add_atomic(line, (uint32_t)h.hi, f->k);
@@ -1124,7 +1415,7 @@ int bk_blocked_add_hash(bk_blocked *f, bk_hash h)
 
 int bk_blocked_contains_hash(const bk_blocked *f, bk_hash h)
 {
-    return current_impl()->contains(line_of(f, h), (uint32_t)h.hi, f->k);
+    return impl_for(f)->contains(line_of(f, h), (uint32_t)h.hi, f->k);
 }
 
 int bk_blocked_add_if_absent_hash(bk_blocked *f, bk_hash h)
@@ -1133,7 +1424,7 @@ int bk_blocked_add_if_absent_hash(bk_blocked *f, bk_hash h)
      * key absent when tested counts as new even if another thread sets its
      * bits between the test and the add. */
     if (f->single_writer) return bk_blocked_add_hash(f, h);
-    const simd_impl *impl = current_impl();
+    const layout_impl *impl = impl_for(f);
     uint64_t *line = line_of(f, h);
     if (impl->contains(line, (uint32_t)h.hi, f->k)) return 0;
     impl->add_atomic(line, (uint32_t)h.hi, f->k);
@@ -1143,20 +1434,32 @@ int bk_blocked_add_if_absent_hash(bk_blocked *f, bk_hash h)
 
 int bk_blocked_add(bk_blocked *f, const void *key, size_t len)
 {
-    return bk_blocked_add_hash(f, bk__hash(key, len, f->seed));
+    return bk_blocked_add_hash(f, hash_of(f, key, len));
 }
 
 int bk_blocked_contains(const bk_blocked *f, const void *key, size_t len)
 {
     /* the hash inlined: a single call is then one call deep, which lets
      * the CPU keep more independent calls (and their misses) in flight */
-    bk_hash h = bk__hash(key, len, f->seed);
-    return current_impl()->contains(line_of(f, h), (uint32_t)h.hi, f->k);
+    bk_hash h = hash_of(f, key, len);
+    return impl_for(f)->contains(line_of(f, h), (uint32_t)h.hi, f->k);
 }
 
 int bk_blocked_add_if_absent(bk_blocked *f, const void *key, size_t len)
 {
-    return bk_blocked_add_if_absent_hash(f, bk_hash_key(key, len, f->seed));
+    return bk_blocked_add_if_absent_hash(f, hash_of(f, key, len));
+}
+
+bk_hash bk_blocked_hash_key(const bk_blocked *f, const void *key, size_t len)
+{
+    static const char empty[1] = {0};
+    if (key == NULL) key = empty, len = 0;
+    return hash_of(f, key, len);
+}
+
+int bk_blocked_split(const bk_blocked *f)
+{
+    return f->split;
 }
 
 /*==========================================================================
@@ -1167,7 +1470,7 @@ int64_t bk_blocked_add_batch(bk_blocked *f, const void *const *keys,
                              const size_t *lens, size_t n, uint8_t *results)
 {
     if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
-    return current_impl()->run_batch(f, keys, lens, n, results, 1);
+    return impl_for(f)->run_batch(f, keys, lens, n, results, 1);
 }
 
 int64_t bk_blocked_contains_batch(const bk_blocked *f, const void *const *keys,
@@ -1176,7 +1479,7 @@ int64_t bk_blocked_contains_batch(const bk_blocked *f, const void *const *keys,
 {
     if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
     /* run_batch writes nothing to f when is_add is 0 */
-    return current_impl()->run_batch((bk_blocked *)f, keys, lens, n, results, 0);
+    return impl_for(f)->run_batch((bk_blocked *)f, keys, lens, n, results, 0);
 }
 
 /*==========================================================================
@@ -1236,7 +1539,9 @@ int bk_blocked_get_stats(const bk_blocked *f, bk_blocked_stats *out)
     out->estimated_items = c.estimated_items;
     out->fpr_now = c.fpr_now;
     out->fpr_at_capacity =
-        f->capacity ? bk_blocked_fpr(f->capacity, out->bits, f->k) : 0.0;
+        f->capacity == 0 ? 0.0
+        : f->split       ? bk_blocked_split_fpr(f->capacity, out->bits)
+                         : bk_blocked_fpr(f->capacity, out->bits, f->k);
     out->bytes = sizeof(*f) + (size_t)f->nblocks * BK_CACHE_LINE +
                  BK_CACHE_LINE + sizeof(void *);
     return BK_OK;
@@ -1261,14 +1566,19 @@ void bk__blocked_describe_part(const bk_blocked *f, bk__part *p)
     p->fpr = f->target_fpr;
     p->items = bk__load64(&f->items);
     p->param = BLOCK_BITS;
+    p->flags = f->split ? PART_SPLIT : 0;
     p->data = f->words;
     p->length = f->nblocks * BK_CACHE_LINE;
 }
 
-int bk__blocked_restore_part(const bk__part *p, uint64_t seed, bk_blocked **out)
+int bk__blocked_restore_part(const bk__part *p, uint64_t seed, int allow_split,
+                             bk_blocked **out)
 {
     *out = NULL;
     if (p->param != BLOCK_BITS || p->m == 0 || p->m % BLOCK_BITS != 0)
+        return BK_ECORRUPT;
+    int split = (p->flags & PART_SPLIT) != 0;
+    if ((p->flags & ~PART_SPLIT) != 0 || (split && (!allow_split || p->k != SPLIT_K)))
         return BK_ECORRUPT;
     uint64_t nblocks = p->m / BLOCK_BITS;
     if (nblocks > MAX_BLOCKS || p->length != nblocks * BK_CACHE_LINE)
@@ -1283,6 +1593,7 @@ int bk__blocked_restore_part(const bk__part *p, uint64_t seed, bk_blocked **out)
     f->owns_words = 0;
     f->nblocks = nblocks;
     f->k = p->k;
+    f->split = split;
     f->seed = seed;
     f->capacity = p->capacity;
     f->target_fpr = p->fpr;
@@ -1292,6 +1603,10 @@ int bk__blocked_restore_part(const bk__part *p, uint64_t seed, bk_blocked **out)
 }
 
 static int ops_add(void *f, bk_hash h) { return bk_blocked_add_hash(f, h); }
+static bk_hash ops_hash(const void *f, const void *key, size_t len)
+{
+    return hash_of(f, key, len);
+}
 static int ops_contains(const void *f, bk_hash h) { return bk_blocked_contains_hash(f, h); }
 static uint64_t ops_seed(const void *f) { return ((const bk_blocked *)f)->seed; }
 static void ops_destroy(void *f) { bk_blocked_free(f); }
@@ -1336,6 +1651,8 @@ static void ops_set_single_writer(void *f, int single_writer)
 
 static int ops_create(const bk_filter_config *cfg, void **out)
 {
+    if (cfg->blocked_split)
+        return bk_blocked_create_split((bk_blocked **)out, cfg->capacity, cfg->fpr, cfg->seed);
     return bk_blocked_create((bk_blocked **)out, cfg->capacity, cfg->fpr, cfg->seed);
 }
 
@@ -1361,6 +1678,9 @@ static int ops_incompatibility(const void *va, const void *vb, char *buf, size_t
     else if (a->seed != b->seed)
         snprintf(buf, cap, "seeds differ: %llu vs %llu",
                  (unsigned long long)a->seed, (unsigned long long)b->seed);
+    else if (a->split != b->split)
+        snprintf(buf, cap, "layouts differ: %s vs %s", a->split ? "split" : "default",
+                 b->split ? "split" : "default");
     else
         return 0;
     return 1;
@@ -1373,6 +1693,7 @@ static int ops_describe(const void *vf, bk__image *img)
     img->capacity = f->capacity;
     img->fpr = f->target_fpr;
     img->items = bk__load64(&f->items);
+    img->hash = f->split ? BK__HASH_XXH3_64 : BK__HASH_XXH3_128;
     bk__blocked_describe_part(f, &img->parts[0]);
     return BK_OK;
 }
@@ -1383,7 +1704,10 @@ static int ops_restore(const bk__image *img, void **out)
     const bk__part *p = &img->parts[0];
     if (img->capacity != p->capacity || img->fpr != p->fpr || img->items != p->items)
         return BK_ECORRUPT;
-    return bk__blocked_restore_part(p, img->seed, (bk_blocked **)out);
+    /* the split layout hashes with XXH3-64: the header says so too */
+    if ((img->hash == BK__HASH_XXH3_64) != ((p->flags & PART_SPLIT) != 0))
+        return BK_ECORRUPT;
+    return bk__blocked_restore_part(p, img->seed, 1, (bk_blocked **)out);
 }
 
 static const bk__family_ops blocked_ops = {
@@ -1391,6 +1715,7 @@ static const bk__family_ops blocked_ops = {
     .name = "blocked",
     .add = ops_add,
     .contains = ops_contains,
+    .hash = ops_hash,
     .add_batch = ops_add_batch,
     .contains_batch = ops_contains_batch,
     .lockfree_add = 1,

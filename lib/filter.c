@@ -94,19 +94,27 @@ uint64_t bk_filter_seed(const bk_filter *f)
     return OBJ(f)->ops->seed(f);
 }
 
+/* A key hashed as f's family hashes it. */
+static inline bk_hash key_hash(const bk__object *o, const bk_filter *f,
+                               const void *key, size_t len)
+{
+    if (o->ops->hash != NULL) return o->ops->hash(f, key, len);
+    return bk_hash_key(key, len, o->ops->seed(f));
+}
+
 int bk_filter_add(bk_filter *f, const void *key, size_t len)
 {
     if (f == NULL) return BK_EINVAL;
     const bk__object *o = OBJ(f);
     if (o->read_only) return BK_EREADONLY;
-    return o->ops->add(f, bk_hash_key(key, len, o->ops->seed(f)));
+    return o->ops->add(f, key_hash(o, f, key, len));
 }
 
 int bk_filter_contains(const bk_filter *f, const void *key, size_t len)
 {
     if (f == NULL) return BK_EINVAL;
     const bk__object *o = OBJ(f);
-    return o->ops->contains(f, bk_hash_key(key, len, o->ops->seed(f)));
+    return o->ops->contains(f, key_hash(o, f, key, len));
 }
 
 int bk_filter_remove(bk_filter *f, const void *key, size_t len)
@@ -115,14 +123,14 @@ int bk_filter_remove(bk_filter *f, const void *key, size_t len)
     const bk__object *o = OBJ(f);
     if (o->ops->remove == NULL) return BK_ENOTSUP;
     if (o->read_only) return BK_EREADONLY;
-    return o->ops->remove(f, bk_hash_key(key, len, o->ops->seed(f)));
+    return o->ops->remove(f, key_hash(o, f, key, len));
 }
 
 int64_t bk_filter_count(const bk_filter *f, const void *key, size_t len)
 {
     if (f == NULL) return BK_EINVAL;
     const bk__object *o = OBJ(f);
-    bk_hash h = bk_hash_key(key, len, o->ops->seed(f));
+    bk_hash h = key_hash(o, f, key, len);
     if (o->ops->count != NULL) return o->ops->count(f, h);
     return o->ops->contains(f, h);
 }
@@ -134,10 +142,9 @@ int64_t bk_filter_add_batch(bk_filter *f, const void *const *keys,
     const bk__object *o = OBJ(f);
     if (o->read_only) return BK_EREADONLY;
     if (o->ops->add_batch != NULL) return o->ops->add_batch(f, keys, lens, n, results);
-    uint64_t seed = o->ops->seed(f);
     int64_t hits = 0;
     for (size_t i = 0; i < n; i++) {
-        int r = o->ops->add(f, bk_hash_key(keys[i], lens[i], seed));
+        int r = o->ops->add(f, key_hash(o, f, keys[i], lens[i]));
         if (r < 0) return r;
         if (results != NULL) results[i] = (uint8_t)r;
         hits += r;
@@ -152,10 +159,9 @@ int64_t bk_filter_contains_batch(const bk_filter *f, const void *const *keys,
     const bk__object *o = OBJ(f);
     if (o->ops->contains_batch != NULL)
         return o->ops->contains_batch(f, keys, lens, n, results);
-    uint64_t seed = o->ops->seed(f);
     int64_t hits = 0;
     for (size_t i = 0; i < n; i++) {
-        int r = o->ops->contains(f, bk_hash_key(keys[i], lens[i], seed));
+        int r = o->ops->contains(f, key_hash(o, f, keys[i], lens[i]));
         if (results != NULL) results[i] = (uint8_t)r;
         hits += r;
     }

@@ -43,6 +43,11 @@ typedef struct bk__part {
 
 #define BK__IMAGE_PARAMS 4
 
+/* The header's hash algorithm field: every family hashes keys with
+ * XXH3-128, except the blocked family's split layout (XXH3-64). */
+#define BK__HASH_XXH3_128 1u
+#define BK__HASH_XXH3_64 2u
+
 typedef struct bk__image {
     uint32_t family;
     uint64_t seed;
@@ -50,6 +55,7 @@ typedef struct bk__image {
     double fpr;
     uint64_t items;
     uint64_t flags;
+    uint32_t hash;                    /* BK__HASH_*; 0 written as XXH3-128 */
     uint64_t param[BK__IMAGE_PARAMS]; /* family-specific */
     uint32_t nparts;
     bk__part *parts;                  /* nparts entries */
@@ -81,7 +87,9 @@ typedef struct bk__object {
 struct bk__family_ops {
     bk_family family;
     const char *name;
-    /* key operations on a key hashed with the filter's seed */
+    /* the family's hash of a key (NULL: bk_hash_key with the seed) */
+    bk_hash (*hash)(const void *f, const void *key, size_t len);
+    /* key operations on a key hashed as above */
     int (*add)(void *f, bk_hash h);             /* 1, 0 or an error */
     int (*contains)(const void *f, bk_hash h);  /* 1 or 0 */
     int (*remove)(void *f, bk_hash h);          /* NULL: cannot delete */
@@ -129,10 +137,12 @@ extern const bk__family_ops *const bk__map_family;
 
 /* A blocked filter as one part of an image, and back (blocked.c): shared
  * by the families whose stages are blocked filters. restore_part borrows
- * p->data. */
+ * p->data; a part of the split layout is corrupt unless allow_split (the
+ * families that embed blocked filters hash once for all of them with
+ * XXH3-128, so only a standalone blocked filter may be split). */
 BK_HIDDEN void bk__blocked_describe_part(const bk_blocked *f, bk__part *p);
 BK_HIDDEN int bk__blocked_restore_part(const bk__part *p, uint64_t seed,
-                                       bk_blocked **out);
+                                       int allow_split, bk_blocked **out);
 
 /* The two public casts of a family, bk_<fam>_as_filter and
  * bk_filter_as_<fam> (NULL when f is of another family): the family struct

@@ -48,7 +48,7 @@ static const unsigned char MAGIC[8] = {0x89, 'B', 'K', 'F', '\r', '\n', 0x1A, '\
 #define FORMAT_VERSION 1
 #define HEADER_SIZE 128
 #define PART_SIZE 64
-#define HASH_XXH3_128 1 /* XXH3-128 + the derivations of docs/HASHING.md */
+#define HASH_XXH3_128 BK__HASH_XXH3_128 /* XXH3-128 + the derivations of docs/HASHING.md */
 #define ALIGN 64
 
 /* Fuzzing builds (make fuzz) accept wrong checksums so that mutated inputs
@@ -178,7 +178,7 @@ static void write_meta(const layout *lay, unsigned char *meta, uint64_t sum)
     put16(meta + H_HEADER_SIZE, HEADER_SIZE);
     put16(meta + H_PART_SIZE, PART_SIZE);
     put32(meta + H_NPARTS, img->nparts);
-    put32(meta + H_HASH, HASH_XXH3_128);
+    put32(meta + H_HASH, img->hash ? img->hash : HASH_XXH3_128);
     put64(meta + H_SEED, img->seed);
     put64(meta + H_CAPACITY, img->capacity);
     putf64(meta + H_FPR, img->fpr);
@@ -308,6 +308,7 @@ static int writer_to_fd(const writer *w, int fd)
 typedef struct header {
     const bk__family_ops *ops;
     uint32_t nparts;
+    uint32_t hash; /* BK__HASH_* */
     uint64_t payload_offset;
     uint64_t payload_length;
     uint64_t payload_sum;
@@ -324,7 +325,12 @@ static int parse_fixed(const unsigned char *b, size_t len, header *h)
         return BK_ECORRUPT;
     h->ops = bk__family_lookup(get16(b + H_FAMILY));
     if (h->ops == NULL) return BK_EFAMILY;
-    if (get32(b + H_HASH) != HASH_XXH3_128) return BK_ECORRUPT;
+    /* XXH3-64 only for the blocked family's split layout (which checks
+     * that its part says split too) */
+    h->hash = get32(b + H_HASH);
+    if (h->hash != HASH_XXH3_128 &&
+        !(h->hash == BK__HASH_XXH3_64 && h->ops->family == BK_FAMILY_BLOCKED))
+        return BK_ECORRUPT;
     h->nparts = get32(b + H_NPARTS);
     if (h->nparts == 0 || h->nparts > BK__MAX_PARTS) return BK_ECORRUPT;
     h->payload_offset = get64(b + H_PAYLOAD_OFFSET);
@@ -366,6 +372,7 @@ static int restore(const header *h, const unsigned char *meta,
     img.parts = bk__calloc(h->nparts, sizeof(bk__part));
     if (img.parts == NULL) return BK_ENOMEM;
     img.family = (uint32_t)h->ops->family;
+    img.hash = h->hash;
     img.nparts = h->nparts;
     img.seed = get64(meta + H_SEED);
     img.capacity = get64(meta + H_CAPACITY);

@@ -406,7 +406,7 @@ static int ops_restore(const bk__image *img, void **out)
         }
     }
     bk_blocked *layer;
-    int rc = bk__blocked_restore_part(p, img->seed, &layer);
+    int rc = bk__blocked_restore_part(p, img->seed, 0, &layer);
     if (rc != BK_OK) return rc;
     bk_hier *f;
     rc = wrap_layer(&f, layer, q->data, 0);

@@ -608,7 +608,7 @@ static int ops_restore(const bk__image *img, void **out)
             rc = BK_ECORRUPT;
             goto fail;
         }
-        rc = bk__blocked_restore_part(p, f->seed, &f->gens[i]);
+        rc = bk__blocked_restore_part(p, f->seed, 0, &f->gens[i]);
         if (rc != BK_OK) goto fail;
         f->bytes += generation_bytes(f->gens[i]);
     }

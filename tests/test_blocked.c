@@ -14,6 +14,9 @@
  */
 #include "testutil.h"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h> /* the split layout's model hashes with XXH3-64 itself */
+
 #define N_KEYS 1000000u
 #define TAG_IN 1u
 #define TAG_OUT 2u
@@ -757,6 +760,257 @@ static void test_simd_level_api(void **state)
     assert_string_equal(bk_blocked_simd_name(9), "unknown");
 }
 
+/*--------------------------------------------------------------------------
+ * The split layout (bk_blocked_create_split): an independent model of its
+ * definition (XXH3-64 of the key, block = fastrange(h, b), bit
+ * (x * SALT[i]) >> 26 of word i for i < 8, x = low 32 bits of h), every
+ * path and write mode storing the same bytes, its rate against its
+ * formula, and its place beside the default layout.
+ *--------------------------------------------------------------------------*/
+
+static void split_model_mask(uint64_t h, uint64_t mask[8])
+{
+    uint32_t x = (uint32_t)h;
+    for (int i = 0; i < 8; i++)
+        mask[i] = UINT64_C(1) << ((uint32_t)(x * MODEL_SALT[i]) >> 26);
+}
+
+static void test_split_matches_model(void **state)
+{
+    (void)state;
+    FOR_EACH_LEVEL(level) {
+        const uint64_t n = 60, probes = 50000, seed = 77;
+        bk_blocked *f;
+        char key[TU_KEY_LEN];
+        uint64_t mask[8];
+        assert_int_equal(bk_blocked_create_split(&f, 40, 0.01, seed), BK_OK);
+        assert_int_equal(bk_blocked_split(f), 1);
+        assert_int_equal(bk_blocked_hashes(f), BK_BLOCKED_SPLIT_HASHES);
+        uint64_t nblocks = bk_blocked_blocks(f);
+        assert_true(nblocks >= 1 && nblocks <= 8);
+        uint64_t (*model)[8] = calloc(nblocks, sizeof(*model));
+        assert_non_null(model);
+        for (uint64_t i = 0; i < n; i++) { /* 1.5x capacity: some found */
+            tu_key(key, i, TAG_IN);
+            uint64_t h = XXH3_64bits_withSeed(key, sizeof(key), seed);
+            bk_hash fh = bk_blocked_hash_key(f, key, sizeof(key));
+            assert_true(fh.lo == h && fh.hi == h);
+            split_model_mask(h, mask);
+            for (int w = 0; w < 8; w++) model[model_block(fh, nblocks)][w] |= mask[w];
+            bk_blocked_add(f, key, sizeof(key));
+        }
+        uint64_t found = 0;
+        for (uint64_t i = 0; i < probes; i++) {
+            tu_key(key, i, TAG_OUT);
+            uint64_t h = XXH3_64bits_withSeed(key, sizeof(key), seed);
+            bk_hash fh = {h, h};
+            split_model_mask(h, mask);
+            uint64_t missing = 0;
+            for (int w = 0; w < 8; w++) missing |= mask[w] & ~model[model_block(fh, nblocks)][w];
+            int want = missing == 0;
+            found += (uint64_t)want;
+            if (bk_blocked_contains(f, key, sizeof(key)) != want)
+                fail_msg("split, level %s, probe %llu: got %d want %d",
+                         bk_blocked_simd_name(level), (unsigned long long)i, !want, want);
+        }
+        assert_true(found > 0 && found < probes); /* not vacuous */
+        bk_blocked_stats st;
+        uint64_t model_bits = 0;
+        for (uint64_t b = 0; b < nblocks; b++)
+            for (int w = 0; w < 8; w++) model_bits += (uint64_t)__builtin_popcountll(model[b][w]);
+        assert_int_equal(bk_blocked_get_stats(f, &st), BK_OK);
+        assert_true(st.bits_set == model_bits);
+        free(model);
+        bk_blocked_free(f);
+    }
+    restore_level();
+}
+
+/* As test_paths_and_modes_identical, for the split layout: 20000 keys in
+ * a filter sized for 3000, so that many adds find all their bits; the
+ * fourth way of adding goes through bk_blocked_hash_key and _add_hash. */
+static void test_split_paths_identical(void **state)
+{
+    (void)state;
+    const uint64_t n = 20000, probes = 60000;
+    char (*keys)[TU_KEY_LEN] = malloc(probes * TU_KEY_LEN);
+    const void **ptrs = malloc(probes * sizeof(*ptrs));
+    size_t *lens = malloc(probes * sizeof(*lens));
+    uint8_t *want_add = malloc(n), *want = malloc(probes), *got = malloc(probes);
+    assert_true(keys && ptrs && lens && want_add && want && got);
+    for (uint64_t i = 0; i < probes; i++) {
+        uint64_t id = i < n && i % 5 == 4 ? i / 2 : i;
+        tu_key(keys[i], id, i < n ? TAG_IN : TAG_OUT);
+        ptrs[i] = keys[i];
+        lens[i] = TU_KEY_LEN;
+    }
+    bk_blocked *ref;
+    uint64_t ref_size, size, fresh = 0;
+    assert_true(bk_blocked_set_simd_level(BK_SIMD_SCALAR) >= 0);
+    assert_int_equal(bk_blocked_create_split(&ref, 3000, 0.01, 9), BK_OK);
+    for (uint64_t i = 0; i < n; i++) {
+        want_add[i] = (uint8_t)bk_blocked_add(ref, keys[i], TU_KEY_LEN);
+        fresh += want_add[i];
+    }
+    assert_true(fresh < n && fresh > n / 2);
+    for (uint64_t i = 0; i < probes; i++)
+        want[i] = (uint8_t)bk_blocked_contains(ref, keys[i], TU_KEY_LEN);
+    unsigned char *ref_bytes = serialized(ref, &ref_size);
+    FOR_EACH_LEVEL(level) {
+        for (int mode = 0; mode <= 1; mode++) {
+            for (int how = 0; how < 4; how++) { /* single, batch, if_absent, _hash */
+                bk_blocked *f;
+                assert_int_equal(bk_blocked_create_split(&f, 3000, 0.01, 9), BK_OK);
+                assert_int_equal(bk_blocked_set_single_writer(f, mode), BK_OK);
+                memset(got, 0xFF, n);
+                if (how == 1) {
+                    assert_true(bk_blocked_add_batch(f, (const void *const *)ptrs, lens, n,
+                                                     got) == (int64_t)fresh);
+                } else {
+                    for (uint64_t i = 0; i < n; i++) {
+                        bk_hash h = bk_blocked_hash_key(f, keys[i], TU_KEY_LEN);
+                        got[i] = (uint8_t)(how == 0   ? bk_blocked_add(f, keys[i], TU_KEY_LEN)
+                                           : how == 2 ? bk_blocked_add_if_absent(f, keys[i], TU_KEY_LEN)
+                                                      : bk_blocked_add_hash(f, h));
+                    }
+                }
+                if (memcmp(got, want_add, n) != 0)
+                    fail_msg("split, level %s mode %d how %d: add answers differ",
+                             bk_blocked_simd_name(level), mode, how);
+                unsigned char *bytes = serialized(f, &size);
+                assert_true(size == ref_size);
+                if (memcmp(bytes, ref_bytes, (size_t)size) != 0)
+                    fail_msg("split, level %s mode %d how %d: stored bytes differ",
+                             bk_blocked_simd_name(level), mode, how);
+                free(bytes);
+                memset(got, 0xFF, probes);
+                int64_t hits = bk_blocked_contains_batch(f, (const void *const *)ptrs, lens,
+                                                         probes, got);
+                assert_memory_equal(got, want, probes);
+                int64_t want_hits = 0;
+                for (uint64_t i = 0; i < probes; i++) {
+                    want_hits += want[i];
+                    if (i % 3 == 0) {
+                        assert_int_equal(bk_blocked_contains(f, keys[i], TU_KEY_LEN), want[i]);
+                        bk_hash h = bk_blocked_hash_key(f, keys[i], TU_KEY_LEN);
+                        assert_int_equal(bk_blocked_contains_hash(f, h), want[i]);
+                    }
+                }
+                assert_true(hits == want_hits);
+                bk_blocked_free(f);
+            }
+        }
+    }
+    restore_level();
+    free(ref_bytes);
+    bk_blocked_free(ref);
+    free(keys);
+    free(ptrs);
+    free(lens);
+    free(want_add);
+    free(want);
+    free(got);
+}
+
+/* Variance of a split block's exact rate when its load is Poisson(lambda). */
+static double split_rate_variance(double lambda)
+{
+    double mean = 0.0, square = 0.0, log_p = -lambda;
+    for (double i = 0.0; i < lambda + 20.0 * sqrt(lambda) + 50.0; i += 1.0) {
+        double rate = pow(-expm1(i * log1p(-1.0 / 64.0)), 8.0);
+        double weight = exp(log_p);
+        mean += weight * rate;
+        square += weight * rate * rate;
+        log_p += log(lambda / (i + 1.0));
+    }
+    return square - mean * mean;
+}
+
+/* 1e6 keys at 1%: the measured rate against the filter's exact current
+ * rate (binomial spread of the trials) and against the formula (plus the
+ * spread of the filter's own rate), the sizing's bits, and the estimate. */
+static void test_split_fpr(void **state)
+{
+    (void)state;
+    const double p = 0.01;
+    bk_blocked *f;
+    assert_int_equal(bk_blocked_create_split(&f, N_KEYS, p, 99), BK_OK);
+    add_range(f, 0, N_KEYS, TAG_IN);
+    assert_true(count_found(f, 0, N_KEYS, TAG_IN) == N_KEYS); /* no false negative */
+    const uint64_t trials = 1000000;
+    double measured = (double)count_found(f, 0, trials, TAG_OUT) / trials;
+    uint64_t m = bk_blocked_bits(f), b = bk_blocked_blocks(f);
+    double expected = bk_blocked_split_fpr(N_KEYS, m);
+    bk_blocked_stats st;
+    assert_int_equal(bk_blocked_get_stats(f, &st), BK_OK);
+    double tol_given = tu_tolerance(st.fpr_now, trials, 5);
+    double sd_filter = sqrt(split_rate_variance((double)N_KEYS / b) / b);
+    double sd_trials = sqrt(expected * (1 - expected) / trials);
+    double tol_formula = 5 * sqrt(sd_trials * sd_trials + sd_filter * sd_filter);
+    print_message("split p=%g: m=%llu (%.3f bits/key) expected %.6f fpr_now %.6f "
+                  "measured %.6f (tol %.6f), estimate %.0f\n",
+                  p, (unsigned long long)m, (double)m / N_KEYS, expected, st.fpr_now,
+                  measured, tol_formula, st.estimated_items);
+    assert_true(fabs(measured - st.fpr_now) < tol_given);
+    assert_true(fabs(measured - expected) < tol_formula);
+    assert_true(fabs(st.fpr_now - expected) < 5 * sd_filter);
+    assert_true(expected <= p);
+    /* the smallest size that meets p: one block less would not */
+    assert_true(bk_blocked_split_fpr(N_KEYS, m - 512) > p);
+    assert_true((double)m / N_KEYS < 10.2); /* 10.10 by the formula */
+    assert_true(fabs(st.fpr_at_capacity - expected) < 1e-12);
+    assert_int_equal(st.hashes, BK_BLOCKED_SPLIT_HASHES);
+    /* each word holds one bit per key: the mean of eight per-word
+     * estimates, within 1% of the keys at this load */
+    assert_true(fabs(st.estimated_items - N_KEYS) < 0.01 * N_KEYS);
+    bk_blocked_free(f);
+}
+
+/* Set operations between split filters; none across layouts; the hash of
+ * the default layout stays bk_hash_key; bad parameters. */
+static void test_split_beside_default(void **state)
+{
+    (void)state;
+    const uint64_t n = 20000;
+    bk_blocked *a, *b, *plain, *f = (bk_blocked *)&f;
+    char key[TU_KEY_LEN];
+    assert_int_equal(bk_blocked_create_split(&a, 2 * n, 0.01, 17), BK_OK);
+    assert_int_equal(bk_blocked_create_split(&b, 2 * n, 0.01, 17), BK_OK);
+    add_range(a, 0, n, TAG_IN);
+    add_range(b, n / 2, n + n / 2, TAG_IN);
+    assert_int_equal(bk_blocked_union(a, b), BK_OK);
+    assert_true(count_found(a, 0, n + n / 2, TAG_IN) == n + n / 2);
+    assert_true(fabs((double)bk_blocked_items(a) - 1.5 * n) < 0.03 * 1.5 * n);
+    /* a default filter of the same blocks, k and seed is still another layout */
+    assert_int_equal(bk_blocked_create_mk(&plain, bk_blocked_bits(a), 8, 17), BK_OK);
+    assert_int_equal(bk_blocked_split(plain), 0);
+    assert_int_equal(bk_blocked_union(plain, a), BK_EINCOMPAT);
+    assert_int_equal(bk_blocked_intersect(a, plain), BK_EINCOMPAT);
+    tu_key(key, 1, TAG_IN);
+    bk_hash h1 = bk_blocked_hash_key(plain, key, sizeof(key)), h2 = bk_hash_key(key, sizeof(key), 17);
+    assert_true(h1.lo == h2.lo && h1.hi == h2.hi);
+    /* a clone keeps the layout */
+    bk_blocked *c;
+    assert_int_equal(bk_blocked_clone(&c, a), BK_OK);
+    assert_int_equal(bk_blocked_split(c), 1);
+    assert_true(same_bits(a, c));
+    bk_blocked_free(c);
+    bk_blocked_free(plain);
+    bk_blocked_free(a);
+    bk_blocked_free(b);
+
+    uint64_t m;
+    assert_int_equal(bk_blocked_create_split(NULL, 100, 0.01, 0), BK_EINVAL);
+    assert_int_equal(bk_blocked_create_split(&f, 0, 0.01, 0), BK_ECAPACITY);
+    assert_null(f);
+    assert_int_equal(bk_blocked_create_split(&f, 100, 0.0, 0), BK_EFPR);
+    assert_int_equal(bk_blocked_create_split(&f, 100, NAN, 0), BK_EFPR);
+    assert_int_equal(bk_blocked_create_split(&f, UINT64_MAX, 0.01, 0), BK_ESIZE);
+    assert_int_equal(bk_blocked_optimal_split(10, 1.5, &m), BK_EFPR);
+    assert_true(isnan(bk_blocked_split_fpr(10, 0)));
+    assert_true(bk_blocked_split_fpr(0, 512) == 0.0);
+}
+
 static void test_invalid_parameters(void **state)
 {
     (void)state;
@@ -908,6 +1162,10 @@ int main(void)
         cmocka_unit_test(test_clear_and_clone),
         cmocka_unit_test(test_stats_and_estimate),
         cmocka_unit_test(test_invalid_parameters),
+        cmocka_unit_test(test_split_matches_model),
+        cmocka_unit_test(test_split_paths_identical),
+        cmocka_unit_test(test_split_fpr),
+        cmocka_unit_test(test_split_beside_default),
         cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

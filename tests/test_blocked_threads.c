@@ -88,14 +88,15 @@ static int same_bits(const bk_blocked *a, const bk_blocked *b)
     return sa.bits_set == sb.bits_set && sboth.bits_set == sa.bits_set;
 }
 
-static void test_concurrent_adds_lose_nothing(void **state)
+static void concurrent_adds_lose_nothing(int split)
 {
-    (void)state;
     const uint64_t n = (uint64_t)THREADS * PER_THREAD;
     bk_blocked *shared, *serial;
+    int (*create)(bk_blocked **, uint64_t, double, uint64_t) =
+        split ? bk_blocked_create_split : bk_blocked_create;
     /* a small filter (few blocks) so that threads often hit the same line */
-    assert_int_equal(bk_blocked_create(&shared, n, 0.01, 21), BK_OK);
-    assert_int_equal(bk_blocked_create(&serial, n, 0.01, 21), BK_OK);
+    assert_int_equal(create(&shared, n, 0.01, 21), BK_OK);
+    assert_int_equal(create(&serial, n, 0.01, 21), BK_OK);
 
     pthread_t tid[THREADS], rtid, stid;
     worker ws[THREADS];
@@ -135,6 +136,19 @@ static void test_concurrent_adds_lose_nothing(void **state)
     assert_true(bk_blocked_items(shared) > n - n / 20);
     bk_blocked_free(shared);
     bk_blocked_free(serial);
+}
+
+static void test_concurrent_adds_lose_nothing(void **state)
+{
+    (void)state;
+    concurrent_adds_lose_nothing(0);
+}
+
+/* The same for the split layout's atomic adds. */
+static void test_concurrent_adds_lose_nothing_split(void **state)
+{
+    (void)state;
+    concurrent_adds_lose_nothing(1);
 }
 
 /* Many threads add_if_absent the same keys: each key ends up present, and
@@ -191,6 +205,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_concurrent_adds_lose_nothing),
+        cmocka_unit_test(test_concurrent_adds_lose_nothing_split),
         cmocka_unit_test(test_concurrent_add_if_absent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

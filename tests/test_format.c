@@ -78,6 +78,19 @@ static bk_filter *make_blocked(void)
     return bk_blocked_as_filter(f);
 }
 
+/* The blocked family's split layout (XXH3-64, hash algorithm 2). */
+static bk_filter *make_blocked_split(void)
+{
+    bk_blocked *f;
+    assert_int_equal(bk_blocked_create_split(&f, SAMPLE_KEYS, 0.01, 53), BK_OK);
+    char key[TU_KEY_LEN];
+    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
+        tu_key(key, i, 1);
+        bk_blocked_add(f, key, sizeof(key));
+    }
+    return bk_blocked_as_filter(f);
+}
+
 /* The other families through the generic constructor. */
 static bk_filter *make_generic(bk_family family, void (*tune)(bk_filter_config *))
 {
@@ -164,6 +177,7 @@ static bk_filter *make_window(void)
 static const sample samples[] = {
     {"bloom-v1.bkf", make_bloom},
     {"blocked-v1.bkf", make_blocked},
+    {"blocked-split-v1.bkf", make_blocked_split},
     {"counting-v1.bkf", make_counting},
     {"counting8-v1.bkf", make_counting8},
     {"deletable-v1.bkf", make_deletable},
@@ -676,6 +690,63 @@ static void test_specific_errors(void **state)
     bk_filter_free(f);
 }
 
+/* Recompute the header checksum of a serialized filter after an edit. */
+static void reseal_header(unsigned char *buf)
+{
+    uint32_t nparts = (uint32_t)(buf[16] | buf[17] << 8 | buf[18] << 16 | (uint32_t)buf[19] << 24);
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    XXH3_64bits_update(&st, buf, 120);
+    XXH3_64bits_update(&st, buf + 128, 64 * (size_t)nparts);
+    uint64_t sum = XXH3_64bits_digest(&st);
+    for (int i = 0; i < 8; i++) buf[120 + i] = (unsigned char)(sum >> (8 * i));
+}
+
+/* The hash algorithm field: 2 (XXH3-64) only for a blocked filter of the
+ * split layout, and the split layout only with 2; each mismatch, with a
+ * valid checksum, is corruption. */
+static void test_hash_algorithm_field(void **state)
+{
+    (void)state;
+    bk_filter *split = make_blocked_split(), *plain = make_blocked(), *bloom = make_bloom(), *g;
+    size_t len;
+    unsigned char *buf = serialize(split, &len);
+    assert_int_equal(buf[20], 2);
+    assert_int_equal(buf[128 + 30] & 1, 1); /* the part's split flag */
+    buf[20] = 1;
+    reseal_header(buf);
+    assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_ECORRUPT);
+    free(buf);
+
+    buf = serialize(plain, &len);
+    assert_int_equal(buf[20], 1);
+    buf[20] = 2; /* a default-layout part under XXH3-64 */
+    reseal_header(buf);
+    assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_ECORRUPT);
+    buf[20] = 1;
+    buf[128 + 30] |= 1; /* a split part under XXH3-128 (k is not 8 either) */
+    reseal_header(buf);
+    assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_ECORRUPT);
+    free(buf);
+
+    buf = serialize(bloom, &len);
+    buf[20] = 2; /* another family under XXH3-64 */
+    reseal_header(buf);
+    assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_ECORRUPT);
+    buf[20] = 3; /* an unknown algorithm */
+    reseal_header(buf);
+    assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_ECORRUPT);
+    free(buf);
+
+    /* through the generic handle a split filter hashes as its layout does */
+    char key[TU_KEY_LEN];
+    tu_key(key, 5, 1);
+    assert_int_equal(bk_filter_contains(split, key, sizeof(key)), 1);
+    bk_filter_free(split);
+    bk_filter_free(plain);
+    bk_filter_free(bloom);
+}
+
 /* A header that is valid in every way but claims an enormous payload must
  * not make the loader allocate it: the file is simply too short. */
 static void test_no_allocation_from_unchecked_sizes(void **state)
@@ -691,13 +762,7 @@ static void test_no_allocation_from_unchecked_sizes(void **state)
         buf[104 + i] = (unsigned char)((UINT64_C(1) << 40) >> (8 * i));
         buf[128 + 8 + i] = (unsigned char)((UINT64_C(1) << 40) >> (8 * i));
     }
-    uint32_t nparts = (uint32_t)(buf[16] | buf[17] << 8 | buf[18] << 16 | (uint32_t)buf[19] << 24);
-    XXH3_state_t st;
-    XXH3_64bits_reset(&st);
-    XXH3_64bits_update(&st, buf, 120);
-    XXH3_64bits_update(&st, buf + 128, 64 * (size_t)nparts);
-    uint64_t sum = XXH3_64bits_digest(&st);
-    for (int i = 0; i < 8; i++) buf[120 + i] = (unsigned char)(sum >> (8 * i));
+    reseal_header(buf);
 
     tu_install_failing_allocator(0);
     assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_ETRUNC);
@@ -779,6 +844,7 @@ int main(void)
         cmocka_unit_test(test_truncation),
         cmocka_unit_test(test_flipped_header_bytes),
         cmocka_unit_test(test_specific_errors),
+        cmocka_unit_test(test_hash_algorithm_field),
         cmocka_unit_test(test_no_allocation_from_unchecked_sizes),
         cmocka_unit_test(test_allocation_failures),
     };
