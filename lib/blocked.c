@@ -609,11 +609,12 @@ static inline int add_atomic_split_avx512(uint64_t *line, uint32_t x, uint32_t k
 /* A key's hash as the filter's layout defines it: XXH3-128 for the free
  * layout; for the split one XXH3-64, h.lo = h.hi = its 64 bits (the line
  * by fast range on all of them, x their low 32 bits). */
+__attribute__((always_inline))
 static inline bk_hash hash_of(const bk_blocked *f, const void *key, size_t len)
 {
     if (!f->split) return bk__hash(key, len, f->seed);
     bk_hash h;
-    h.lo = h.hi = bk__xxh64(key, len, f->seed);
+    h.lo = h.hi = bk__xxh64_inline(key, len, f->seed);
     return h;
 }
 

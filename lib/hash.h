@@ -28,4 +28,21 @@ static inline uint64_t bk__xxh64(const void *data, size_t len, uint64_t seed)
     return XXH3_64bits_withSeed(data, len, seed);
 }
 
+/* XXH3_64bits_withSeed with its two short-input paths forced inline (the
+ * functions it dispatches to by length: the same bits), for the key hash
+ * of the blocked filter's split layout, whose single calls are what it is
+ * for: the public function is too large for the compiler to inline, and
+ * its call with four register saves is a fair share of such a call.
+ * Inputs over 128 bytes take the call. */
+__attribute__((always_inline))
+static inline uint64_t bk__xxh64_inline(const void *data, size_t len, uint64_t seed)
+{
+    if (len <= 16)
+        return XXH3_len_0to16_64b((const xxh_u8 *)data, len, XXH3_kSecret, seed);
+    if (len <= 128)
+        return XXH3_len_17to128_64b((const xxh_u8 *)data, len, XXH3_kSecret,
+                                    sizeof(XXH3_kSecret), seed);
+    return XXH3_64bits_withSeed(data, len, seed);
+}
+
 #endif /* BK_HASH_H */
