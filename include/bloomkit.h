@@ -494,10 +494,14 @@ typedef struct bk_blocked_stats {
     uint64_t bits_set;        /* t, by population count */
     double fill;              /* t / m */
     double estimated_items;   /* sum over blocks of -(512/k) ln(1 - t_j/512);
-                                 +inf when a block is full */
+                                 +inf when a block is full (split layout:
+                                 per block the mean over its 8 words of
+                                 ln(1 - t_w/64) / ln(63/64)) */
     double fpr_now;           /* mean over blocks of (t_j / 512)^k: the exact
-                                 rate of an absent key now */
-    double fpr_at_capacity;   /* bk_blocked_fpr(capacity, m, k); 0 if unknown */
+                                 rate of an absent key now (split layout:
+                                 of the product of its words' t_w / 64) */
+    double fpr_at_capacity;   /* bk_blocked_fpr(capacity, m, k), or
+                                 bk_blocked_split_fpr; 0 if unknown */
     size_t bytes;             /* memory held by the filter, struct included */
 } bk_blocked_stats;
 
@@ -515,8 +519,9 @@ BK_API uint64_t bk_blocked_items(const bk_blocked *f);
 
 /* Estimated number of distinct keys added: the sum over blocks of
  * -(512 / k) ln(1 - t_j / 512), t_j the bits set in block j (Swamidass &
- * Baldi per block, which accounts for the uneven load). +inf when a block
- * is full. O(m). Thread-safe. */
+ * Baldi per block, which accounts for the uneven load; the split layout
+ * averages the estimates of a block's eight words instead). +inf when a
+ * block is full. O(m). Thread-safe. */
 BK_API double bk_blocked_estimate_items(const bk_blocked *f);
 
 /* SIMD levels of the blocked filter's code paths (the counting filter's

@@ -172,12 +172,19 @@ typedef int64_t (*batch_fn)(bk_blocked *f, const void *const *keys,
                             const size_t *lens, size_t n, uint8_t *results,
                             int is_add);
 
+/* A whole single-key call (hash, line, test or add and count): the split
+ * layout's bk_blocked_contains and bk_blocked_add jump straight into one. */
+typedef int (*key_contains_fn)(const bk_blocked *f, const void *key, size_t len);
+typedef int (*key_add_fn)(bk_blocked *f, const void *key, size_t len);
+
 /* The per-key functions of one layout at one level. */
 typedef struct layout_impl {
     contains_fn contains; /* branch-free test of the key's bits */
     add_fn add_plain;     /* single writer: plain loads and stores */
     add_fn add_atomic;    /* concurrent: atomic OR of the missing bits */
     batch_fn run_batch;
+    key_contains_fn contains_key; /* split layout only (else NULL) */
+    key_add_fn add_key;           /* split layout only (else NULL) */
 } layout_impl;
 
 /* One row per SIMD level: [0] the free layout, [1] the split one. */
@@ -614,7 +621,8 @@ static inline bk_hash hash_of(const bk_blocked *f, const void *key, size_t len)
 {
     if (!f->split) return bk__hash(key, len, f->seed);
     bk_hash h;
-    h.lo = h.hi = bk__xxh64_inline(key, len, f->seed);
+    h.lo = h.hi = len <= BK__XXH64_SHORT ? bk__xxh64_short(key, len, f->seed)
+                                         : bk__xxh64(key, len, f->seed);
     return h;
 }
 
@@ -739,6 +747,55 @@ CALL_FNS(avx512, __attribute__((target("avx512f"))))
 CALL_FNS(split_avx512, __attribute__((target("avx512f"))))
 #endif
 
+/* The split layout's whole single calls, one function each with no call
+ * inside: on a filter far larger than the caches a call overlaps with its
+ * neighbours only as far as its instructions (loads above all) leave room,
+ * and a dispatch to a per-key kernel cost these calls about a quarter of
+ * their time (bench/RESULTS.md section 14). */
+#define SPLIT_KEY_FNS(name, attr)                                               \
+    attr static inline int split_contains_key_##name##_body(                    \
+        const bk_blocked *f, uint64_t h)                                        \
+    {                                                                           \
+        const uint64_t *line = f->words + bk__fastrange64(h, f->nblocks) * BLOCK_WORDS; \
+        return contains_split_##name(line, (uint32_t)h, SPLIT_K);               \
+    }                                                                           \
+    attr __attribute__((noinline)) static int split_contains_long_##name(       \
+        const bk_blocked *f, const void *key, size_t len)                       \
+    {                                                                           \
+        return split_contains_key_##name##_body(f, bk__xxh64(key, len, f->seed)); \
+    }                                                                           \
+    attr static int split_contains_key_##name(const bk_blocked *f,              \
+                                              const void *key, size_t len)      \
+    {                                                                           \
+        if (len > BK__XXH64_SHORT) return split_contains_long_##name(f, key, len); \
+        return split_contains_key_##name##_body(f, bk__xxh64_short(key, len, f->seed)); \
+    }                                                                           \
+    attr static inline int split_add_key_##name##_body(bk_blocked *f, uint64_t h) \
+    {                                                                           \
+        uint64_t *line = f->words + bk__fastrange64(h, f->nblocks) * BLOCK_WORDS; \
+        int fresh = f->single_writer ? add_plain_split_##name(line, (uint32_t)h, SPLIT_K) \
+                                     : add_atomic_split_##name(line, (uint32_t)h, SPLIT_K); \
+        count_items(f, (uint64_t)fresh);                                        \
+        return fresh;                                                           \
+    }                                                                           \
+    attr __attribute__((noinline)) static int split_add_long_##name(            \
+        bk_blocked *f, const void *key, size_t len)                             \
+    {                                                                           \
+        return split_add_key_##name##_body(f, bk__xxh64(key, len, f->seed));    \
+    }                                                                           \
+    attr static int split_add_key_##name(bk_blocked *f, const void *key,        \
+                                         size_t len)                            \
+    {                                                                           \
+        if (len > BK__XXH64_SHORT) return split_add_long_##name(f, key, len);   \
+        return split_add_key_##name##_body(f, bk__xxh64_short(key, len, f->seed)); \
+    }
+
+SPLIT_KEY_FNS(scalar, )
+#if BK_BLOCKED_X86
+SPLIT_KEY_FNS(avx2, __attribute__((target("avx2"))))
+SPLIT_KEY_FNS(avx512, __attribute__((target("avx512f"))))
+#endif
+
 /*==========================================================================
  * Internals: SIMD dispatch
  *
@@ -749,19 +806,22 @@ CALL_FNS(split_avx512, __attribute__((target("avx512f"))))
 
 static const simd_impl IMPLS[] = {
     {BK_SIMD_SCALAR,
-     {{contains_scalar, add_plain_scalar, add_atomic_scalar, batch_scalar},
+     {{contains_scalar, add_plain_scalar, add_atomic_scalar, batch_scalar, NULL, NULL},
       {contains_split_scalar, add_plain_split_scalar, add_atomic_split_scalar,
-       batch_split_scalar}}},
+       batch_split_scalar, split_contains_key_scalar, split_add_key_scalar}}},
 #if BK_BLOCKED_X86
     {BK_SIMD_AVX2,
-     {{call_contains_avx2, call_add_plain_avx2, call_add_atomic_avx2, batch_avx2},
+     {{call_contains_avx2, call_add_plain_avx2, call_add_atomic_avx2, batch_avx2,
+       NULL, NULL},
       {call_contains_split_avx2, call_add_plain_split_avx2,
-       call_add_atomic_split_avx2, batch_split_avx2}}},
+       call_add_atomic_split_avx2, batch_split_avx2, split_contains_key_avx2,
+       split_add_key_avx2}}},
     {BK_SIMD_AVX512,
      {{call_contains_avx512, call_add_plain_avx512, call_add_atomic_avx512,
-       batch_avx512},
+       batch_avx512, NULL, NULL},
       {call_contains_split_avx512, call_add_plain_split_avx512,
-       call_add_atomic_split_avx512, batch_split_avx512}}},
+       call_add_atomic_split_avx512, batch_split_avx512, split_contains_key_avx512,
+       split_add_key_avx512}}},
 #endif
 };
 #define N_IMPLS ((int)(sizeof(IMPLS) / sizeof(IMPLS[0])))
@@ -830,10 +890,21 @@ static const simd_impl *resolve_impl(void)
 DETECT_FNS(0)
 DETECT_FNS(1)
 
+static int detect_contains_key(const bk_blocked *f, const void *key, size_t len)
+{
+    return resolve_impl()->layout[1].contains_key(f, key, len);
+}
+static int detect_add_key(bk_blocked *f, const void *key, size_t len)
+{
+    return resolve_impl()->layout[1].add_key(f, key, len);
+}
+
 static const simd_impl DETECT = {
     -1,
-    {{detect_contains_0, detect_add_plain_0, detect_add_atomic_0, detect_batch_0},
-     {detect_contains_1, detect_add_plain_1, detect_add_atomic_1, detect_batch_1}}};
+    {{detect_contains_0, detect_add_plain_0, detect_add_atomic_0, detect_batch_0, NULL,
+      NULL},
+     {detect_contains_1, detect_add_plain_1, detect_add_atomic_1, detect_batch_1,
+      detect_contains_key, detect_add_key}}};
 
 static inline const simd_impl *current_impl(void)
 {
@@ -1433,17 +1504,31 @@ int bk_blocked_add_if_absent_hash(bk_blocked *f, bk_hash h)
     return 1;
 }
 
+/* The default layout's single calls, apart so that the split layout's
+ * entry below is two jumps with no stack frame. */
+__attribute__((noinline))
+static int add_default(bk_blocked *f, const void *key, size_t len)
+{
+    return bk_blocked_add_hash(f, bk__hash(key, len, f->seed));
+}
+
+__attribute__((noinline))
+static int contains_default(const bk_blocked *f, const void *key, size_t len)
+{
+    bk_hash h = bk__hash(key, len, f->seed);
+    return current_impl()->layout[0].contains(line_of(f, h), (uint32_t)h.hi, f->k);
+}
+
 int bk_blocked_add(bk_blocked *f, const void *key, size_t len)
 {
-    return bk_blocked_add_hash(f, hash_of(f, key, len));
+    if (f->split) return current_impl()->layout[1].add_key(f, key, len);
+    return add_default(f, key, len);
 }
 
 int bk_blocked_contains(const bk_blocked *f, const void *key, size_t len)
 {
-    /* the hash inlined: a single call is then one call deep, which lets
-     * the CPU keep more independent calls (and their misses) in flight */
-    bk_hash h = hash_of(f, key, len);
-    return impl_for(f)->contains(line_of(f, h), (uint32_t)h.hi, f->k);
+    if (f->split) return current_impl()->layout[1].contains_key(f, key, len);
+    return contains_default(f, key, len);
 }
 
 int bk_blocked_add_if_absent(bk_blocked *f, const void *key, size_t len)

@@ -28,21 +28,23 @@ static inline uint64_t bk__xxh64(const void *data, size_t len, uint64_t seed)
     return XXH3_64bits_withSeed(data, len, seed);
 }
 
-/* XXH3_64bits_withSeed with its two short-input paths forced inline (the
- * functions it dispatches to by length: the same bits), for the key hash
- * of the blocked filter's split layout, whose single calls are what it is
- * for: the public function is too large for the compiler to inline, and
- * its call with four register saves is a fair share of such a call.
- * Inputs over 128 bytes take the call. */
+/* XXH3_64bits_withSeed for inputs of at most BK__XXH64_SHORT bytes, forced
+ * inline (the functions it dispatches to by length: the same bits), for
+ * the key hash of the blocked filter's split layout, whose single calls are
+ * what it is for. The public function is too large for the compiler to
+ * inline, and its call with four register saves is a fair share of such a
+ * call; the paths for longer inputs, inlined, would make every caller save
+ * registers too. Callers take bk__xxh64 above for longer keys. */
+#define BK__XXH64_SHORT 32
+
 __attribute__((always_inline))
-static inline uint64_t bk__xxh64_inline(const void *data, size_t len, uint64_t seed)
+static inline uint64_t bk__xxh64_short(const void *data, size_t len, uint64_t seed)
 {
     if (len <= 16)
         return XXH3_len_0to16_64b((const xxh_u8 *)data, len, XXH3_kSecret, seed);
-    if (len <= 128)
-        return XXH3_len_17to128_64b((const xxh_u8 *)data, len, XXH3_kSecret,
-                                    sizeof(XXH3_kSecret), seed);
-    return XXH3_64bits_withSeed(data, len, seed);
+    /* 17..32 bytes: the compiler drops the branches for longer inputs */
+    return XXH3_len_17to128_64b((const xxh_u8 *)data, len, XXH3_kSecret,
+                                sizeof(XXH3_kSecret), seed);
 }
 
 #endif /* BK_HASH_H */

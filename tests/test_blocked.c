@@ -826,6 +826,33 @@ static void test_split_matches_model(void **state)
     restore_level();
 }
 
+/* Keys of every length from 0 to 300 bytes (the split layout's hash has
+ * an inline path up to 32 bytes and a call beyond): the hash is XXH3-64,
+ * and every key added is found, at every level, by every entry point. */
+static void test_split_key_lengths(void **state)
+{
+    (void)state;
+    unsigned char key[300];
+    for (size_t i = 0; i < sizeof(key); i++) key[i] = (unsigned char)(i * 131 + 7);
+    FOR_EACH_LEVEL(level) {
+        bk_blocked *f;
+        assert_int_equal(bk_blocked_create_split(&f, 1000, 0.001, 5), BK_OK);
+        for (size_t len = 0; len <= sizeof(key); len++) {
+            bk_hash h = bk_blocked_hash_key(f, key, len);
+            assert_true(h.lo == XXH3_64bits_withSeed(key, len, 5) && h.hi == h.lo);
+            assert_int_equal(bk_blocked_add(f, key, len), 1);
+        }
+        for (size_t len = 0; len <= sizeof(key); len++) {
+            assert_int_equal(bk_blocked_contains(f, key, len), 1);
+            assert_int_equal(bk_blocked_contains_hash(f, bk_blocked_hash_key(f, key, len)), 1);
+            assert_int_equal(bk_blocked_add(f, key, len), 0);
+        }
+        assert_true(bk_blocked_items(f) == sizeof(key) + 1);
+        bk_blocked_free(f);
+    }
+    restore_level();
+}
+
 /* As test_paths_and_modes_identical, for the split layout: 20000 keys in
  * a filter sized for 3000, so that many adds find all their bits; the
  * fourth way of adding goes through bk_blocked_hash_key and _add_hash. */
@@ -1163,6 +1190,7 @@ int main(void)
         cmocka_unit_test(test_stats_and_estimate),
         cmocka_unit_test(test_invalid_parameters),
         cmocka_unit_test(test_split_matches_model),
+        cmocka_unit_test(test_split_key_lengths),
         cmocka_unit_test(test_split_paths_identical),
         cmocka_unit_test(test_split_fpr),
         cmocka_unit_test(test_split_beside_default),
