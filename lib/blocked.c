@@ -405,11 +405,10 @@ static inline void mask_avx2(uint32_t x, uint32_t k, __m256i *mask_lo,
     *mask_hi = hi;
 }
 
+/* The adds of both layouts, given the key's mask in two halves. */
 __attribute__((target("avx2")))
-static inline int add_plain_avx2(uint64_t *line, uint32_t x, uint32_t k)
+static inline int add_plain_mask_avx2(uint64_t *line, __m256i mask_lo, __m256i mask_hi)
 {
-    __m256i mask_lo, mask_hi;
-    mask_avx2(x, k, &mask_lo, &mask_hi);
     __m256i *half = (__m256i *)(void *)line;
     __m256i old_lo = _mm256_load_si256(&half[0]), old_hi = _mm256_load_si256(&half[1]);
     /* all-ones where nothing is missing */
@@ -421,11 +420,10 @@ static inline int add_plain_avx2(uint64_t *line, uint32_t x, uint32_t k)
 }
 
 __attribute__((target("avx2")))
-static inline int add_atomic_avx2(uint64_t *line, uint32_t x, uint32_t k)
+static inline int add_atomic_mask_avx2(uint64_t *line, __m256i mask_lo, __m256i mask_hi)
 {
-    __m256i mask_lo, mask_hi, old_lo, old_hi;
+    __m256i old_lo, old_hi;
     uint64_t missing[BLOCK_WORDS];
-    mask_avx2(x, k, &mask_lo, &mask_hi);
     load_halves_avx2(line, &old_lo, &old_hi);
     __m256i miss_lo = _mm256_andnot_si256(old_lo, mask_lo);
     __m256i miss_hi = _mm256_andnot_si256(old_hi, mask_hi);
@@ -435,6 +433,22 @@ static inline int add_atomic_avx2(uint64_t *line, uint32_t x, uint32_t k)
     _mm256_storeu_si256((__m256i *)(void *)&missing[4], miss_hi);
     or_missing_atomic(line, missing);
     return 1;
+}
+
+__attribute__((target("avx2")))
+static inline int add_plain_avx2(uint64_t *line, uint32_t x, uint32_t k)
+{
+    __m256i mask_lo, mask_hi;
+    mask_avx2(x, k, &mask_lo, &mask_hi);
+    return add_plain_mask_avx2(line, mask_lo, mask_hi);
+}
+
+__attribute__((target("avx2")))
+static inline int add_atomic_avx2(uint64_t *line, uint32_t x, uint32_t k)
+{
+    __m256i mask_lo, mask_hi;
+    mask_avx2(x, k, &mask_lo, &mask_hi);
+    return add_atomic_mask_avx2(line, mask_lo, mask_hi);
 }
 
 /* The split layout's mask as two halves of four 64-bit words. */
@@ -463,31 +477,16 @@ static inline int add_plain_split_avx2(uint64_t *line, uint32_t x, uint32_t k)
     __m256i mask_lo, mask_hi;
     (void)k;
     split_mask_avx2(x, &mask_lo, &mask_hi);
-    __m256i *half = (__m256i *)(void *)line;
-    __m256i old_lo = _mm256_load_si256(&half[0]), old_hi = _mm256_load_si256(&half[1]);
-    int keep_lo = _mm256_testc_si256(old_lo, mask_lo);
-    int keep_hi = _mm256_testc_si256(old_hi, mask_hi);
-    if (!keep_lo) _mm256_store_si256(&half[0], _mm256_or_si256(old_lo, mask_lo));
-    if (!keep_hi) _mm256_store_si256(&half[1], _mm256_or_si256(old_hi, mask_hi));
-    return !(keep_lo & keep_hi);
+    return add_plain_mask_avx2(line, mask_lo, mask_hi);
 }
 
 __attribute__((target("avx2")))
 static inline int add_atomic_split_avx2(uint64_t *line, uint32_t x, uint32_t k)
 {
-    __m256i mask_lo, mask_hi, old_lo, old_hi;
-    uint64_t missing[BLOCK_WORDS];
+    __m256i mask_lo, mask_hi;
     (void)k;
     split_mask_avx2(x, &mask_lo, &mask_hi);
-    load_halves_avx2(line, &old_lo, &old_hi);
-    __m256i miss_lo = _mm256_andnot_si256(old_lo, mask_lo);
-    __m256i miss_hi = _mm256_andnot_si256(old_hi, mask_hi);
-    if (_mm256_testz_si256(miss_lo, miss_lo) & _mm256_testz_si256(miss_hi, miss_hi))
-        return 0;
-    _mm256_storeu_si256((__m256i *)(void *)&missing[0], miss_lo);
-    _mm256_storeu_si256((__m256i *)(void *)&missing[4], miss_hi);
-    or_missing_atomic(line, missing);
-    return 1;
+    return add_atomic_mask_avx2(line, mask_lo, mask_hi);
 }
 
 __attribute__((target("avx512f")))
@@ -544,24 +543,37 @@ static inline __m512i mask_avx512(uint32_t x, uint32_t k)
 /* Branch-free: the masked store writes the 32-bit words that change, and
  * nothing when none does. */
 __attribute__((target("avx512f")))
-static inline int add_plain_avx512(uint64_t *line, uint32_t x, uint32_t k)
+static inline int add_plain_mask_avx512(uint64_t *line, __m512i mask)
 {
     __m512i old = _mm512_load_si512((const void *)line);
-    __m512i next = _mm512_or_si512(old, mask_avx512(x, k));
+    __m512i next = _mm512_or_si512(old, mask);
     __mmask16 changed = _mm512_cmpneq_epi32_mask(next, old);
     _mm512_mask_store_epi32((void *)line, changed, next);
     return changed != 0;
 }
 
 __attribute__((target("avx512f")))
-static inline int add_atomic_avx512(uint64_t *line, uint32_t x, uint32_t k)
+static inline int add_plain_avx512(uint64_t *line, uint32_t x, uint32_t k)
+{
+    return add_plain_mask_avx512(line, mask_avx512(x, k));
+}
+
+/* The concurrent add of both layouts, given the key's mask. */
+__attribute__((target("avx512f")))
+static inline int add_atomic_mask_avx512(uint64_t *line, __m512i mask)
 {
     uint64_t missing[BLOCK_WORDS];
-    __m512i miss = _mm512_andnot_si512(load_line_avx512(line), mask_avx512(x, k));
+    __m512i miss = _mm512_andnot_si512(load_line_avx512(line), mask);
     if (_mm512_test_epi64_mask(miss, miss) == 0) return 0;
     _mm512_storeu_si512((void *)missing, miss);
     or_missing_atomic(line, missing);
     return 1;
+}
+
+__attribute__((target("avx512f")))
+static inline int add_atomic_avx512(uint64_t *line, uint32_t x, uint32_t k)
+{
+    return add_atomic_mask_avx512(line, mask_avx512(x, k));
 }
 
 /* The split layout's mask: four instructions (a multiply, a shift, a
@@ -587,24 +599,15 @@ static inline int contains_split_avx512(const uint64_t *line, uint32_t x, uint32
 __attribute__((target("avx512f")))
 static inline int add_plain_split_avx512(uint64_t *line, uint32_t x, uint32_t k)
 {
-    __m512i old = _mm512_load_si512((const void *)line);
-    __m512i next = _mm512_or_si512(old, split_mask_avx512(x));
-    __mmask8 changed = _mm512_cmpneq_epi64_mask(next, old);
     (void)k;
-    _mm512_mask_store_epi64((void *)line, changed, next);
-    return changed != 0;
+    return add_plain_mask_avx512(line, split_mask_avx512(x));
 }
 
 __attribute__((target("avx512f")))
 static inline int add_atomic_split_avx512(uint64_t *line, uint32_t x, uint32_t k)
 {
-    uint64_t missing[BLOCK_WORDS];
     (void)k;
-    __m512i miss = _mm512_andnot_si512(load_line_avx512(line), split_mask_avx512(x));
-    if (_mm512_test_epi64_mask(miss, miss) == 0) return 0;
-    _mm512_storeu_si512((void *)missing, miss);
-    or_missing_atomic(line, missing);
-    return 1;
+    return add_atomic_mask_avx512(line, split_mask_avx512(x));
 }
 
 #endif /* BK_BLOCKED_X86 */
