@@ -1158,6 +1158,9 @@ static int same_rate(double a, double b)
 /* The shape of a stored part, or 0 when the part is not a valid stage. */
 static uint64_t part_shape(const bk__part *p, int legacy)
 {
+    /* stages have no part flags (a blocked part's flag 1 would be the
+     * split layout, which stages never use) */
+    if (p->flags != 0) return 0;
     if (p->param == BLOCK_BITS) {
         if (p->m == 0 || p->m % BLOCK_BITS != 0 || p->m / BLOCK_BITS > (UINT64_C(1) << 40))
             return 0;

@@ -738,6 +738,15 @@ static void test_hash_algorithm_field(void **state)
     assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_ECORRUPT);
     free(buf);
 
+    /* a scalable filter's stage marked split (stages are never split) */
+    bk_filter *grown = make_scalable();
+    buf = serialize(grown, &len);
+    buf[128 + 30] |= 1;
+    reseal_header(buf);
+    assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_ECORRUPT);
+    free(buf);
+    bk_filter_free(grown);
+
     /* through the generic handle a split filter hashes as its layout does */
     char key[TU_KEY_LEN];
     tu_key(key, 5, 1);
