@@ -329,7 +329,7 @@ BK_API double bk_bloom_estimate_items(const bk_bloom *f);
  * filter. The bits a key sets never depend on the CPU: the scalar, AVX2 and
  * AVX-512 paths (chosen at run time) build identical filters.
  *
- * Memory beyond the bits: 232 bytes (a 160-byte handle and 72 bytes of
+ * Memory beyond the bits: 304 bytes (a 232-byte handle and 72 bytes of
  * alignment reserve for the block array). The bits are whole 64-byte
  * blocks.
  *==========================================================================*/

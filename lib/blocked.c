@@ -134,6 +134,7 @@ struct bk_blocked {
     uint32_t k;         /* bits per key, all in one block */
     uint32_t split;     /* 1: the split layout (XXH3-64, k = 8) */
     uint64_t seed;      /* of the key hash */
+    bk__xxh64_keys xkeys; /* the split layout's hash of seed, worked out once */
     uint64_t capacity;  /* n it was sized for, 0 if unknown */
     double target_fpr;  /* p it was sized for, 0 if unknown */
     int owns_words;     /* 0 when words live in a loaded block or mapping */
@@ -624,7 +625,7 @@ static inline bk_hash hash_of(const bk_blocked *f, const void *key, size_t len)
 {
     if (!f->split) return bk__hash(key, len, f->seed);
     bk_hash h;
-    h.lo = h.hi = len <= BK__XXH64_SHORT ? bk__xxh64_short(key, len, f->seed)
+    h.lo = h.hi = len <= BK__XXH64_SHORT ? bk__xxh64_keyed(&f->xkeys, key, len)
                                          : bk__xxh64(key, len, f->seed);
     return h;
 }
@@ -771,7 +772,7 @@ CALL_FNS(split_avx512, __attribute__((target("avx512f"))))
                                               const void *key, size_t len)      \
     {                                                                           \
         if (len > BK__XXH64_SHORT) return split_contains_long_##name(f, key, len); \
-        return split_contains_key_##name##_body(f, bk__xxh64_short(key, len, f->seed)); \
+        return split_contains_key_##name##_body(f, bk__xxh64_keyed(&f->xkeys, key, len)); \
     }                                                                           \
     attr static inline int split_add_key_##name##_body(bk_blocked *f, uint64_t h) \
     {                                                                           \
@@ -790,7 +791,7 @@ CALL_FNS(split_avx512, __attribute__((target("avx512f"))))
                                          size_t len)                            \
     {                                                                           \
         if (len > BK__XXH64_SHORT) return split_add_long_##name(f, key, len);   \
-        return split_add_key_##name##_body(f, bk__xxh64_short(key, len, f->seed)); \
+        return split_add_key_##name##_body(f, bk__xxh64_keyed(&f->xkeys, key, len)); \
     }
 
 SPLIT_KEY_FNS(scalar, )
@@ -1119,6 +1120,7 @@ static int create_filter(bk_blocked **out, uint64_t nblocks, uint32_t k,
     f->nblocks = nblocks;
     f->k = k;
     f->seed = seed;
+    bk__xxh64_keys_init(&f->xkeys, seed);
     f->capacity = capacity;
     f->target_fpr = target_fpr;
     f->split = split;
@@ -1684,6 +1686,7 @@ int bk__blocked_restore_part(const bk__part *p, uint64_t seed, int allow_split,
     f->k = p->k;
     f->split = split;
     f->seed = seed;
+    bk__xxh64_keys_init(&f->xkeys, seed);
     f->capacity = p->capacity;
     f->target_fpr = p->fpr;
     f->items = p->items;

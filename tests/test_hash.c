@@ -4,6 +4,7 @@
 #include "testutil.h"
 
 #include "internal.h"
+#include "hash.h"
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -51,6 +52,31 @@ static void test_matches_xxh3_128(void **state)
         XXH128_hash_t x = XXH3_128bits_withSeed(buf, len, seed);
         assert_true(h.lo == x.low64 && h.hi == x.high64);
     }
+}
+
+/* The split layout's keyed XXH3-64 is XXH3_64bits_withSeed for every input
+ * of 0..BK__XXH64_SHORT bytes: each length (each of XXH3's short paths and
+ * their edges), seeds at the ends of the range and random ones, random
+ * bytes. */
+static void test_xxh64_keyed_matches_xxh3_64(void **state)
+{
+    (void)state;
+    uint64_t rng = 43;
+    unsigned char buf[BK__XXH64_SHORT];
+    const uint64_t fixed[] = {0, 1, BK_DEFAULT_SEED, UINT64_C(0xffffffff),
+                              UINT64_C(0x100000000), UINT64_MAX};
+    for (size_t s = 0; s < sizeof(fixed) / sizeof(fixed[0]) + 200; s++) {
+        uint64_t seed = s < sizeof(fixed) / sizeof(fixed[0]) ? fixed[s] : tu_next(&rng);
+        bk__xxh64_keys keys;
+        bk__xxh64_keys_init(&keys, seed);
+        for (size_t len = 0; len <= BK__XXH64_SHORT; len++) {
+            for (size_t i = 0; i < len; i++) buf[i] = (unsigned char)tu_next(&rng);
+            assert_true(bk__xxh64_keyed(&keys, buf, len) == XXH3_64bits_withSeed(buf, len, seed));
+        }
+    }
+    bk__xxh64_keys keys;
+    bk__xxh64_keys_init(&keys, 7);
+    assert_true(bk__xxh64_keyed(&keys, NULL, 0) == XXH3_64bits_withSeed("", 0, 7));
 }
 
 static void test_null_key_is_empty_key(void **state)
@@ -141,6 +167,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_values),
         cmocka_unit_test(test_matches_xxh3_128),
+        cmocka_unit_test(test_xxh64_keyed_matches_xxh3_64),
         cmocka_unit_test(test_null_key_is_empty_key),
         cmocka_unit_test(test_seed_changes_hash),
         cmocka_unit_test(test_fastrange_uniform_beyond_32_bits),
