@@ -329,7 +329,7 @@ BK_API double bk_bloom_estimate_items(const bk_bloom *f);
  * filter. The bits a key sets never depend on the CPU: the scalar, AVX2 and
  * AVX-512 paths (chosen at run time) build identical filters.
  *
- * Memory beyond the bits: 304 bytes (a 232-byte handle and 72 bytes of
+ * Memory beyond the bits: 328 bytes (a 256-byte handle and 72 bytes of
  * alignment reserve for the block array). The bits are whole 64-byte
  * blocks.
  *==========================================================================*/
@@ -612,7 +612,7 @@ BK_API int bk_blocked_single_writer(const bk_blocked *f);
  * key sees it present or absent; one that follows (happens after) the add
  * always finds it.
  *
- * Memory beyond the counters: 240 bytes (a 168-byte handle and 72 bytes of
+ * Memory beyond the counters: 336 bytes (a 264-byte handle and 72 bytes of
  * alignment reserve). The counters are whole 64-byte blocks.
  *==========================================================================*/
 

@@ -134,7 +134,10 @@ struct bk_blocked {
     uint32_t k;         /* bits per key, all in one block */
     uint32_t split;     /* 1: the split layout (XXH3-64, k = 8) */
     uint64_t seed;      /* of the key hash */
-    bk__xxh64_keys xkeys; /* the split layout's hash of seed, worked out once */
+    union {             /* the seed's share of the key hash, worked out once */
+        bk__hash_keys h;  /* XXH3-128: the default layout */
+        bk__xxh64_keys x; /* XXH3-64: the split layout */
+    } keys;
     uint64_t capacity;  /* n it was sized for, 0 if unknown */
     double target_fpr;  /* p it was sized for, 0 if unknown */
     int owns_words;     /* 0 when words live in a loaded block or mapping */
@@ -623,9 +626,9 @@ static inline int add_atomic_split_avx512(uint64_t *line, uint32_t x, uint32_t k
 __attribute__((always_inline))
 static inline bk_hash hash_of(const bk_blocked *f, const void *key, size_t len)
 {
-    if (!f->split) return bk__hash(key, len, f->seed);
+    if (!f->split) return bk__hash_keyed(&f->keys.h, key, len);
     bk_hash h;
-    h.lo = h.hi = len <= BK__XXH64_SHORT ? bk__xxh64_keyed(&f->xkeys, key, len)
+    h.lo = h.hi = len <= BK__XXH64_SHORT ? bk__xxh64_keyed(&f->keys.x, key, len)
                                          : bk__xxh64(key, len, f->seed);
     return h;
 }
@@ -772,7 +775,7 @@ CALL_FNS(split_avx512, __attribute__((target("avx512f"))))
                                               const void *key, size_t len)      \
     {                                                                           \
         if (len > BK__XXH64_SHORT) return split_contains_long_##name(f, key, len); \
-        return split_contains_key_##name##_body(f, bk__xxh64_keyed(&f->xkeys, key, len)); \
+        return split_contains_key_##name##_body(f, bk__xxh64_keyed(&f->keys.x, key, len)); \
     }                                                                           \
     attr static inline int split_add_key_##name##_body(bk_blocked *f, uint64_t h) \
     {                                                                           \
@@ -791,7 +794,7 @@ CALL_FNS(split_avx512, __attribute__((target("avx512f"))))
                                          size_t len)                            \
     {                                                                           \
         if (len > BK__XXH64_SHORT) return split_add_long_##name(f, key, len);   \
-        return split_add_key_##name##_body(f, bk__xxh64_keyed(&f->xkeys, key, len)); \
+        return split_add_key_##name##_body(f, bk__xxh64_keyed(&f->keys.x, key, len)); \
     }
 
 SPLIT_KEY_FNS(scalar, )
@@ -1100,6 +1103,15 @@ static inline uint64_t blocks_for_bits(uint64_t m_bits)
  * Internals: construction and counting
  *==========================================================================*/
 
+/* After seed and split are set. */
+static void init_keys(bk_blocked *f)
+{
+    if (f->split)
+        bk__xxh64_keys_init(&f->keys.x, f->seed);
+    else
+        bk__hash_keys_init(&f->keys.h, f->seed);
+}
+
 static int create_filter(bk_blocked **out, uint64_t nblocks, uint32_t k,
                          uint64_t seed, uint64_t capacity, double target_fpr,
                          int split)
@@ -1120,10 +1132,10 @@ static int create_filter(bk_blocked **out, uint64_t nblocks, uint32_t k,
     f->nblocks = nblocks;
     f->k = k;
     f->seed = seed;
-    bk__xxh64_keys_init(&f->xkeys, seed);
     f->capacity = capacity;
     f->target_fpr = target_fpr;
     f->split = split;
+    init_keys(f);
     *out = f;
     return BK_OK;
 
@@ -1514,13 +1526,13 @@ int bk_blocked_add_if_absent_hash(bk_blocked *f, bk_hash h)
 __attribute__((noinline))
 static int add_default(bk_blocked *f, const void *key, size_t len)
 {
-    return bk_blocked_add_hash(f, bk__hash(key, len, f->seed));
+    return bk_blocked_add_hash(f, bk__hash_keyed(&f->keys.h, key, len));
 }
 
 __attribute__((noinline))
 static int contains_default(const bk_blocked *f, const void *key, size_t len)
 {
-    bk_hash h = bk__hash(key, len, f->seed);
+    bk_hash h = bk__hash_keyed(&f->keys.h, key, len);
     return current_impl()->layout[0].contains(line_of(f, h), (uint32_t)h.hi, f->k);
 }
 
@@ -1686,7 +1698,7 @@ int bk__blocked_restore_part(const bk__part *p, uint64_t seed, int allow_split,
     f->k = p->k;
     f->split = split;
     f->seed = seed;
-    bk__xxh64_keys_init(&f->xkeys, seed);
+    init_keys(f);
     f->capacity = p->capacity;
     f->target_fpr = p->fpr;
     f->items = p->items;

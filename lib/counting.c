@@ -119,6 +119,7 @@ struct bk_counting {
     const width_info *width;
     uint32_t k;
     uint64_t seed;
+    bk__hash_keys keys;       /* the seed's share of the key hash (lib/hash.h) */
     uint64_t capacity;        /* 0 if unknown */
     double target_fpr;        /* 0 if unknown */
     int owns_mem;             /* 0 when the arrays live in a loaded block or mapping */
@@ -715,6 +716,7 @@ static int create_filter(bk_counting **out, uint64_t blocks,
     f->width = w;
     f->k = k;
     f->seed = seed;
+    bk__hash_keys_init(&f->keys, seed);
     f->capacity = capacity;
     f->target_fpr = target_fpr;
     *out = f;
@@ -939,17 +941,17 @@ int bk_counting_add_if_absent_hash(bk_counting *f, bk_hash h)
 /* The key entry points hash inline (bk__hash), one call deep. */
 int bk_counting_add(bk_counting *f, const void *key, size_t len)
 {
-    return add_one(f, bk__hash(key, len, f->seed));
+    return add_one(f, bk__hash_keyed(&f->keys, key, len));
 }
 
 int bk_counting_remove(bk_counting *f, const void *key, size_t len)
 {
-    return remove_one(f, bk__hash(key, len, f->seed));
+    return remove_one(f, bk__hash_keyed(&f->keys, key, len));
 }
 
 int bk_counting_contains(const bk_counting *f, const void *key, size_t len)
 {
-    return contains_one(f, bk__hash(key, len, f->seed));
+    return contains_one(f, bk__hash_keyed(&f->keys, key, len));
 }
 
 uint32_t bk_counting_count(const bk_counting *f, const void *key, size_t len)
@@ -1180,6 +1182,7 @@ static int ops_restore(const bk__image *img, void **out)
     f->width = w;
     f->k = p->k;
     f->seed = img->seed;
+    bk__hash_keys_init(&f->keys, img->seed);
     f->capacity = img->capacity;
     f->target_fpr = img->fpr;
     f->items = img->items;

@@ -347,7 +347,7 @@ static void test_memory_beyond_bits(void **state)
         bk_family family;
         long long beyond;
     } stated[] = {
-        {BK_FAMILY_BLOOM, 176},    {BK_FAMILY_BLOCKED, 304},  {BK_FAMILY_COUNTING, 240},
+        {BK_FAMILY_BLOOM, 176},    {BK_FAMILY_BLOCKED, 328},  {BK_FAMILY_COUNTING, 336},
         {BK_FAMILY_DELETABLE, 208}, {BK_FAMILY_CUCKOO, 104},  {BK_FAMILY_SCALABLE, 96},
         {BK_FAMILY_WINDOW, 160 + 4 * 208}, {BK_FAMILY_DLEFT, 168}, {BK_FAMILY_VARCOUNT, 168},
         {BK_FAMILY_HIER, 312},     {BK_FAMILY_HYBRID, 168},   {BK_FAMILY_MORRIS, 192},

@@ -79,6 +79,28 @@ static void test_xxh64_keyed_matches_xxh3_64(void **state)
     assert_true(bk__xxh64_keyed(&keys, NULL, 0) == XXH3_64bits_withSeed("", 0, 7));
 }
 
+/* And the keyed XXH3-128 is XXH3_128bits_withSeed, for short keys by its
+ * own code and for longer ones by falling back. */
+static void test_hash_keyed_matches_xxh3_128(void **state)
+{
+    (void)state;
+    uint64_t rng = 44;
+    unsigned char buf[3 * BK__XXH64_SHORT];
+    const uint64_t fixed[] = {0, 1, BK_DEFAULT_SEED, UINT64_C(0xffffffff),
+                              UINT64_C(0x100000000), UINT64_MAX};
+    for (size_t s = 0; s < sizeof(fixed) / sizeof(fixed[0]) + 200; s++) {
+        uint64_t seed = s < sizeof(fixed) / sizeof(fixed[0]) ? fixed[s] : tu_next(&rng);
+        bk__hash_keys keys;
+        bk__hash_keys_init(&keys, seed);
+        for (size_t len = 0; len <= sizeof(buf); len++) {
+            for (size_t i = 0; i < len; i++) buf[i] = (unsigned char)tu_next(&rng);
+            bk_hash h = bk__hash_keyed(&keys, buf, len);
+            XXH128_hash_t x = XXH3_128bits_withSeed(buf, len, seed);
+            assert_true(h.lo == x.low64 && h.hi == x.high64);
+        }
+    }
+}
+
 static void test_null_key_is_empty_key(void **state)
 {
     (void)state;
@@ -168,6 +190,7 @@ int main(void)
         cmocka_unit_test(test_golden_values),
         cmocka_unit_test(test_matches_xxh3_128),
         cmocka_unit_test(test_xxh64_keyed_matches_xxh3_64),
+        cmocka_unit_test(test_hash_keyed_matches_xxh3_128),
         cmocka_unit_test(test_null_key_is_empty_key),
         cmocka_unit_test(test_seed_changes_hash),
         cmocka_unit_test(test_fastrange_uniform_beyond_32_bits),
