@@ -58,15 +58,23 @@ static void test_matches_xxh3_128(void **state)
  * of 0..BK__XXH64_SHORT bytes: each length (each of XXH3's short paths and
  * their edges), seeds at the ends of the range and random ones, random
  * bytes. */
+/* The seeds the keyed hashes are checked under: the ends of the range and
+ * of 32 bits, then random ones. */
+#define KEYED_SEEDS 206
+static uint64_t keyed_seed(size_t s, uint64_t *rng)
+{
+    static const uint64_t fixed[] = {0, 1, BK_DEFAULT_SEED, UINT64_C(0xffffffff),
+                                     UINT64_C(0x100000000), UINT64_MAX};
+    return s < sizeof(fixed) / sizeof(fixed[0]) ? fixed[s] : tu_next(rng);
+}
+
 static void test_xxh64_keyed_matches_xxh3_64(void **state)
 {
     (void)state;
     uint64_t rng = 43;
     unsigned char buf[BK__XXH64_SHORT];
-    const uint64_t fixed[] = {0, 1, BK_DEFAULT_SEED, UINT64_C(0xffffffff),
-                              UINT64_C(0x100000000), UINT64_MAX};
-    for (size_t s = 0; s < sizeof(fixed) / sizeof(fixed[0]) + 200; s++) {
-        uint64_t seed = s < sizeof(fixed) / sizeof(fixed[0]) ? fixed[s] : tu_next(&rng);
+    for (size_t s = 0; s < KEYED_SEEDS; s++) {
+        uint64_t seed = keyed_seed(s, &rng);
         bk__xxh64_keys keys;
         bk__xxh64_keys_init(&keys, seed);
         for (size_t len = 0; len <= BK__XXH64_SHORT; len++) {
@@ -86,10 +94,8 @@ static void test_hash_keyed_matches_xxh3_128(void **state)
     (void)state;
     uint64_t rng = 44;
     unsigned char buf[3 * BK__XXH64_SHORT];
-    const uint64_t fixed[] = {0, 1, BK_DEFAULT_SEED, UINT64_C(0xffffffff),
-                              UINT64_C(0x100000000), UINT64_MAX};
-    for (size_t s = 0; s < sizeof(fixed) / sizeof(fixed[0]) + 200; s++) {
-        uint64_t seed = s < sizeof(fixed) / sizeof(fixed[0]) ? fixed[s] : tu_next(&rng);
+    for (size_t s = 0; s < KEYED_SEEDS; s++) {
+        uint64_t seed = keyed_seed(s, &rng);
         bk__hash_keys keys;
         bk__hash_keys_init(&keys, seed);
         for (size_t len = 0; len <= sizeof(buf); len++) {
