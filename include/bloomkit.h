@@ -1311,6 +1311,85 @@ BK_API bk_filter *bk_scalable_as_filter(bk_scalable *f);
 BK_API bk_scalable *bk_filter_as_scalable(bk_filter *f);
 
 /*==========================================================================
+ * Growable filter: a fingerprint table that doubles (experimental)
+ *
+ * For sets of unknown size, like the scalable filter, but every lookup
+ * reads one cache line however often the filter grew (the scalable filter
+ * reads one per stage: 17 for a filter grown from 100 keys to 1e7). A key
+ * keeps a 15-bit fingerprint in one of 2^q 64-byte buckets (31 entries);
+ * at 75% load the table doubles and each entry moves to one of its
+ * bucket's two children, its fingerprint's first bit becoming the bucket's
+ * last bit. Entries made long ago so keep fewer bits, and the rate grows
+ * slowly with the doublings: about 0.07% for the first table, then about
+ * 0.035% more per doubling (0.6% after 16). The filter tracks that rate
+ * exactly (bk_growable_fpr_now) and refuses to double past the rate it was
+ * created for (BK_EFULL), so at 1% it grows about 26 times (from 100 keys
+ * to ~5e9); lower rates grow fewer times, and below BK_GROWABLE_MIN_FPR it
+ * cannot be created. Memory moves between 22 and 44 bits per key over each
+ * doubling (bench/RESULTS.md section 15).
+ *
+ * Keys are hashed with XXH3-64 (as the blocked filter's split layout).
+ * Not yet in the file format, the generic handle or the front ends: a
+ * library family for now. Adds are not thread-safe; lookups may run
+ * concurrently with each other, not with adds.
+ *==========================================================================*/
+
+/* The lowest rate a growable filter takes: its first table filled to the
+ * doubling load (23.25 of 31 entries of 15 bits per bucket). */
+#define BK_GROWABLE_MIN_FPR 0.00071
+
+typedef struct bk_growable bk_growable;
+
+/* Create a filter holding `capacity` keys before it first doubles, that
+ * grows while its rate stays at or under `fpr`. Returns BK_OK, BK_EINVAL
+ * (out NULL), BK_ECAPACITY (0), BK_EFPR (fpr not in [BK_GROWABLE_MIN_FPR,
+ * 1)), BK_ESIZE or BK_ENOMEM. */
+BK_API int bk_growable_create(bk_growable **out, uint64_t capacity, double fpr,
+                              uint64_t seed);
+BK_API void bk_growable_free(bk_growable *f);
+
+/* Cap the bytes the filter may hold (0: none); a doubling past it fails
+ * with BK_ELIMIT and changes nothing. Returns BK_OK or BK_EINVAL. */
+BK_API int bk_growable_set_max_bytes(bk_growable *f, size_t max_bytes);
+
+/* Add a key: 1 when it was new, 0 when the filter (probably) held it
+ * already (nothing written), or BK_EFULL (a doubling would pass the rate),
+ * BK_ELIMIT (max_bytes, or 2^48 buckets), BK_ENOMEM, BK_EINVAL; on an
+ * error no key is added or lost (the table may have doubled). A doubling
+ * moves every entry: O(n), amortised O(1) per add. */
+BK_API int bk_growable_add(bk_growable *f, const void *key, size_t len);
+
+/* 1 if the key may be present, 0 if it is certainly absent. */
+BK_API int bk_growable_contains(const bk_growable *f, const void *key, size_t len);
+
+/* Batches: results[i] as the single calls (results may be NULL). Return
+ * the keys added (found), or BK_EINVAL. Lookups hash 32 keys ahead and
+ * prefetch their lines. */
+BK_API int64_t bk_growable_add_batch(bk_growable *f, const void *const *keys,
+                                     const size_t *lens, size_t n, int *results);
+BK_API int64_t bk_growable_contains_batch(const bk_growable *f, const void *const *keys,
+                                          const size_t *lens, size_t n, uint8_t *results);
+
+/* The key hash (XXH3-64 of the key and the seed) and the calls on it. */
+BK_API uint64_t bk_growable_hash_key(const bk_growable *f, const void *key, size_t len);
+BK_API int bk_growable_add_hash(bk_growable *f, uint64_t h);
+BK_API int bk_growable_contains_hash(const bk_growable *f, uint64_t h);
+
+/* Statistics, O(1): keys added; keys it holds before the next doubling;
+ * doublings so far; the seed; the rate asked; bytes held; entries in the
+ * stash (those neither their bucket nor the next could hold); and the
+ * expected rate of a lookup of an absent key now (the sum of 2^-bits over
+ * the entries, per bucket: an upper bound by the union bound). */
+BK_API uint64_t bk_growable_items(const bk_growable *f);
+BK_API uint64_t bk_growable_capacity(const bk_growable *f);
+BK_API uint32_t bk_growable_doublings(const bk_growable *f);
+BK_API uint64_t bk_growable_seed(const bk_growable *f);
+BK_API double bk_growable_error(const bk_growable *f);
+BK_API size_t bk_growable_bytes(const bk_growable *f);
+BK_API size_t bk_growable_stashed(const bk_growable *f);
+BK_API double bk_growable_fpr_now(const bk_growable *f);
+
+/*==========================================================================
  * Time-window filter
  *
  * Answers "was this key added within the last W?" and forgets older keys,

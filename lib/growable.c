@@ -1,0 +1,514 @@
+/*
+ * growable.c - the growable filter: a table of fingerprints that doubles
+ * when it fills and answers every lookup from one cache line.
+ *
+ * Why not Bloom filters: a Bloom filter cannot be split when it grows (its
+ * bits do not say which key set them), so the scalable filter (scalable.c)
+ * grows by adding stages, and an absent key must be looked for in every
+ * stage: 17 cache lines for a filter grown from 100 keys to 1e7. A table
+ * of per-key fingerprints can be split: each entry knows enough of its key's
+ * hash to say which half of its bucket it belongs to.
+ *
+ * Structure
+ *   A key's 64-bit hash h (XXH3-64 of the key and the seed) gives its
+ *   bucket, the top q bits of h (2^q buckets), and a 15-bit fingerprint,
+ *   the next 15 bits. A bucket is one 64-byte line of 32 16-bit lanes:
+ *   lanes 0..30 hold entries, lane 31 the bucket's metadata (own entries,
+ *   foreign entries, two flags). When the table doubles, the fingerprint's
+ *   first bit becomes the bucket's new last bit, so each entry moves to one
+ *   of its bucket's two children and keeps one bit less. An entry made g
+ *   doublings ago keeps 15 - g bits; one with none left (a "void") matches
+ *   every key of its bucket and is copied into both children.
+ *
+ * Entries
+ *   An entry of L fingerprint bits keeps them at the top, then a 1, then
+ *   zeros: e = fp << (16 - L) | 1 << (15 - L). Its lowest set bit says L,
+ *   and it matches a key whose next 15 bits are t exactly when
+ *   ((t << 1) ^ e) & -(lowbit(e) << 1) == 0: all 31 lanes in one AVX-512BW
+ *   pass, or a scalar loop with the same answers.
+ *
+ * Overflow
+ *   Own entries fill a bucket from lane 0 up. A full bucket spills into the
+ *   next one (foreign entries fill from lane 30 down) and is flagged, so its
+ *   lookups read that line too; when the next one is full as well, the
+ *   entry goes to the stash, a sorted list of (bucket, entry), and the
+ *   bucket is flagged for that. At the doubling load (75%) a few buckets in
+ *   a thousand spill and the stash holds a few entries in a million
+ *   (bench/RESULTS.md section 15); a stash past 64 + n / 1024 entries
+ *   doubles the table early.
+ *
+ * Rate
+ *   A lookup of an absent key compares it with the entries of its bucket,
+ *   each matching with probability 2^-L, so the rate is at most
+ *   W / (2^15 buckets) with W the sum of 2^(15 - L) over all entries.
+ *   A new entry adds 1 to W; a doubling doubles W and the buckets alike, so
+ *   the rate only grows with adds: by about 0.03% per doubling at 1%.
+ *   The filter keeps W and refuses (BK_EFULL) a doubling after which the
+ *   rate, filled to the doubling load, would pass the rate it was created
+ *   for. The lowest rate it takes is BK_GROWABLE_MIN_FPR (a first table
+ *   filled to 75%); at 1% it doubles about 27 times (1e2 -> 1e10 keys).
+ *
+ * Concurrency: not thread-safe for adds; lookups may run concurrently with
+ * each other (they only read).
+ */
+#include <stdlib.h> /* qsort */
+#include <string.h> /* memset, memmove */
+
+#include "hash.h"
+#include "internal.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
+#  include <immintrin.h>
+#  define GROWABLE_AVX512 1
+#else
+#  define GROWABLE_AVX512 0
+#endif
+
+#define LANES 32      /* 16-bit lanes of a bucket: one 64-byte line */
+#define SLOTS 31      /* entries; lane 31 is the metadata */
+#define OWN_MASK 31u  /* metadata bits 0-4: own entries */
+#define FOREIGN_ONE 32u /* metadata bits 5-9: foreign entries (of the bucket before) */
+#define SPILLED 0x8000u /* some own entries are in the next bucket */
+#define STASHED 0x4000u /* some own entries are in the stash */
+#define VOID_ENTRY 0x8000u
+#define FP_BITS 15
+#define MAX_Q 48      /* h must keep 15 bits below the bucket bits */
+#define AHEAD 32      /* keys hashed ahead in batches */
+
+typedef struct {
+    uint64_t bucket;
+    uint16_t e;
+} stashed;
+
+struct bk_growable {
+    uint16_t *t;          /* 2^q buckets of LANES lanes, 64-byte aligned */
+    stashed *stash;       /* sorted by bucket */
+    size_t nstash, stash_cap;
+    uint32_t q;
+    uint32_t doublings;
+    uint64_t items;       /* keys added (answers of 1) */
+    double weight;        /* W: the sum of 2^(15 - L) over every entry */
+    double target;        /* the rate it was created for */
+    uint64_t capacity;    /* asked at creation */
+    uint64_t seed;
+    size_t max_bytes;     /* 0: no limit */
+    bk__xxh64_keys keys;  /* the seed's share of XXH3-64, worked out once */
+};
+
+/*==========================================================================
+ * Internals: layout
+ *==========================================================================*/
+
+static inline uint64_t nbuckets(uint32_t q) { return (uint64_t)1 << q; }
+static inline uint64_t bucket_of(uint32_t q, uint64_t h) { return q ? h >> (64 - q) : 0; }
+static inline uint16_t tag_of(uint32_t q, uint64_t h)
+{
+    return (uint16_t)(((h << q) >> (64 - FP_BITS)) << 1);
+}
+static inline unsigned own_of(unsigned meta) { return meta & OWN_MASK; }
+static inline unsigned foreign_of(unsigned meta) { return (meta >> 5) & OWN_MASK; }
+
+/* Keys a table of 2^q buckets holds before it doubles: 75% of its slots. */
+static inline uint64_t load_limit(uint32_t q) { return nbuckets(q) * SLOTS * 3 / 4; }
+
+static inline uint64_t hash_key(const bk_growable *f, const void *key, size_t len)
+{
+    return len <= BK__XXH64_SHORT ? bk__xxh64_keyed(&f->keys, key, len)
+                                  : bk__xxh64(key, len, f->seed);
+}
+
+static inline uint32_t lanes_between(unsigned from, unsigned to)
+{
+    return (uint32_t)(((uint64_t)1 << to) - ((uint64_t)1 << from));
+}
+
+/* 1 when an entry of `lanes` matches the key's tag. */
+static inline int test_scalar(const uint16_t *line, uint16_t tag, uint32_t lanes)
+{
+    int hit = 0;
+    for (unsigned i = 0; i < SLOTS; i++) {
+        unsigned e = line[i];
+        uint16_t care = (uint16_t)(0u - ((e & (0u - e)) << 1));
+        hit |= (int)((lanes >> i) & 1u) & (((e ^ tag) & care) == 0);
+    }
+    return hit;
+}
+
+#if GROWABLE_AVX512
+__attribute__((target("avx512bw"))) static inline int test_avx512(const uint16_t *line,
+                                                                 uint16_t tag, uint32_t lanes)
+{
+    __m512i v = _mm512_load_si512((const void *)line);
+    __m512i zero = _mm512_setzero_si512();
+    __m512i low = _mm512_and_si512(v, _mm512_sub_epi16(zero, v));
+    __m512i care = _mm512_sub_epi16(zero, _mm512_slli_epi16(low, 1));
+    __m512i x = _mm512_xor_si512(v, _mm512_set1_epi16((short)tag));
+    return _mm512_mask_testn_epi16_mask(lanes, x, care) != 0;
+}
+
+static int have_avx512bw(void)
+{
+    static int v = -1;
+    int got = __atomic_load_n(&v, __ATOMIC_RELAXED);
+    if (got < 0) {
+        __builtin_cpu_init();
+        got = __builtin_cpu_supports("avx512bw") ? 1 : 0;
+        __atomic_store_n(&v, got, __ATOMIC_RELAXED);
+    }
+    return got;
+}
+#endif
+
+/* Tests force the scalar path with bk__growable_simd(0). */
+static int simd_allowed = 1;
+
+BK_HIDDEN int bk__growable_simd(int allowed)
+{
+    int was = __atomic_load_n(&simd_allowed, __ATOMIC_RELAXED);
+    __atomic_store_n(&simd_allowed, allowed, __ATOMIC_RELAXED);
+    return was;
+}
+
+static inline int test_lanes(const uint16_t *line, uint16_t tag, uint32_t lanes, int simd)
+{
+#if GROWABLE_AVX512
+    if (simd) return test_avx512(line, tag, lanes);
+#endif
+    (void)simd;
+    return test_scalar(line, tag, lanes);
+}
+
+static inline int use_simd(void)
+{
+#if GROWABLE_AVX512
+    return __atomic_load_n(&simd_allowed, __ATOMIC_RELAXED) && have_avx512bw();
+#else
+    return 0;
+#endif
+}
+
+/*==========================================================================
+ * Internals: the stash
+ *==========================================================================*/
+
+/* First stash entry of bucket b or after it. */
+static size_t stash_find(const bk_growable *f, uint64_t b)
+{
+    size_t lo = 0, hi = f->nstash;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (f->stash[mid].bucket < b) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static int stash_reserve(stashed **v, size_t *cap, size_t n)
+{
+    if (n < *cap) return BK_OK;
+    size_t ncap = *cap ? 2 * *cap : 16;
+    stashed *nv = bk__malloc(ncap * sizeof(*nv));
+    if (nv == NULL) return BK_ENOMEM;
+    if (*v) memcpy(nv, *v, n * sizeof(*nv));
+    bk__free(*v);
+    *v = nv;
+    *cap = ncap;
+    return BK_OK;
+}
+
+static size_t stash_limit(uint64_t items) { return 64 + (size_t)(items / 1024); }
+
+/*==========================================================================
+ * Internals: lookups and placement
+ *==========================================================================*/
+
+/* The rare part of a lookup: the next bucket's foreign lanes, the stash. */
+__attribute__((noinline)) static int overflow_hit(const bk_growable *f, uint64_t b, uint16_t tag,
+                                                 unsigned meta, int simd)
+{
+    int hit = 0;
+    if (meta & SPILLED) {
+        const uint16_t *y = f->t + ((b + 1) & (nbuckets(f->q) - 1)) * LANES;
+        unsigned fo = foreign_of(y[SLOTS]);
+        hit |= test_lanes(y, tag, lanes_between(SLOTS - fo, SLOTS), simd);
+    }
+    if (meta & STASHED)
+        for (size_t i = stash_find(f, b); i < f->nstash && f->stash[i].bucket == b; i++) {
+            unsigned e = f->stash[i].e;
+            uint16_t care = (uint16_t)(0u - ((e & (0u - e)) << 1));
+            hit |= ((e ^ tag) & care) == 0;
+        }
+    return hit;
+}
+
+static inline int contains_h(const bk_growable *f, uint64_t h, int simd)
+{
+    uint64_t b = bucket_of(f->q, h);
+    const uint16_t *x = f->t + b * LANES;
+    uint16_t tag = tag_of(f->q, h);
+    unsigned meta = x[SLOTS];
+    int hit = test_lanes(x, tag, lanes_between(0, own_of(meta)), simd);
+    if (meta & (SPILLED | STASHED)) hit |= overflow_hit(f, b, tag, meta, simd);
+    return hit;
+}
+
+/* Put e (of home bucket b) into table t of 2^q buckets: b itself, else the
+ * next bucket, else the stash (kept sorted when `sorted`). The stash must
+ * have room for one more. */
+static void place(uint16_t *t, uint32_t q, stashed *stash, size_t *nstash, uint64_t b,
+                  uint16_t e, int sorted)
+{
+    uint16_t *x = t + b * LANES;
+    unsigned meta = x[SLOTS];
+    if (own_of(meta) + foreign_of(meta) < SLOTS) {
+        x[own_of(meta)] = e;
+        x[SLOTS] = (uint16_t)(meta + 1);
+        return;
+    }
+    uint16_t *y = t + ((b + 1) & (nbuckets(q) - 1)) * LANES;
+    unsigned ym = y[SLOTS];
+    if (y != x && own_of(ym) + foreign_of(ym) < SLOTS) {
+        y[SLOTS - 1 - foreign_of(ym)] = e;
+        y[SLOTS] = (uint16_t)(ym + FOREIGN_ONE);
+        x[SLOTS] = (uint16_t)(meta | SPILLED);
+        return;
+    }
+    size_t at = *nstash;
+    if (sorted) {
+        while (at > 0 && stash[at - 1].bucket > b) at--;
+        memmove(stash + at + 1, stash + at, (*nstash - at) * sizeof(*stash));
+    }
+    stash[at].bucket = b;
+    stash[at].e = e;
+    (*nstash)++;
+    x[SLOTS] = (uint16_t)(x[SLOTS] | STASHED);
+}
+
+static int cmp_stashed(const void *a, const void *b)
+{
+    uint64_t x = ((const stashed *)a)->bucket, y = ((const stashed *)b)->bucket;
+    return (x > y) - (x < y);
+}
+
+/* One entry of home bucket `home` (of the table being doubled) into the
+ * doubled table. */
+static int move_entry(uint16_t *t, uint32_t q, stashed **stash, size_t *n, size_t *cap,
+                      uint64_t home, uint16_t e)
+{
+    if (stash_reserve(stash, cap, *n + 2) != BK_OK) return BK_ENOMEM;
+    if (e == VOID_ENTRY) {
+        place(t, q, *stash, n, 2 * home, e, 0);
+        place(t, q, *stash, n, 2 * home + 1, e, 0);
+    } else {
+        place(t, q, *stash, n, 2 * home + (e >> 15), (uint16_t)(e << 1), 0);
+    }
+    return BK_OK;
+}
+
+static size_t table_bytes(uint32_t q) { return (size_t)nbuckets(q) * BK_CACHE_LINE; }
+
+static size_t total_bytes(const bk_growable *f)
+{
+    return sizeof(*f) + table_bytes(f->q) + BK_CACHE_LINE + f->stash_cap * sizeof(stashed);
+}
+
+/* The rate after a doubling, filled to its load: W doubles with the
+ * buckets, and each key added after it adds 1. */
+static double rate_after_doubling(const bk_growable *f)
+{
+    double w = 2.0 * f->weight + (double)(load_limit(f->q + 1) - f->items);
+    return w / ((double)(1u << FP_BITS) * (double)nbuckets(f->q + 1));
+}
+
+/* Doubles the table, all or nothing. */
+static int double_table(bk_growable *f)
+{
+    if (f->q >= MAX_Q) return BK_ELIMIT;
+    if (rate_after_doubling(f) > f->target) return BK_EFULL;
+    if (f->max_bytes != 0 &&
+        total_bytes(f) + table_bytes(f->q + 1) + BK_CACHE_LINE > f->max_bytes)
+        return BK_ELIMIT;
+    uint32_t q = f->q + 1;
+    uint64_t nb = nbuckets(f->q);
+    uint16_t *t = bk__calloc_aligned(table_bytes(q));
+    if (t == NULL) return BK_ENOMEM;
+    stashed *stash = NULL;
+    size_t n = 0, cap = 0;
+    for (uint64_t b = 0; b < nb; b++) {
+        const uint16_t *x = f->t + b * LANES;
+        unsigned own = own_of(x[SLOTS]), fo = foreign_of(x[SLOTS]);
+        uint64_t prev = (b + nb - 1) & (nb - 1);
+        for (unsigned i = 0; i < SLOTS; i++) {
+            if (i >= own && i < SLOTS - fo) continue;
+            if (move_entry(t, q, &stash, &n, &cap, i < own ? b : prev, x[i]) != BK_OK)
+                goto nomem;
+        }
+    }
+    for (size_t i = 0; i < f->nstash; i++)
+        if (move_entry(t, q, &stash, &n, &cap, f->stash[i].bucket, f->stash[i].e) != BK_OK)
+            goto nomem;
+    if (n > 1) qsort(stash, n, sizeof(*stash), cmp_stashed);
+    bk__free_aligned(f->t);
+    bk__free(f->stash);
+    f->t = t;
+    f->q = q;
+    f->stash = stash;
+    f->nstash = n;
+    f->stash_cap = cap;
+    f->weight *= 2.0;
+    f->doublings++;
+    return BK_OK;
+
+nomem:
+    bk__free_aligned(t);
+    bk__free(stash);
+    return BK_ENOMEM;
+}
+
+static int add_h(bk_growable *f, uint64_t h)
+{
+    int simd = use_simd();
+    if (contains_h(f, h, simd)) return 0;
+    if (f->items + 1 > load_limit(f->q)) {
+        int rc = double_table(f);
+        if (rc != BK_OK) return rc;
+    }
+    int rc = stash_reserve(&f->stash, &f->stash_cap, f->nstash + 1);
+    if (rc != BK_OK) return rc;
+    place(f->t, f->q, f->stash, &f->nstash, bucket_of(f->q, h),
+          (uint16_t)(tag_of(f->q, h) | 1u), 1);
+    f->items++;
+    f->weight += 1.0;
+    /* a long stash doubles early; if it cannot, the key stays in the stash */
+    if (f->nstash > stash_limit(f->items)) (void)double_table(f);
+    return 1;
+}
+
+/*==========================================================================
+ * API
+ *==========================================================================*/
+
+int bk_growable_create(bk_growable **out, uint64_t capacity, double fpr, uint64_t seed)
+{
+    if (out == NULL) return BK_EINVAL;
+    *out = NULL;
+    if (capacity == 0) return BK_ECAPACITY;
+    if (!(fpr >= BK_GROWABLE_MIN_FPR && fpr < 1.0)) return BK_EFPR;
+    uint32_t q = 0;
+    while (q < MAX_Q && load_limit(q) < capacity) q++;
+    if (load_limit(q) < capacity) return BK_ESIZE;
+    bk_growable *f = bk__calloc(1, sizeof(*f));
+    if (f == NULL) return BK_ENOMEM;
+    f->t = bk__calloc_aligned(table_bytes(q));
+    if (f->t == NULL) {
+        bk__free(f);
+        return BK_ENOMEM;
+    }
+    f->q = q;
+    f->target = fpr;
+    f->capacity = capacity;
+    f->seed = seed;
+    bk__xxh64_keys_init(&f->keys, seed);
+    *out = f;
+    return BK_OK;
+}
+
+void bk_growable_free(bk_growable *f)
+{
+    if (f == NULL) return;
+    bk__free_aligned(f->t);
+    bk__free(f->stash);
+    bk__free(f);
+}
+
+int bk_growable_set_max_bytes(bk_growable *f, size_t max_bytes)
+{
+    if (f == NULL) return BK_EINVAL;
+    f->max_bytes = max_bytes;
+    return BK_OK;
+}
+
+int bk_growable_add_hash(bk_growable *f, uint64_t h)
+{
+    if (f == NULL) return BK_EINVAL;
+    return add_h(f, h);
+}
+
+int bk_growable_contains_hash(const bk_growable *f, uint64_t h)
+{
+    if (f == NULL) return 0;
+    return contains_h(f, h, use_simd());
+}
+
+uint64_t bk_growable_hash_key(const bk_growable *f, const void *key, size_t len)
+{
+    static const char empty[1] = {0};
+    if (key == NULL) key = empty, len = 0;
+    return hash_key(f, key, len);
+}
+
+int bk_growable_add(bk_growable *f, const void *key, size_t len)
+{
+    if (f == NULL || (key == NULL && len != 0)) return BK_EINVAL;
+    return add_h(f, hash_key(f, key, len));
+}
+
+int bk_growable_contains(const bk_growable *f, const void *key, size_t len)
+{
+    if (f == NULL || (key == NULL && len != 0)) return 0;
+    return contains_h(f, hash_key(f, key, len), use_simd());
+}
+
+int64_t bk_growable_add_batch(bk_growable *f, const void *const *keys, const size_t *lens,
+                              size_t n, int *results)
+{
+    int64_t added = 0;
+    if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        int r = keys[i] == NULL && lens[i] != 0 ? BK_EINVAL : add_h(f, hash_key(f, keys[i], lens[i]));
+        if (r == 1) added++;
+        if (results != NULL) results[i] = r;
+    }
+    return added;
+}
+
+/* Keys are hashed AHEAD ahead and their lines prefetched then. */
+int64_t bk_growable_contains_batch(const bk_growable *f, const void *const *keys,
+                                   const size_t *lens, size_t n, uint8_t *results)
+{
+    uint64_t ring[AHEAD];
+    int64_t found = 0;
+    if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
+    int simd = use_simd();
+    size_t ahead = n < AHEAD ? n : AHEAD;
+    for (size_t i = 0; i < ahead; i++) {
+        ring[i] = bk_growable_hash_key(f, keys[i], lens[i]);
+        BK_PREFETCH_READ(f->t + bucket_of(f->q, ring[i]) * LANES);
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t slot = i % AHEAD;
+        int r = contains_h(f, ring[slot], simd);
+        found += r;
+        if (results != NULL) results[i] = (uint8_t)r;
+        size_t next = i + AHEAD;
+        if (next < n) {
+            ring[slot] = bk_growable_hash_key(f, keys[next], lens[next]);
+            BK_PREFETCH_READ(f->t + bucket_of(f->q, ring[slot]) * LANES);
+        }
+    }
+    return found;
+}
+
+uint64_t bk_growable_items(const bk_growable *f) { return f ? f->items : 0; }
+uint64_t bk_growable_capacity(const bk_growable *f) { return f ? load_limit(f->q) : 0; }
+uint32_t bk_growable_doublings(const bk_growable *f) { return f ? f->doublings : 0; }
+uint64_t bk_growable_seed(const bk_growable *f) { return f ? f->seed : 0; }
+double bk_growable_error(const bk_growable *f) { return f ? f->target : 0.0; }
+size_t bk_growable_bytes(const bk_growable *f) { return f ? total_bytes(f) : 0; }
+size_t bk_growable_stashed(const bk_growable *f) { return f ? f->nstash : 0; }
+
+double bk_growable_fpr_now(const bk_growable *f)
+{
+    if (f == NULL) return 0.0;
+    return f->weight / ((double)(1u << FP_BITS) * (double)nbuckets(f->q));
+}
