@@ -12,9 +12,10 @@
     "                       are powers of 1000; 1e6 works too)\n"              \
     "  -e, --error P        target false-positive rate, in (0, 1)\n"           \
     "  -t, --type TYPE      blocked (default), classic, counting, deletable,\n" \
-    "                       cuckoo, scalable, window, or the counting kinds\n" \
-    "                       dleft, varcount, hier, hybrid, morris (remove:\n" \
-    "                       all but morris; see docs/CLI.md)\n"              \
+    "                       cuckoo, scalable, growable (grows, one cache line\n" \
+    "                       per lookup; rates from 0.071%), window, or the\n" \
+    "                       counting kinds dleft, varcount, hier, hybrid,\n" \
+    "                       morris (remove: all but morris; see docs/CLI.md)\n" \
     "      --seed S         64-bit hash seed, decimal or 0x-hex (filters are\n" \
     "                       only combinable with equal seeds)\n"               \
     "  family options (each only with its --type):\n"                          \

@@ -93,7 +93,7 @@ static const struct {
     {"static", BK_FAMILY_STATIC},     {"map", BK_FAMILY_MAP},
     {"dleft", BK_FAMILY_DLEFT},         {"varcount", BK_FAMILY_VARCOUNT},
     {"hier", BK_FAMILY_HIER},           {"hybrid", BK_FAMILY_HYBRID},
-    {"morris", BK_FAMILY_MORRIS},
+    {"morris", BK_FAMILY_MORRIS},       {"growable", BK_FAMILY_GROWABLE},
 };
 
 const char *cli_family_name(bk_family family)

@@ -1311,7 +1311,7 @@ BK_API bk_filter *bk_scalable_as_filter(bk_scalable *f);
 BK_API bk_scalable *bk_filter_as_scalable(bk_filter *f);
 
 /*==========================================================================
- * Growable filter: a fingerprint table that doubles (experimental)
+ * Growable filter: a fingerprint table that doubles
  *
  * For sets of unknown size, like the scalable filter, but every lookup
  * reads one cache line however often the filter grew (the scalable filter
@@ -1329,9 +1329,10 @@ BK_API bk_scalable *bk_filter_as_scalable(bk_filter *f);
  * doubling (bench/RESULTS.md section 15).
  *
  * Keys are hashed with XXH3-64 (as the blocked filter's split layout).
- * Not yet in the file format, the generic handle or the front ends: a
- * library family for now. Adds are not thread-safe; lookups may run
- * concurrently with each other, not with adds.
+ * A bk_filter like the others (saved, loaded, `bloomkit create --type
+ * growable`); not yet behind BF.* in the server and the module. Adds are
+ * not thread-safe; lookups may run concurrently with each other, not with
+ * adds.
  *==========================================================================*/
 
 /* The lowest rate a growable filter takes: its first table filled to the
@@ -1388,6 +1389,14 @@ BK_API double bk_growable_error(const bk_growable *f);
 BK_API size_t bk_growable_bytes(const bk_growable *f);
 BK_API size_t bk_growable_stashed(const bk_growable *f);
 BK_API double bk_growable_fpr_now(const bk_growable *f);
+
+/* The generic handle (see "Any filter"): family BK_FAMILY_GROWABLE,
+ * "growable". Saved and loaded like any filter (docs/FORMAT.md; a loaded
+ * filter copies its payload, also from a mapping, since a doubling
+ * replaces the table); no remove, merge or write modes; adds through the
+ * handle are not thread-safe either. */
+BK_API bk_filter *bk_growable_as_filter(bk_growable *f);
+BK_API bk_growable *bk_filter_as_growable(bk_filter *f);
 
 /*==========================================================================
  * Time-window filter
@@ -1967,7 +1976,8 @@ typedef enum bk_family {
     BK_FAMILY_HYBRID = 11,   /* hybrid bits + counters (bk_hybrid) */
     BK_FAMILY_MORRIS = 12,   /* Morris-counter frequency filter (bk_morris) */
     BK_FAMILY_STATIC = 16,   /* static filter, binary fuse (bk_static) */
-    BK_FAMILY_MAP = 17       /* static map, Bloomier filter (bk_map) */
+    BK_FAMILY_MAP = 17,      /* static map, Bloomier filter (bk_map) */
+    BK_FAMILY_GROWABLE = 18  /* growable fingerprint table (bk_growable) */
 } bk_family;
 
 /* "bloom", "blocked", "counting", "deletable", "cuckoo", "scalable",

@@ -54,8 +54,8 @@
 #include <stdlib.h> /* qsort */
 #include <string.h> /* memset, memmove */
 
+#include "filter.h"
 #include "hash.h"
-#include "internal.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
 #  include <immintrin.h>
@@ -74,13 +74,19 @@
 #define FP_BITS 15
 #define MAX_Q 48      /* h must keep 15 bits below the bucket bits */
 #define AHEAD 32      /* keys hashed ahead in batches */
+#define MAX_STASH (UINT64_C(1) << 40) /* a stored stash longer is corrupt */
 
-typedef struct {
-    uint64_t bucket;
-    uint16_t e;
-} stashed;
+/* A stash entry: its home bucket << 16 | the entry, so that sorting the
+ * words sorts by bucket (and the file holds them as they are). */
+typedef uint64_t stashed;
+#define ST_BUCKET(w) ((w) >> 16)
+#define ST_ENTRY(w) ((uint16_t)(w))
+#define ST_MAKE(b, e) ((uint64_t)(b) << 16 | (uint64_t)(e))
+
+static const bk__family_ops growable_ops; /* at the end of this file */
 
 struct bk_growable {
+    bk__object obj;       /* first: a bk_growable is also a bk_filter */
     uint16_t *t;          /* 2^q buckets of LANES lanes, 64-byte aligned */
     stashed *stash;       /* sorted by bucket */
     size_t nstash, stash_cap;
@@ -197,16 +203,21 @@ static size_t stash_find(const bk_growable *f, uint64_t b)
     size_t lo = 0, hi = f->nstash;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (f->stash[mid].bucket < b) lo = mid + 1;
+        if (ST_BUCKET(f->stash[mid]) < b) lo = mid + 1;
         else hi = mid;
     }
     return lo;
 }
 
+/* Room for more than n entries (n of them kept). */
 static int stash_reserve(stashed **v, size_t *cap, size_t n)
 {
     if (n < *cap) return BK_OK;
     size_t ncap = *cap ? 2 * *cap : 16;
+    while (ncap <= n) {
+        if (ncap > SIZE_MAX / 2 / sizeof(stashed)) return BK_ENOMEM;
+        ncap *= 2;
+    }
     stashed *nv = bk__malloc(ncap * sizeof(*nv));
     if (nv == NULL) return BK_ENOMEM;
     if (*v) memcpy(nv, *v, n * sizeof(*nv));
@@ -233,8 +244,8 @@ __attribute__((noinline)) static int overflow_hit(const bk_growable *f, uint64_t
         hit |= test_lanes(y, tag, lanes_between(SLOTS - fo, SLOTS), simd);
     }
     if (meta & STASHED)
-        for (size_t i = stash_find(f, b); i < f->nstash && f->stash[i].bucket == b; i++) {
-            unsigned e = f->stash[i].e;
+        for (size_t i = stash_find(f, b); i < f->nstash && ST_BUCKET(f->stash[i]) == b; i++) {
+            unsigned e = ST_ENTRY(f->stash[i]);
             uint16_t care = (uint16_t)(0u - ((e & (0u - e)) << 1));
             hit |= ((e ^ tag) & care) == 0;
         }
@@ -275,18 +286,17 @@ static void place(uint16_t *t, uint32_t q, stashed *stash, size_t *nstash, uint6
     }
     size_t at = *nstash;
     if (sorted) {
-        while (at > 0 && stash[at - 1].bucket > b) at--;
+        while (at > 0 && stash[at - 1] > ST_MAKE(b, e)) at--;
         memmove(stash + at + 1, stash + at, (*nstash - at) * sizeof(*stash));
     }
-    stash[at].bucket = b;
-    stash[at].e = e;
+    stash[at] = ST_MAKE(b, e);
     (*nstash)++;
     x[SLOTS] = (uint16_t)(x[SLOTS] | STASHED);
 }
 
 static int cmp_stashed(const void *a, const void *b)
 {
-    uint64_t x = ((const stashed *)a)->bucket, y = ((const stashed *)b)->bucket;
+    uint64_t x = *(const stashed *)a, y = *(const stashed *)b;
     return (x > y) - (x < y);
 }
 
@@ -345,7 +355,8 @@ static int double_table(bk_growable *f)
         }
     }
     for (size_t i = 0; i < f->nstash; i++)
-        if (move_entry(t, q, &stash, &n, &cap, f->stash[i].bucket, f->stash[i].e) != BK_OK)
+        if (move_entry(t, q, &stash, &n, &cap, ST_BUCKET(f->stash[i]), ST_ENTRY(f->stash[i])) !=
+            BK_OK)
             goto nomem;
     if (n > 1) qsort(stash, n, sizeof(*stash), cmp_stashed);
     bk__free_aligned(f->t);
@@ -404,6 +415,7 @@ int bk_growable_create(bk_growable **out, uint64_t capacity, double fpr, uint64_
         bk__free(f);
         return BK_ENOMEM;
     }
+    bk__object_init(&f->obj, &growable_ops);
     f->q = q;
     f->target = fpr;
     f->capacity = capacity;
@@ -416,6 +428,7 @@ int bk_growable_create(bk_growable **out, uint64_t capacity, double fpr, uint64_
 void bk_growable_free(bk_growable *f)
 {
     if (f == NULL) return;
+    bk__object_release(&f->obj);
     bk__free_aligned(f->t);
     bk__free(f->stash);
     bk__free(f);
@@ -512,3 +525,246 @@ double bk_growable_fpr_now(const bk_growable *f)
     if (f == NULL) return 0.0;
     return f->weight / ((double)(1u << FP_BITS) * (double)nbuckets(f->q));
 }
+
+/*==========================================================================
+ * The generic handle and the file format
+ *==========================================================================*/
+
+BK__FAMILY_CASTS(growable, growable_ops)
+
+static bk_hash ops_hash(const void *f, const void *key, size_t len)
+{
+    bk_hash h;
+    h.lo = h.hi = bk_growable_hash_key(f, key, len);
+    return h;
+}
+
+static int ops_add(void *f, bk_hash h) { return add_h(f, h.lo); }
+static int ops_contains(const void *f, bk_hash h) { return contains_h(f, h.lo, use_simd()); }
+
+static int64_t ops_add_batch(void *f, const void *const *keys, const size_t *lens, size_t n,
+                             uint8_t *results)
+{
+    int64_t added = 0;
+    for (size_t i = 0; i < n; i++) {
+        int r = add_h(f, bk_growable_hash_key(f, keys[i], lens[i]));
+        if (r < 0) return r;
+        added += r;
+        if (results != NULL) results[i] = (uint8_t)r;
+    }
+    return added;
+}
+
+static int64_t ops_contains_batch(const void *f, const void *const *keys, const size_t *lens,
+                                  size_t n, uint8_t *results)
+{
+    return bk_growable_contains_batch(f, keys, lens, n, results);
+}
+
+static uint64_t ops_seed(const void *f) { return ((const bk_growable *)f)->seed; }
+static void ops_destroy(void *f) { bk_growable_free(f); }
+/* The stash is a part only when it holds entries (parts are never empty). */
+static uint32_t ops_nparts(const void *f) { return ((const bk_growable *)f)->nstash ? 2 : 1; }
+
+static int ops_info(const void *vf, bk_filter_info *out)
+{
+    const bk_growable *f = vf;
+    uint64_t used = 0, slots = nbuckets(f->q) * SLOTS;
+    for (uint64_t b = 0; b < nbuckets(f->q); b++) {
+        unsigned meta = f->t[b * LANES + SLOTS];
+        used += own_of(meta) + foreign_of(meta);
+    }
+    /* capacity: what the table holds before it doubles (the file keeps the
+     * capacity asked at creation), and the rate once it holds that many */
+    out->seed = f->seed;
+    out->capacity = load_limit(f->q);
+    out->target_fpr = f->target;
+    out->items = f->items;
+    out->estimated_items = (double)f->items;
+    out->fpr_now = bk_growable_fpr_now(f);
+    out->fpr_at_capacity = (f->weight + (double)(load_limit(f->q) - f->items)) /
+                           ((double)(1u << FP_BITS) * (double)nbuckets(f->q));
+    out->fill = (double)used / (double)slots;
+    out->bytes = total_bytes(f);
+    out->parts = 1;
+    return BK_OK;
+}
+
+static int ops_create(const bk_filter_config *cfg, void **out)
+{
+    return bk_growable_create((bk_growable **)out, cfg->capacity, cfg->fpr, cfg->seed);
+}
+
+static int ops_clone(const void *vf, void **out)
+{
+    const bk_growable *src = vf;
+    bk_growable *f = bk__calloc(1, sizeof(*f));
+    if (f == NULL) return BK_ENOMEM;
+    *f = *src;
+    bk__object_init(&f->obj, &growable_ops);
+    f->max_bytes = src->max_bytes;
+    f->t = bk__calloc_aligned(table_bytes(src->q));
+    f->stash = NULL;
+    f->stash_cap = 0;
+    if (f->t == NULL || stash_reserve(&f->stash, &f->stash_cap, src->nstash) != BK_OK) {
+        bk__free_aligned(f->t);
+        bk__free(f);
+        return BK_ENOMEM;
+    }
+    memcpy(f->t, src->t, table_bytes(src->q));
+    if (src->nstash) memcpy(f->stash, src->stash, src->nstash * sizeof(stashed));
+    *out = f;
+    return BK_OK;
+}
+
+/* Back to the table it was created with, empty. */
+static void ops_clear(void *vf)
+{
+    bk_growable *f = vf;
+    memset(f->t, 0, table_bytes(f->q));
+    f->nstash = 0;
+    f->items = 0;
+    f->weight = 0.0;
+}
+
+/* Image: header capacity, fpr, items, hash XXH3-64, param[0] = doublings,
+ * param[1] = W; part 0 the table (m = buckets, param = q, width 16, slots
+ * 31), part 1, when the stash holds entries, the stash (m = entries, 8
+ * bytes each). */
+static int ops_describe(const void *vf, bk__image *img)
+{
+    const bk_growable *f = vf;
+    bk__part *p = &img->parts[0];
+    img->seed = f->seed;
+    img->capacity = p->capacity = f->capacity;
+    img->fpr = p->fpr = f->target;
+    img->items = p->items = f->items;
+    img->hash = BK__HASH_XXH3_64;
+    img->param[0] = f->doublings;
+    img->param[1] = (uint64_t)f->weight;
+    p->m = nbuckets(f->q);
+    p->width = 16;
+    p->slots = SLOTS;
+    p->param = f->q;
+    p->data = f->t;
+    p->length = table_bytes(f->q);
+    if (f->nstash) {
+        bk__part *s = &img->parts[1];
+        s->m = f->nstash;
+        s->width = 64;
+        s->data = f->stash;
+        s->length = f->nstash * sizeof(stashed);
+    }
+    return BK_OK;
+}
+
+/* A table is valid when every bucket's counts fit, its unused lanes are
+ * zero and its used ones are not, a foreign entry has a spilled bucket
+ * before it, and W is the sum of the entries' weights. The stash must be
+ * sorted, in range, of flagged buckets, and every flagged bucket must have
+ * entries there. */
+static int valid_image(const uint16_t *t, uint32_t q, const stashed *st, uint64_t nst,
+                       uint64_t weight)
+{
+    uint64_t nb = nbuckets(q), w = 0;
+    for (uint64_t b = 0; b < nb; b++) {
+        const uint16_t *x = t + b * LANES;
+        unsigned meta = x[SLOTS], own = own_of(meta), fo = foreign_of(meta);
+        if ((meta & 0x3c00u) != 0 || own + fo > SLOTS) return 0;
+        if (fo > 0 && !(t[((b + nb - 1) & (nb - 1)) * LANES + SLOTS] & SPILLED)) return 0;
+        if (nb == 1 && fo > 0) return 0;
+        for (unsigned i = 0; i < SLOTS; i++) {
+            int used = i < own || i >= SLOTS - fo;
+            if (used != (x[i] != 0)) return 0;
+            if (used) w += UINT64_C(1) << __builtin_ctz(x[i]);
+        }
+    }
+    uint64_t last = 0;
+    for (uint64_t i = 0; i < nst; i++) {
+        uint64_t b = ST_BUCKET(st[i]);
+        if (b >= nb || ST_ENTRY(st[i]) == 0 || (i > 0 && st[i] < last)) return 0;
+        if (!(t[b * LANES + SLOTS] & STASHED)) return 0;
+        w += UINT64_C(1) << __builtin_ctz(ST_ENTRY(st[i]));
+        last = st[i];
+    }
+    for (uint64_t b = 0; b < nb; b++) {
+        if (!(t[b * LANES + SLOTS] & STASHED)) continue;
+        uint64_t lo = 0, hi = nst;
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (ST_BUCKET(st[mid]) < b) lo = mid + 1;
+            else hi = mid;
+        }
+        if (lo == nst || ST_BUCKET(st[lo]) != b) return 0;
+    }
+    return w == weight;
+}
+
+/* The payload is copied (a doubling replaces the table; a copy keeps the
+ * handle the only owner of what it frees). */
+static int ops_restore(const bk__image *img, void **out)
+{
+    static const bk__part none = {0};
+    if (img->nparts < 1 || img->nparts > 2 || img->hash != BK__HASH_XXH3_64) return BK_ECORRUPT;
+    const bk__part *p = &img->parts[0], *s = img->nparts == 2 ? &img->parts[1] : &none;
+    if (img->nparts == 2 && (s->m == 0 || s->width != 64)) return BK_ECORRUPT;
+    if (p->param > MAX_Q || p->m != nbuckets((uint32_t)p->param) || p->width != 16 ||
+        p->slots != SLOTS || p->length != table_bytes((uint32_t)p->param))
+        return BK_ECORRUPT;
+    if (s->m > MAX_STASH || s->length != s->m * sizeof(stashed)) return BK_ECORRUPT;
+    if (img->capacity == 0 || !(img->fpr >= BK_GROWABLE_MIN_FPR && img->fpr < 1.0) ||
+        img->param[0] > MAX_Q || img->param[1] > (UINT64_C(1) << 53) ||
+        img->items > load_limit((uint32_t)p->param))
+        return BK_ECORRUPT;
+    if (!valid_image(p->data, (uint32_t)p->param, s->data, s->m, img->param[1]))
+        return BK_ECORRUPT;
+    bk_growable *f = bk__calloc(1, sizeof(*f));
+    if (f == NULL) return BK_ENOMEM;
+    bk__object_init(&f->obj, &growable_ops);
+    f->t = bk__calloc_aligned(table_bytes((uint32_t)p->param));
+    if (f->t == NULL || stash_reserve(&f->stash, &f->stash_cap, (size_t)s->m) != BK_OK) {
+        bk__free_aligned(f->t);
+        bk__free(f);
+        return BK_ENOMEM;
+    }
+    memcpy(f->t, p->data, (size_t)p->length);
+    if (s->m) memcpy(f->stash, s->data, (size_t)s->length);
+    f->obj.payload_copied = 1;
+    f->nstash = (size_t)s->m;
+    f->q = (uint32_t)p->param;
+    f->doublings = (uint32_t)img->param[0];
+    f->items = img->items;
+    f->weight = (double)img->param[1];
+    f->target = img->fpr;
+    f->capacity = img->capacity;
+    f->seed = img->seed;
+    bk__xxh64_keys_init(&f->keys, img->seed);
+    *out = f;
+    return BK_OK;
+}
+
+static const bk__family_ops growable_ops = {
+    .family = BK_FAMILY_GROWABLE,
+    .name = "growable",
+    .hash = ops_hash,
+    .add = ops_add,
+    .contains = ops_contains,
+    .remove = NULL,
+    .count = NULL,
+    .add_batch = ops_add_batch,
+    .contains_batch = ops_contains_batch,
+    .lockfree_add = 0,
+    .seed = ops_seed,
+    .destroy = ops_destroy,
+    .info = ops_info,
+    .create = ops_create,
+    .clone = ops_clone,
+    .clear = ops_clear,
+    .merge = NULL,
+    .incompatibility = NULL,
+    .nparts = ops_nparts,
+    .describe = ops_describe,
+    .restore = ops_restore,
+};
+
+const bk__family_ops *const bk__growable_family = &growable_ops;

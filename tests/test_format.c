@@ -91,6 +91,25 @@ static bk_filter *make_blocked_split(void)
     return bk_blocked_as_filter(f);
 }
 
+/* Grown from 100 keys (four doublings), then 70 keys' hashes chosen to
+ * land in bucket 0: it fills, spills into bucket 1, and the rest go to the
+ * stash, so the file has both parts. */
+static bk_filter *make_growable(void)
+{
+    bk_growable *f;
+    assert_int_equal(bk_growable_create(&f, 100, 0.01, 59), BK_OK);
+    char key[TU_KEY_LEN];
+    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
+        tu_key(key, i, 1);
+        assert_true(bk_growable_add(f, key, sizeof(key)) >= 0);
+    }
+    assert_int_equal(bk_growable_doublings(f), 4); /* 2^7 buckets */
+    for (uint64_t i = 0; i < 70; i++)
+        assert_true(bk_growable_add_hash(f, (2 * i + 1) << (64 - 7 - 15)) >= 0);
+    assert_true(bk_growable_stashed(f) > 0);
+    return bk_growable_as_filter(f);
+}
+
 /* The other families through the generic constructor. */
 static bk_filter *make_generic(bk_family family, void (*tune)(bk_filter_config *))
 {
@@ -178,6 +197,7 @@ static const sample samples[] = {
     {"bloom-v1.bkf", make_bloom},
     {"blocked-v1.bkf", make_blocked},
     {"blocked-split-v1.bkf", make_blocked_split},
+    {"growable-v1.bkf", make_growable},
     {"counting-v1.bkf", make_counting},
     {"counting8-v1.bkf", make_counting8},
     {"deletable-v1.bkf", make_deletable},

@@ -5,6 +5,9 @@
  */
 #include "testutil.h"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h> /* to reseal edited images */
+
 int bk__growable_simd(int allowed); /* lib/growable.c, hidden: tests only */
 
 static void key_of(char k[TU_KEY_LEN], uint64_t i, uint64_t tag) { tu_key(k, i, tag); }
@@ -288,6 +291,220 @@ static void test_allocation_failures(void **state)
     assert_true(tu_oom_loop(attempt_grow, NULL) > 5);
 }
 
+/*--------------------------------------------------------------------------
+ * The generic handle and the file format
+ *--------------------------------------------------------------------------*/
+
+static bk_filter *make_generic(uint64_t keys)
+{
+    bk_filter_config cfg;
+    bk_filter_config_init(&cfg);
+    cfg.family = BK_FAMILY_GROWABLE;
+    cfg.capacity = 100;
+    cfg.fpr = 0.01;
+    bk_filter *f;
+    assert_int_equal(bk_filter_create(&f, &cfg), BK_OK);
+    char k[TU_KEY_LEN];
+    for (uint64_t i = 0; i < keys; i++) {
+        key_of(k, i, 1);
+        assert_true(bk_filter_add(f, k, sizeof(k)) >= 0);
+    }
+    return f;
+}
+
+static unsigned char *serialize(const bk_filter *f, size_t *len)
+{
+    *len = (size_t)bk_filter_serialized_size(f);
+    unsigned char *buf = malloc(*len);
+    assert_non_null(buf);
+    assert_int_equal(bk_filter_serialize(f, buf, *len), BK_OK);
+    return buf;
+}
+
+static uint64_t get64le(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+static void put64le(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Both checksums again after an edit (header fields: docs/FORMAT.md). */
+static void reseal(unsigned char *buf)
+{
+    uint64_t off = get64le(buf + 96), len = get64le(buf + 104);
+    put64le(buf + 112, XXH3_64bits_withSeed(buf + off, (size_t)len, 0));
+    uint32_t nparts = (uint32_t)(buf[16] | buf[17] << 8);
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    XXH3_64bits_update(&st, buf, 120);
+    XXH3_64bits_update(&st, buf + 128, 64 * (size_t)nparts);
+    put64le(buf + 120, XXH3_64bits_digest(&st));
+}
+
+/* Through bk_filter: info, clone, clear, batches, and a saved filter that
+ * loads with the same answers and goes on growing. */
+static void test_generic_handle(void **state)
+{
+    (void)state;
+    const uint64_t n = 20000;
+    bk_filter *f = make_generic(n), *g, *c;
+    assert_int_equal(bk_filter_family(f), BK_FAMILY_GROWABLE);
+    assert_string_equal(bk_family_name(BK_FAMILY_GROWABLE), "growable");
+    assert_int_equal(bk_family_from_name("growable"), BK_FAMILY_GROWABLE);
+    bk_growable *gf = bk_filter_as_growable(f);
+    assert_non_null(gf);
+    assert_ptr_equal(bk_growable_as_filter(gf), f);
+    bk_filter_info info;
+    assert_int_equal(bk_filter_get_info(f, &info), BK_OK);
+    assert_int_equal(info.family, BK_FAMILY_GROWABLE);
+    assert_int_equal(info.items, bk_growable_items(gf));
+    assert_int_equal(info.can_remove, 0);
+    assert_int_equal(info.lockfree_add, 0);
+    assert_true(info.fpr_now == bk_growable_fpr_now(gf));
+    assert_true(info.fill > 0.3 && info.fill <= 0.75);
+    assert_int_equal(info.bytes, bk_growable_bytes(gf));
+
+    size_t len;
+    unsigned char *buf = serialize(f, &len);
+    assert_int_equal(buf[20], 2); /* hash algorithm: XXH3-64 */
+    assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_OK);
+    bk_growable *gg = bk_filter_as_growable(g);
+    assert_int_equal(bk_growable_items(gg), bk_growable_items(gf));
+    assert_int_equal(bk_growable_doublings(gg), bk_growable_doublings(gf));
+    assert_true(bk_growable_fpr_now(gg) == bk_growable_fpr_now(gf));
+    char k[TU_KEY_LEN];
+    for (uint64_t i = 0; i < 2 * n; i++) {
+        key_of(k, i, i < n ? 1 : 2);
+        assert_int_equal(bk_filter_contains(g, k, sizeof(k)), bk_filter_contains(f, k, sizeof(k)));
+    }
+    for (uint64_t i = n; i < 4 * n; i++) { /* the loaded copy grows on */
+        key_of(k, i, 1);
+        assert_true(bk_filter_add(g, k, sizeof(k)) >= 0);
+    }
+    assert_true(bk_growable_doublings(gg) > bk_growable_doublings(gf));
+    assert_all_present(gg, 4 * n);
+    assert_int_equal(bk_filter_remove(g, k, sizeof(k)), BK_ENOTSUP);
+
+    assert_int_equal(bk_filter_clone(&c, f), BK_OK);
+    assert_all_present(bk_filter_as_growable(c), n);
+    assert_int_equal(bk_filter_clear(c), BK_OK);
+    key_of(k, 0, 1);
+    assert_int_equal(bk_filter_contains(c, k, sizeof(k)), 0);
+    assert_int_equal(bk_growable_items(bk_filter_as_growable(c)), 0);
+    free(buf);
+    bk_filter_free(c);
+    bk_filter_free(g);
+    bk_filter_free(f);
+}
+
+/* Edited images, resealed so that only the family's checks can catch
+ * them, are refused: a count past 31, a stray entry in an unused lane, a
+ * weight that does not add up, the wrong hash algorithm. */
+static void test_corrupt_images(void **state)
+{
+    (void)state;
+    bk_filter *f = make_generic(5000), *g;
+    size_t len;
+    unsigned char *clean = serialize(f, &len), *buf = malloc(len);
+    uint64_t off = get64le(clean + 96);
+    memcpy(buf, clean, len);
+    reseal(buf);
+    assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_OK); /* reseal is faithful */
+    bk_filter_free(g);
+
+    /* bucket 0's metadata lane: own count 31 plus a foreign one */
+    memcpy(buf, clean, len);
+    buf[off + 62] = 31 | 1 << 5;
+    reseal(buf);
+    assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_ECORRUPT);
+    /* an entry in bucket 0's last lane, which no count covers */
+    memcpy(buf, clean, len);
+    buf[off + 61] = 0x80;
+    reseal(buf);
+    assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_ECORRUPT);
+    /* W one off (header param[1]) */
+    memcpy(buf, clean, len);
+    put64le(buf + 64, get64le(buf + 64) + 1);
+    reseal(buf);
+    assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_ECORRUPT);
+    /* XXH3-128 declared */
+    memcpy(buf, clean, len);
+    buf[20] = 1;
+    reseal(buf);
+    assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_ECORRUPT);
+    /* a rate under the minimum */
+    memcpy(buf, clean, len);
+    {
+        double p = BK_GROWABLE_MIN_FPR / 2;
+        uint64_t bits;
+        memcpy(&bits, &p, 8);
+        put64le(buf + 40, bits);
+    }
+    reseal(buf);
+    assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_ECORRUPT);
+    free(buf);
+    free(clean);
+    bk_filter_free(f);
+}
+
+/* A filter with a stash saves it as a second part and loads it back; a
+ * stash out of order, out of range, with an empty entry, or of a bucket
+ * not flagged for it is refused. */
+static void test_stash_in_the_file(void **state)
+{
+    (void)state;
+    bk_growable *f;
+    assert_int_equal(bk_growable_create(&f, 1000, 0.01, 5), BK_OK);
+    uint32_t q = 0;
+    while ((UINT64_C(31) << q) * 3 / 4 < bk_growable_capacity(f)) q++;
+    uint64_t h[70];
+    for (int i = 0; i < 70; i++) {
+        h[i] = (uint64_t)(2 * i + 1) << (64 - q - 15);
+        assert_int_equal(bk_growable_add_hash(f, h[i]), 1);
+    }
+    assert_int_equal(bk_growable_stashed(f), 8);
+    size_t len;
+    unsigned char *clean = serialize(bk_growable_as_filter(f), &len), *buf = malloc(len);
+    assert_int_equal(clean[16], 2); /* two parts */
+    bk_filter *g;
+    assert_int_equal(bk_filter_deserialize(&g, clean, len), BK_OK);
+    for (int i = 0; i < 70; i++)
+        assert_int_equal(bk_growable_contains_hash(bk_filter_as_growable(g), h[i]), 1);
+    bk_filter_free(g);
+    uint64_t stash = get64le(clean + 96) + get64le(clean + 128 + 64); /* part 1's offset */
+    uint64_t first = get64le(clean + stash), second = get64le(clean + stash + 8);
+    const uint64_t bad[4][2] = {
+        {second, first},                                   /* out of order */
+        {(UINT64_C(1) << (q + 16)) | (first & 0xffff), second}, /* no such bucket */
+        {first & ~UINT64_C(0xffff), second},               /* an empty entry */
+        {first + (UINT64_C(1) << 16), second + (UINT64_C(1) << 16)}, /* bucket 1: not flagged */
+    };
+    for (int i = 0; i < 4; i++) {
+        memcpy(buf, clean, len);
+        put64le(buf + stash, bad[i][0]);
+        put64le(buf + stash + 8, bad[i][1]);
+        reseal(buf);
+        if (bk_filter_deserialize(&g, buf, len) != BK_ECORRUPT) fail_msg("bad stash %d loaded", i);
+    }
+    free(buf);
+    free(clean);
+    bk_growable_free(f);
+}
+
+static void test_generic_allocation_failures(void **state)
+{
+    (void)state;
+    bk_filter *f = make_generic(3000);
+    assert_true(bk_filter_add(f, "x", 1) >= 0);
+    tu_oom_clone_and_load(f);
+    bk_filter_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -301,6 +518,10 @@ int main(void)
         cmocka_unit_test(test_spill_and_stash),
         cmocka_unit_test(test_batches_and_lengths),
         cmocka_unit_test(test_allocation_failures),
+        cmocka_unit_test(test_generic_handle),
+        cmocka_unit_test(test_corrupt_images),
+        cmocka_unit_test(test_stash_in_the_file),
+        cmocka_unit_test(test_generic_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
