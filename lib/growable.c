@@ -197,13 +197,13 @@ static inline int use_simd(void)
  * Internals: the stash
  *==========================================================================*/
 
-/* First stash entry of bucket b or after it. */
-static size_t stash_find(const bk_growable *f, uint64_t b)
+/* The first of the n sorted stash entries of bucket b or after it. */
+static size_t stash_find(const stashed *st, size_t n, uint64_t b)
 {
-    size_t lo = 0, hi = f->nstash;
+    size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (ST_BUCKET(f->stash[mid]) < b) lo = mid + 1;
+        if (ST_BUCKET(st[mid]) < b) lo = mid + 1;
         else hi = mid;
     }
     return lo;
@@ -244,7 +244,8 @@ __attribute__((noinline)) static int overflow_hit(const bk_growable *f, uint64_t
         hit |= test_lanes(y, tag, lanes_between(SLOTS - fo, SLOTS), simd);
     }
     if (meta & STASHED)
-        for (size_t i = stash_find(f, b); i < f->nstash && ST_BUCKET(f->stash[i]) == b; i++) {
+        for (size_t i = stash_find(f->stash, f->nstash, b);
+             i < f->nstash && ST_BUCKET(f->stash[i]) == b; i++) {
             unsigned e = ST_ENTRY(f->stash[i]);
             uint16_t care = (uint16_t)(0u - ((e & (0u - e)) << 1));
             hit |= ((e ^ tag) & care) == 0;
@@ -689,13 +690,8 @@ static int valid_image(const uint16_t *t, uint32_t q, const stashed *st, uint64_
     }
     for (uint64_t b = 0; b < nb; b++) {
         if (!(t[b * LANES + SLOTS] & STASHED)) continue;
-        uint64_t lo = 0, hi = nst;
-        while (lo < hi) {
-            uint64_t mid = lo + (hi - lo) / 2;
-            if (ST_BUCKET(st[mid]) < b) lo = mid + 1;
-            else hi = mid;
-        }
-        if (lo == nst || ST_BUCKET(st[lo]) != b) return 0;
+        size_t at = stash_find(st, (size_t)nst, b);
+        if (at == nst || ST_BUCKET(st[at]) != b) return 0;
     }
     return w == weight;
 }
