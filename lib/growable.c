@@ -117,7 +117,8 @@ static inline unsigned foreign_of(unsigned meta) { return (meta >> 5) & OWN_MASK
 /* Keys a table of 2^q buckets holds before it doubles: 75% of its slots. */
 static inline uint64_t load_limit(uint32_t q) { return nbuckets(q) * SLOTS * 3 / 4; }
 
-static inline uint64_t hash_key(const bk_growable *f, const void *key, size_t len)
+__attribute__((always_inline)) static inline uint64_t hash_key(const bk_growable *f,
+                                                              const void *key, size_t len)
 {
     return len <= BK__XXH64_SHORT ? bk__xxh64_keyed(&f->keys, key, len)
                                   : bk__xxh64(key, len, f->seed);
@@ -165,13 +166,26 @@ static int have_avx512bw(void)
 }
 #endif
 
-/* Tests force the scalar path with bk__growable_simd(0). */
-static int simd_allowed = 1;
+/* 1: AVX-512BW tests, 0: scalar, -1: not decided yet. One relaxed load per
+ * call; tests force the scalar path with bk__growable_simd(0). */
+static int simd_mode = -1;
+
+static int decide_simd(int allowed)
+{
+#if GROWABLE_AVX512
+    int mode = allowed && have_avx512bw();
+#else
+    int mode = 0;
+    (void)allowed;
+#endif
+    __atomic_store_n(&simd_mode, mode, __ATOMIC_RELAXED);
+    return mode;
+}
 
 BK_HIDDEN int bk__growable_simd(int allowed)
 {
-    int was = __atomic_load_n(&simd_allowed, __ATOMIC_RELAXED);
-    __atomic_store_n(&simd_allowed, allowed, __ATOMIC_RELAXED);
+    int was = __atomic_load_n(&simd_mode, __ATOMIC_RELAXED) != 0;
+    decide_simd(allowed);
     return was;
 }
 
@@ -186,11 +200,8 @@ static inline int test_lanes(const uint16_t *line, uint16_t tag, uint32_t lanes,
 
 static inline int use_simd(void)
 {
-#if GROWABLE_AVX512
-    return __atomic_load_n(&simd_allowed, __ATOMIC_RELAXED) && have_avx512bw();
-#else
-    return 0;
-#endif
+    int mode = __atomic_load_n(&simd_mode, __ATOMIC_RELAXED);
+    return mode >= 0 ? mode : decide_simd(1);
 }
 
 /*==========================================================================
@@ -253,7 +264,8 @@ __attribute__((noinline)) static int overflow_hit(const bk_growable *f, uint64_t
     return hit;
 }
 
-static inline int contains_h(const bk_growable *f, uint64_t h, int simd)
+__attribute__((always_inline)) static inline int contains_body(const bk_growable *f, uint64_t h,
+                                                             int simd)
 {
     uint64_t b = bucket_of(f->q, h);
     const uint16_t *x = f->t + b * LANES;
@@ -262,6 +274,38 @@ static inline int contains_h(const bk_growable *f, uint64_t h, int simd)
     int hit = test_lanes(x, tag, lanes_between(0, own_of(meta)), simd);
     if (meta & (SPILLED | STASHED)) hit |= overflow_hit(f, b, tag, meta, simd);
     return hit;
+}
+
+/* The whole call of each level in one function, the hash and the test
+ * inlined: a single lookup on a large table overlaps with its neighbours
+ * only as far as its instructions leave room (bench/RESULTS.md section 12),
+ * and a call into the AVX-512 test from a generic caller cost about a
+ * fifth of it. */
+static int contains_scalar(const bk_growable *f, uint64_t h) { return contains_body(f, h, 0); }
+static int contains_key_scalar(const bk_growable *f, const void *key, size_t len)
+{
+    return contains_body(f, hash_key(f, key, len), 0);
+}
+
+#if GROWABLE_AVX512
+__attribute__((target("avx512bw"))) static int contains_avx512(const bk_growable *f, uint64_t h)
+{
+    return contains_body(f, h, 1);
+}
+
+__attribute__((target("avx512bw"))) static int contains_key_avx512(const bk_growable *f,
+                                                                  const void *key, size_t len)
+{
+    return contains_body(f, hash_key(f, key, len), 1);
+}
+#endif
+
+static inline int contains_h(const bk_growable *f, uint64_t h)
+{
+#if GROWABLE_AVX512
+    if (use_simd()) return contains_avx512(f, h);
+#endif
+    return contains_scalar(f, h);
 }
 
 /* Put e (of home bucket b) into table t of 2^q buckets: b itself, else the
@@ -379,8 +423,7 @@ nomem:
 
 static int add_h(bk_growable *f, uint64_t h)
 {
-    int simd = use_simd();
-    if (contains_h(f, h, simd)) return 0;
+    if (contains_h(f, h)) return 0;
     if (f->items + 1 > load_limit(f->q)) {
         int rc = double_table(f);
         if (rc != BK_OK) return rc;
@@ -451,7 +494,7 @@ int bk_growable_add_hash(bk_growable *f, uint64_t h)
 int bk_growable_contains_hash(const bk_growable *f, uint64_t h)
 {
     if (f == NULL) return 0;
-    return contains_h(f, h, use_simd());
+    return contains_h(f, h);
 }
 
 uint64_t bk_growable_hash_key(const bk_growable *f, const void *key, size_t len)
@@ -470,7 +513,10 @@ int bk_growable_add(bk_growable *f, const void *key, size_t len)
 int bk_growable_contains(const bk_growable *f, const void *key, size_t len)
 {
     if (f == NULL || (key == NULL && len != 0)) return 0;
-    return contains_h(f, hash_key(f, key, len), use_simd());
+#if GROWABLE_AVX512
+    if (use_simd()) return contains_key_avx512(f, key, len);
+#endif
+    return contains_key_scalar(f, key, len);
 }
 
 int64_t bk_growable_add_batch(bk_growable *f, const void *const *keys, const size_t *lens,
@@ -487,13 +533,12 @@ int64_t bk_growable_add_batch(bk_growable *f, const void *const *keys, const siz
 }
 
 /* Keys are hashed AHEAD ahead and their lines prefetched then. */
-int64_t bk_growable_contains_batch(const bk_growable *f, const void *const *keys,
-                                   const size_t *lens, size_t n, uint8_t *results)
+__attribute__((always_inline)) static inline int64_t
+batch_body(const bk_growable *f, const void *const *keys, const size_t *lens, size_t n,
+           uint8_t *results, int simd)
 {
     uint64_t ring[AHEAD];
     int64_t found = 0;
-    if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
-    int simd = use_simd();
     size_t ahead = n < AHEAD ? n : AHEAD;
     for (size_t i = 0; i < ahead; i++) {
         ring[i] = bk_growable_hash_key(f, keys[i], lens[i]);
@@ -501,7 +546,7 @@ int64_t bk_growable_contains_batch(const bk_growable *f, const void *const *keys
     }
     for (size_t i = 0; i < n; i++) {
         size_t slot = i % AHEAD;
-        int r = contains_h(f, ring[slot], simd);
+        int r = contains_body(f, ring[slot], simd);
         found += r;
         if (results != NULL) results[i] = (uint8_t)r;
         size_t next = i + AHEAD;
@@ -511,6 +556,31 @@ int64_t bk_growable_contains_batch(const bk_growable *f, const void *const *keys
         }
     }
     return found;
+}
+
+static int64_t batch_scalar(const bk_growable *f, const void *const *keys, const size_t *lens,
+                            size_t n, uint8_t *results)
+{
+    return batch_body(f, keys, lens, n, results, 0);
+}
+
+#if GROWABLE_AVX512
+__attribute__((target("avx512bw"))) static int64_t
+batch_avx512(const bk_growable *f, const void *const *keys, const size_t *lens, size_t n,
+             uint8_t *results)
+{
+    return batch_body(f, keys, lens, n, results, 1);
+}
+#endif
+
+int64_t bk_growable_contains_batch(const bk_growable *f, const void *const *keys,
+                                   const size_t *lens, size_t n, uint8_t *results)
+{
+    if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
+#if GROWABLE_AVX512
+    if (use_simd()) return batch_avx512(f, keys, lens, n, results);
+#endif
+    return batch_scalar(f, keys, lens, n, results);
 }
 
 uint64_t bk_growable_items(const bk_growable *f) { return f ? f->items : 0; }
@@ -541,7 +611,7 @@ static bk_hash ops_hash(const void *f, const void *key, size_t len)
 }
 
 static int ops_add(void *f, bk_hash h) { return add_h(f, h.lo); }
-static int ops_contains(const void *f, bk_hash h) { return contains_h(f, h.lo, use_simd()); }
+static int ops_contains(const void *f, bk_hash h) { return contains_h(f, h.lo); }
 
 static int64_t ops_add_batch(void *f, const void *const *keys, const size_t *lens, size_t n,
                              uint8_t *results)
