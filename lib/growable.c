@@ -688,7 +688,7 @@ static int ops_clone(const void *vf, void **out)
     return BK_OK;
 }
 
-/* Back to the table it was created with, empty. */
+/* Empty, at the table's current size (its doublings stay counted). */
 static void ops_clear(void *vf)
 {
     bk_growable *f = vf;
