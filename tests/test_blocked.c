@@ -314,26 +314,57 @@ static void test_layout_matches_model(void **state)
     restore_level();
 }
 
+/* The keys of the path tests: n added (TAG_IN; with `repeats`, every fifth
+ * repeats an earlier one, so that some adds find all their bits), then
+ * probes - n absent (TAG_OUT), with pointer and length arrays for the
+ * batch calls and result buffers. */
+typedef struct probe_set {
+    char (*keys)[TU_KEY_LEN];
+    const void **ptrs;
+    size_t *lens;
+    uint8_t *want_add, *want, *got;
+} probe_set;
+
+static probe_set probes_make(uint64_t n, uint64_t probes, int repeats)
+{
+    probe_set p;
+    p.keys = malloc(probes * TU_KEY_LEN);
+    p.ptrs = malloc(probes * sizeof(*p.ptrs));
+    p.lens = malloc(probes * sizeof(*p.lens));
+    p.want_add = malloc(n);
+    p.want = malloc(probes);
+    p.got = malloc(probes);
+    assert_true(p.keys && p.ptrs && p.lens && p.want_add && p.want && p.got);
+    for (uint64_t i = 0; i < probes; i++) {
+        uint64_t id = repeats && i < n && i % 5 == 4 ? i / 2 : i;
+        tu_key(p.keys[i], id, i < n ? TAG_IN : TAG_OUT);
+        p.ptrs[i] = p.keys[i];
+        p.lens[i] = TU_KEY_LEN;
+    }
+    return p;
+}
+
+static void probes_free(probe_set *p)
+{
+    free(p->keys);
+    free(p->ptrs);
+    free(p->lens);
+    free(p->want_add);
+    free(p->want);
+    free(p->got);
+}
+
 /* Every level builds the same bits and gives the same answers, for every
  * k, with single and batch calls. */
 static void test_levels_identical(void **state)
 {
     (void)state;
     const uint64_t n = 20000, probes = 200000;
-    char (*keys)[TU_KEY_LEN] = malloc(probes * TU_KEY_LEN);
-    const void **ptrs = malloc(probes * sizeof(*ptrs));
-    size_t *lens = malloc(probes * sizeof(*lens));
-    uint8_t *want = malloc(probes), *got = malloc(probes);
-    assert_non_null(keys);
-    assert_non_null(ptrs);
-    assert_non_null(lens);
-    assert_non_null(want);
-    assert_non_null(got);
-    for (uint64_t i = 0; i < probes; i++) {
-        tu_key(keys[i], i, i < n ? TAG_IN : TAG_OUT);
-        ptrs[i] = keys[i];
-        lens[i] = TU_KEY_LEN;
-    }
+    probe_set ps = probes_make(n, probes, 0);
+    char (*keys)[TU_KEY_LEN] = ps.keys;
+    const void **ptrs = ps.ptrs;
+    size_t *lens = ps.lens;
+    uint8_t *want = ps.want, *got = ps.got;
     for (uint32_t k = 1; k <= BK_BLOCKED_MAX_HASHES; k++) {
         bk_blocked *ref;
         assert_int_equal(bk_blocked_set_simd_level(BK_SIMD_SCALAR) >= 0, 1);
@@ -369,11 +400,7 @@ static void test_levels_identical(void **state)
         bk_blocked_free(ref);
     }
     restore_level();
-    free(keys);
-    free(ptrs);
-    free(lens);
-    free(want);
-    free(got);
+    probes_free(&ps);
 }
 
 /* Sizing results are remembered per (n, p) pair (a small cache): repeated
@@ -430,18 +457,11 @@ static void test_paths_and_modes_identical(void **state)
 {
     (void)state;
     const uint64_t n = 20000, probes = 60000;
-    char (*keys)[TU_KEY_LEN] = malloc(probes * TU_KEY_LEN);
-    const void **ptrs = malloc(probes * sizeof(*ptrs));
-    size_t *lens = malloc(probes * sizeof(*lens));
-    uint8_t *want_add = malloc(n), *want = malloc(probes), *got = malloc(probes);
-    assert_true(keys && ptrs && lens && want_add && want && got);
-    for (uint64_t i = 0; i < probes; i++) {
-        /* every fifth key repeats an earlier one: adds that find all bits */
-        uint64_t id = i < n && i % 5 == 4 ? i / 2 : i;
-        tu_key(keys[i], id, i < n ? TAG_IN : TAG_OUT);
-        ptrs[i] = keys[i];
-        lens[i] = TU_KEY_LEN;
-    }
+    probe_set ps = probes_make(n, probes, 1);
+    char (*keys)[TU_KEY_LEN] = ps.keys;
+    const void **ptrs = ps.ptrs;
+    size_t *lens = ps.lens;
+    uint8_t *want_add = ps.want_add, *want = ps.want, *got = ps.got;
     for (uint32_t k = 1; k <= BK_BLOCKED_MAX_HASHES; k++) {
         bk_blocked *ref;
         uint64_t ref_size, size;
@@ -502,12 +522,7 @@ static void test_paths_and_modes_identical(void **state)
         bk_blocked_free(ref);
     }
     restore_level();
-    free(keys);
-    free(ptrs);
-    free(lens);
-    free(want_add);
-    free(want);
-    free(got);
+    probes_free(&ps);
 }
 
 /* The write mode through the generic handle: chosen by the config or the
@@ -860,17 +875,11 @@ static void test_split_paths_identical(void **state)
 {
     (void)state;
     const uint64_t n = 20000, probes = 60000;
-    char (*keys)[TU_KEY_LEN] = malloc(probes * TU_KEY_LEN);
-    const void **ptrs = malloc(probes * sizeof(*ptrs));
-    size_t *lens = malloc(probes * sizeof(*lens));
-    uint8_t *want_add = malloc(n), *want = malloc(probes), *got = malloc(probes);
-    assert_true(keys && ptrs && lens && want_add && want && got);
-    for (uint64_t i = 0; i < probes; i++) {
-        uint64_t id = i < n && i % 5 == 4 ? i / 2 : i;
-        tu_key(keys[i], id, i < n ? TAG_IN : TAG_OUT);
-        ptrs[i] = keys[i];
-        lens[i] = TU_KEY_LEN;
-    }
+    probe_set ps = probes_make(n, probes, 1);
+    char (*keys)[TU_KEY_LEN] = ps.keys;
+    const void **ptrs = ps.ptrs;
+    size_t *lens = ps.lens;
+    uint8_t *want_add = ps.want_add, *want = ps.want, *got = ps.got;
     bk_blocked *ref;
     uint64_t ref_size, size, fresh = 0;
     assert_true(bk_blocked_set_simd_level(BK_SIMD_SCALAR) >= 0);
@@ -931,12 +940,7 @@ static void test_split_paths_identical(void **state)
     restore_level();
     free(ref_bytes);
     bk_blocked_free(ref);
-    free(keys);
-    free(ptrs);
-    free(lens);
-    free(want_add);
-    free(want);
-    free(got);
+    probes_free(&ps);
 }
 
 /* Variance of a split block's exact rate when its load is Poisson(lambda). */
