@@ -31,6 +31,7 @@ const bk__family_ops *bk__family_lookup(uint32_t family)
         bk__static_family,
         bk__map_family,
         bk__growable_family,
+        bk__bumped_family,
     };
     for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
         if ((uint32_t)families[i]->family == family) return families[i];

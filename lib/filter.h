@@ -44,8 +44,8 @@ typedef struct bk__part {
 #define BK__IMAGE_PARAMS 4
 
 /* The header's hash algorithm field: every family hashes keys with
- * XXH3-128, except the blocked family's split layout and the growable
- * family (XXH3-64). */
+ * XXH3-128, except the blocked family's split layout, the growable family
+ * and the bumped static filter (XXH3-64). */
 #define BK__HASH_XXH3_128 1u
 #define BK__HASH_XXH3_64 2u
 
@@ -136,6 +136,7 @@ extern const bk__family_ops *const bk__morris_family;
 extern const bk__family_ops *const bk__static_family;
 extern const bk__family_ops *const bk__map_family;
 extern const bk__family_ops *const bk__growable_family;
+extern const bk__family_ops *const bk__bumped_family;
 
 /* A blocked filter as one part of an image, and back (blocked.c): shared
  * by the families whose stages are blocked filters. restore_part borrows

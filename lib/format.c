@@ -326,12 +326,13 @@ static int parse_fixed(const unsigned char *b, size_t len, header *h)
     h->ops = bk__family_lookup(get16(b + H_FAMILY));
     if (h->ops == NULL) return BK_EFAMILY;
     /* XXH3-64 only for the blocked family's split layout (which checks
-     * that its part says split too) and the growable family (which
-     * requires it) */
+     * that its part says split too) and the growable and bumped families
+     * (which require it) */
     h->hash = get32(b + H_HASH);
     if (h->hash != HASH_XXH3_128 &&
         !(h->hash == BK__HASH_XXH3_64 && (h->ops->family == BK_FAMILY_BLOCKED ||
-                                          h->ops->family == BK_FAMILY_GROWABLE)))
+                                          h->ops->family == BK_FAMILY_GROWABLE ||
+                                          h->ops->family == BK_FAMILY_BUMPED)))
         return BK_ECORRUPT;
     h->nparts = get32(b + H_NPARTS);
     if (h->nparts == 0 || h->nparts > BK__MAX_PARTS) return BK_ECORRUPT;

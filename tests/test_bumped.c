@@ -1,0 +1,614 @@
+/*
+ * test_bumped.c - the bumped static filter (lib/bumped.c): no false
+ * negatives, false-positive rate within binomial tolerance of 2^-w, bits
+ * per key, layers of bumped keys, duplicates, tiny sets, every SIMD level
+ * giving the same answers, batch equal to single calls, the retry path,
+ * the generic handle, the file format (round trip, mapping, damaged
+ * fields) and allocation failures. Its golden file is in test_format.
+ */
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+/* lib/bumped.c, hidden: tests only */
+int bk__bumped_simd(int most);
+void bk__bumped_layer_limit(uint32_t limit);
+
+#define TAG_IN 1
+#define TAG_OUT 2
+#define GOLDEN BK_SOURCE_DIR "/tests/golden/bumped-v1.bkf"
+
+typedef struct keyset {
+    char *store;
+    const void **keys;
+    size_t *lens;
+    uint64_t n;
+} keyset;
+
+static void keyset_make(keyset *ks, uint64_t n, uint64_t first, uint64_t tag)
+{
+    ks->n = n;
+    ks->store = malloc((size_t)(n ? n : 1) * TU_KEY_LEN);
+    ks->keys = malloc((size_t)(n ? n : 1) * sizeof(void *));
+    ks->lens = malloc((size_t)(n ? n : 1) * sizeof(size_t));
+    assert_non_null(ks->store);
+    assert_non_null(ks->keys);
+    assert_non_null(ks->lens);
+    for (uint64_t i = 0; i < n; i++) {
+        tu_key(ks->store + i * TU_KEY_LEN, first + i, tag);
+        ks->keys[i] = ks->store + i * TU_KEY_LEN;
+        ks->lens[i] = TU_KEY_LEN;
+    }
+}
+
+static void keyset_free(keyset *ks)
+{
+    free(ks->store);
+    free(ks->keys);
+    free(ks->lens);
+}
+
+static uint64_t count_present(const bk_bumped *f, uint64_t first, uint64_t n, uint64_t tag)
+{
+    char key[TU_KEY_LEN];
+    uint64_t hits = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        tu_key(key, first + i, tag);
+        hits += (uint64_t)bk_bumped_contains(f, key, sizeof(key));
+    }
+    return hits;
+}
+
+static bk_bumped *build(const keyset *ks, uint32_t w, uint64_t seed)
+{
+    bk_bumped *f = NULL;
+    assert_int_equal(bk_bumped_build(&f, ks->keys, ks->lens, ks->n, w, seed), BK_OK);
+    assert_non_null(f);
+    return f;
+}
+
+/*--------------------------------------------------------------------------
+ * Accuracy and space
+ *--------------------------------------------------------------------------*/
+
+static void check_rate(uint32_t w, uint64_t n, uint64_t probes)
+{
+    keyset ks;
+    keyset_make(&ks, n, 0, TAG_IN);
+    bk_bumped *f = build(&ks, w, 42);
+    assert_int_equal(count_present(f, 0, n, TAG_IN), n); /* no false negatives */
+    double p = ldexp(1.0, -(int)w);
+    double measured = (double)count_present(f, 0, probes, TAG_OUT) / (double)probes;
+    double tol = tu_tolerance(p, probes, 5.0);
+    if (fabs(measured - p) > tol)
+        fail_msg("w=%u: measured %.6g, expected %.6g +- %.3g", w, measured, p, tol);
+    bk_bumped_stats st;
+    assert_int_equal(bk_bumped_get_stats(f, &st), BK_OK);
+    assert_int_equal(st.items, n);
+    assert_int_equal(st.duplicates, 0);
+    assert_int_equal(st.fingerprint_bits, w);
+    assert_true(st.fpr == p);
+    bk_bumped_free(f);
+    keyset_free(&ks);
+}
+
+static void test_fpr_8(void **state)
+{
+    (void)state;
+    check_rate(8, 100000, 1000000);
+}
+
+static void test_fpr_16(void **state)
+{
+    (void)state;
+    check_rate(16, 100000, 3000000);
+}
+
+/* The space claim at 10^6 keys: within 1.15 w bits per key (the layers
+ * included), construction memory 8 bytes per key plus the sort's 48 KB,
+ * and the layers of bumped keys as the header describes them: each much
+ * smaller than the one before, the first holding most keys, a few percent
+ * of absent keys reading a second line. */
+static void test_bits_and_layers(void **state)
+{
+    (void)state;
+    keyset ks;
+    keyset_make(&ks, 1000000, 0, TAG_IN);
+    for (uint32_t w = 8; w <= 16; w += 8) {
+        bk_bumped *f = build(&ks, w, 7);
+        bk_bumped_stats st;
+        assert_int_equal(bk_bumped_get_stats(f, &st), BK_OK);
+        if (st.bits_per_key > 1.15 * w || st.bits_per_key < 1.0 * w)
+            fail_msg("w=%u: %.3f bits per key", w, st.bits_per_key);
+        assert_true((double)st.build_memory / (double)ks.n < 8.1);
+        assert_int_equal(st.build_memory, bk_bumped_build_memory(ks.n));
+        assert_true(st.layers >= 3 && st.layers <= 10);
+        assert_true(st.first_layer_items > ks.n * 85 / 100 && st.first_layer_items < ks.n);
+        double lo = w == 8 ? 0.01 : 0.05, hi = w == 8 ? 0.07 : 0.15;
+        if (st.second_reads < lo || st.second_reads > hi)
+            fail_msg("w=%u: %.4f of absent keys read a second line", w, st.second_reads);
+        assert_int_equal(st.bytes, st.lines * 64 + (st.bytes - st.lines * 64));
+        assert_true(st.bytes > st.lines * 64 && st.bytes < st.lines * 64 + 2048);
+        assert_int_equal(st.attempts, 1);
+        bk_bumped_free(f);
+    }
+    keyset_free(&ks);
+}
+
+/*--------------------------------------------------------------------------
+ * Key sets: duplicates, tiny sets, retries
+ *--------------------------------------------------------------------------*/
+
+static void test_duplicates(void **state)
+{
+    (void)state;
+    const uint64_t distinct = 20000;
+    keyset ks;
+    keyset_make(&ks, distinct * 3, 0, TAG_IN);
+    for (uint64_t i = 0; i < ks.n; i++) tu_key(ks.store + i * TU_KEY_LEN, i % distinct, TAG_IN);
+    bk_bumped *f = build(&ks, 8, 1);
+    bk_bumped_stats st;
+    assert_int_equal(bk_bumped_get_stats(f, &st), BK_OK);
+    assert_int_equal(st.items, distinct);
+    assert_int_equal(st.duplicates, 2 * distinct);
+    assert_int_equal(count_present(f, 0, distinct, TAG_IN), distinct);
+    bk_bumped_free(f);
+
+    /* every key the same */
+    for (uint64_t i = 0; i < ks.n; i++) ks.keys[i] = ks.store;
+    f = build(&ks, 16, 1);
+    assert_int_equal(bk_bumped_items(f), 1);
+    assert_int_equal(bk_bumped_contains(f, ks.store, TU_KEY_LEN), 1);
+    bk_bumped_free(f);
+    keyset_free(&ks);
+}
+
+static void test_tiny_sets(void **state)
+{
+    (void)state;
+    keyset ks;
+    keyset_make(&ks, 300, 0, TAG_IN);
+    /* the empty set contains nothing: its one line keeps no rank */
+    bk_bumped *f;
+    assert_int_equal(bk_bumped_build(&f, NULL, NULL, 0, 8, 1), BK_OK);
+    assert_int_equal(bk_bumped_items(f), 0);
+    assert_int_equal(count_present(f, 0, 100000, TAG_OUT), 0);
+    assert_int_equal(bk_bumped_contains(f, NULL, 0), 0);
+    bk_filter_info info;
+    assert_int_equal(bk_filter_get_info(bk_bumped_as_filter(f), &info), BK_OK);
+    assert_true(info.fpr_now == 0.0);
+    bk_bumped_free(f);
+
+    /* every size from 1 to 300, both widths, several seeds: every key
+     * found; some of them bump keys into further layers */
+    uint32_t most_layers = 0;
+    for (uint64_t n = 1; n <= 300; n++) {
+        for (uint64_t seed = 0; seed < 4; seed++) {
+            keyset part = ks;
+            part.n = n;
+            f = build(&part, n % 2 ? 8 : 16, seed);
+            assert_int_equal(bk_bumped_items(f), n);
+            assert_int_equal(count_present(f, 0, n, TAG_IN), n);
+            bk_bumped_stats st;
+            assert_int_equal(bk_bumped_get_stats(f, &st), BK_OK);
+            if (st.layers > most_layers) most_layers = st.layers;
+            bk_bumped_free(f);
+        }
+    }
+    assert_true(most_layers >= 3);
+    keyset_free(&ks);
+}
+
+/* With too few layers allowed every seed fails: BK_EBUILD after the 64
+ * attempts, nothing leaked; with enough, a later seed may succeed. */
+static void test_retries(void **state)
+{
+    (void)state;
+    keyset ks;
+    keyset_make(&ks, 20000, 0, TAG_IN);
+    bk_bumped *f = (bk_bumped *)1;
+    bk__bumped_layer_limit(1);
+    tu_install_failing_allocator(0); /* counts, never fails */
+    assert_int_equal(bk_bumped_build(&f, ks.keys, ks.lens, ks.n, 16, 3), BK_EBUILD);
+    assert_null(f);
+    assert_int_equal(tu_outstanding, 0);
+    tu_restore_allocator();
+    /* 2 layers at w = 8: the second layer of ~700 keys (12 lines) bumps
+     * nothing in some attempts and something in others */
+    bk__bumped_layer_limit(2);
+    uint32_t retried = 0;
+    for (uint64_t seed = 0; seed < 8; seed++) {
+        int rc = bk_bumped_build(&f, ks.keys, ks.lens, ks.n, 8, seed);
+        if (rc == BK_EBUILD) continue;
+        assert_int_equal(rc, BK_OK);
+        bk_bumped_stats st;
+        assert_int_equal(bk_bumped_get_stats(f, &st), BK_OK);
+        assert_true(st.layers <= 2);
+        if (st.attempts > 1) retried++;
+        assert_int_equal(count_present(f, 0, ks.n, TAG_IN), ks.n);
+        if (st.attempts > 1) assert_true(bk_bumped_seed(f) != seed);
+        bk_bumped_free(f);
+    }
+    assert_true(retried > 0);
+    bk__bumped_layer_limit(0); /* back to the default */
+    keyset_free(&ks);
+}
+
+/*--------------------------------------------------------------------------
+ * Lookups: every level the same, batches the same as single calls
+ *--------------------------------------------------------------------------*/
+
+static void test_levels_and_batches(void **state)
+{
+    (void)state;
+    keyset in, probe;
+    keyset_make(&in, 60000, 0, TAG_IN);
+    keyset_make(&probe, 120000, 30000, TAG_IN); /* half present */
+    for (uint64_t i = 0; i < probe.n; i += 3) tu_key(probe.store + i * TU_KEY_LEN, i, TAG_OUT);
+    uint8_t *want = malloc(probe.n), *got = malloc(probe.n);
+    assert_non_null(want);
+    assert_non_null(got);
+    int top = bk__bumped_simd(2);
+    for (uint32_t w = 8; w <= 16; w += 8) {
+        bk_bumped *f = build(&in, w, 3);
+        int64_t hits = -1;
+        for (int level = top; level >= 0; level--) {
+            bk__bumped_simd(level);
+            uint8_t *res = level == top ? want : got;
+            int64_t h = bk_bumped_contains_batch(f, probe.keys, probe.lens, probe.n, res);
+            assert_int_equal(bk_bumped_contains_batch(f, probe.keys, probe.lens, probe.n, NULL), h);
+            if (level == top) hits = h;
+            assert_int_equal(h, hits);
+            if (level != top) assert_memory_equal(res, want, probe.n);
+            int64_t single = 0;
+            for (uint64_t i = 0; i < probe.n; i++) {
+                int r = bk_bumped_contains(f, probe.keys[i], probe.lens[i]);
+                assert_int_equal(r, want[i]);
+                assert_int_equal(bk_bumped_contains_hash(
+                                     f, bk_bumped_hash_key(f, probe.keys[i], probe.lens[i])),
+                                 r);
+                single += r;
+            }
+            assert_int_equal(single, hits);
+        }
+        /* every member found, whichever layer kept it */
+        int64_t members = 0;
+        for (uint64_t i = 0; i < probe.n; i++)
+            if (i % 3 != 0 && i + 30000 < in.n) members++;
+        assert_true(hits >= members);
+        /* the generic batch */
+        assert_int_equal(bk_filter_contains_batch(bk_bumped_as_filter(f), probe.keys,
+                                                  probe.lens, probe.n, NULL),
+                         hits);
+        bk_bumped_free(f);
+    }
+    bk__bumped_simd(top);
+    free(want);
+    free(got);
+    keyset_free(&in);
+    keyset_free(&probe);
+}
+
+/*--------------------------------------------------------------------------
+ * The generic handle, parameters
+ *--------------------------------------------------------------------------*/
+
+static void test_generic_handle(void **state)
+{
+    (void)state;
+    keyset ks;
+    keyset_make(&ks, 1000, 0, TAG_IN);
+    bk_bumped *f = build(&ks, 8, 5);
+    bk_filter *g = bk_bumped_as_filter(f);
+    assert_ptr_equal(bk_filter_as_bumped(g), f);
+    assert_null(bk_filter_as_static(g));
+    assert_int_equal(bk_filter_family(g), BK_FAMILY_BUMPED);
+    assert_string_equal(bk_family_name(BK_FAMILY_BUMPED), "bumped");
+    assert_int_equal(bk_family_from_name("bumped"), BK_FAMILY_BUMPED);
+    assert_int_equal(bk_filter_contains(g, ks.keys[7], ks.lens[7]), 1);
+    assert_int_equal(bk_filter_add(g, "new", 3), BK_ESTATIC);
+    assert_int_equal(bk_filter_add_batch(g, ks.keys, ks.lens, 2, NULL), BK_ESTATIC);
+    assert_int_equal(bk_filter_remove(g, ks.keys[7], ks.lens[7]), BK_ENOTSUP);
+    assert_int_equal(bk_filter_clear(g), BK_ENOTSUP);
+    assert_int_equal(bk_filter_merge(g, g), BK_ENOTSUP);
+
+    bk_filter_info info;
+    assert_int_equal(bk_filter_get_info(g, &info), BK_OK);
+    assert_int_equal(info.items, 1000);
+    assert_int_equal(info.capacity, 1000);
+    assert_int_equal(info.can_remove, 0);
+    assert_true(info.fpr_now == ldexp(1.0, -8));
+    assert_true(info.fill > 0.5 && info.fill < 1.0);
+
+    bk_filter_config cfg;
+    bk_filter_config_init(&cfg);
+    cfg.family = BK_FAMILY_BUMPED;
+    cfg.capacity = 10;
+    cfg.fpr = 0.01;
+    bk_filter *c = NULL;
+    assert_int_equal(bk_filter_create(&c, &cfg), BK_ESTATIC);
+    assert_null(c);
+
+    assert_int_equal(bk_filter_clone(&c, g), BK_OK);
+    assert_int_equal(bk_filter_family(c), BK_FAMILY_BUMPED);
+    for (uint64_t i = 0; i < ks.n; i++)
+        assert_int_equal(bk_filter_contains(c, ks.keys[i], ks.lens[i]), 1);
+    bk_filter_free(c);
+    bk_bumped_free(f);
+    keyset_free(&ks);
+}
+
+static void test_invalid_parameters(void **state)
+{
+    (void)state;
+    bk_bumped *f = (bk_bumped *)1;
+    const void *k[2] = {"a", NULL};
+    size_t l[2] = {1, 3};
+    assert_int_equal(bk_bumped_build(NULL, k, l, 1, 8, 0), BK_EINVAL);
+    assert_int_equal(bk_bumped_build(&f, NULL, l, 1, 8, 0), BK_EINVAL);
+    assert_null(f);
+    assert_int_equal(bk_bumped_build(&f, k, NULL, 1, 8, 0), BK_EINVAL);
+    assert_int_equal(bk_bumped_build(&f, k, l, 2, 8, 0), BK_EINVAL); /* NULL key, length 3 */
+    assert_int_equal(bk_bumped_build(&f, k, l, 1, 12, 0), BK_EPARAM);
+    assert_int_equal(bk_bumped_build(&f, k, l, 1, 32, 0), BK_EPARAM);
+    assert_int_equal(bk_bumped_build(&f, k, l, 1, 0, 0), BK_EPARAM);
+    assert_int_equal(bk_bumped_build(&f, k, l, UINT64_MAX / 4, 8, 0), BK_ESIZE);
+    assert_int_equal(bk_bumped_contains_batch(NULL, k, l, 1, NULL), BK_EINVAL);
+    assert_int_equal(bk_bumped_contains(NULL, "a", 1), 0);
+    assert_int_equal(bk_bumped_get_stats(NULL, NULL), BK_EINVAL);
+    bk_bumped_free(NULL);
+}
+
+/*--------------------------------------------------------------------------
+ * File format
+ *--------------------------------------------------------------------------*/
+
+static unsigned char *serialize(const bk_filter *f, size_t *len)
+{
+    uint64_t n = bk_filter_serialized_size(f);
+    unsigned char *buf = malloc((size_t)n);
+    assert_non_null(buf);
+    assert_int_equal(bk_filter_serialize(f, buf, (size_t)n), BK_OK);
+    *len = (size_t)n;
+    return buf;
+}
+
+static void test_round_trip_and_map(void **state)
+{
+    (void)state;
+    keyset ks;
+    keyset_make(&ks, 30000, 0, TAG_IN);
+    for (uint32_t w = 8; w <= 16; w += 8) {
+        bk_bumped *f = build(&ks, w, 11);
+        bk_filter *g = bk_bumped_as_filter(f);
+        char path[] = "/tmp/bk_test_bumped_XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        close(fd);
+        assert_int_equal(bk_filter_save(g, path), BK_OK);
+        bk_filter *loaded, *mapped;
+        assert_int_equal(bk_filter_load(&loaded, path), BK_OK);
+        assert_int_equal(bk_filter_map(&mapped, path, BK_MAP_READONLY | BK_MAP_VERIFY), BK_OK);
+        bk_filter_info a, b;
+        assert_int_equal(bk_filter_get_info(g, &a), BK_OK);
+        assert_int_equal(bk_filter_get_info(mapped, &b), BK_OK);
+        assert_true(a.parts >= 2); /* some keys were bumped: several parts */
+        assert_int_equal(a.parts, b.parts);
+        for (uint64_t i = 0; i < 200000; i++) {
+            char key[TU_KEY_LEN];
+            tu_key(key, i, i & 1 ? TAG_IN : TAG_OUT);
+            int want = bk_filter_contains(g, key, sizeof(key));
+            assert_int_equal(bk_filter_contains(loaded, key, sizeof(key)), want);
+            assert_int_equal(bk_filter_contains(mapped, key, sizeof(key)), want);
+        }
+        assert_int_equal(bk_filter_add(mapped, "x", 1), BK_EREADONLY);
+        size_t la, lb;
+        unsigned char *sa = serialize(g, &la), *sb = serialize(loaded, &lb);
+        assert_int_equal(la, lb);
+        assert_memory_equal(sa, sb, la);
+        free(sa);
+        free(sb);
+        bk_filter_free(loaded);
+        bk_filter_free(mapped);
+        unlink(path);
+        bk_bumped_free(f);
+    }
+    keyset_free(&ks);
+}
+
+static void put_le(unsigned char *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_le(const unsigned char *p, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = bytes; i-- > 0;) v = v << 8 | p[i];
+    return v;
+}
+
+#include "../fuzz/reseal.h"
+
+/* A filter of three layers or more (w = 16, 3000 keys). */
+static bk_bumped *layered_filter(void)
+{
+    keyset ks;
+    keyset_make(&ks, 3000, 0, TAG_IN);
+    bk_bumped *f = build(&ks, 16, 2026);
+    keyset_free(&ks);
+    bk_bumped_stats st;
+    assert_int_equal(bk_bumped_get_stats(f, &st), BK_OK);
+    assert_true(st.layers >= 3);
+    return f;
+}
+
+static unsigned char *read_all(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    if (fp == NULL) return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    unsigned char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, fp), (size_t)n);
+    fclose(fp);
+    *len = (size_t)n;
+    return buf;
+}
+
+/* tests/golden/bumped-v1.bkf pins the format: today's code writes exactly
+ * its bytes, and loading it answers for its 3000 keys. A missing golden
+ * file is written only with BK_WRITE_GOLDEN=1 (once, when the family was
+ * added). */
+static void test_golden_file(void **state)
+{
+    (void)state;
+    bk_bumped *f = layered_filter();
+    size_t len, glen;
+    unsigned char *buf = serialize(bk_bumped_as_filter(f), &len);
+    unsigned char *golden = read_all(GOLDEN, &glen);
+    if (golden == NULL && getenv("BK_WRITE_GOLDEN") != NULL) {
+        FILE *fp = fopen(GOLDEN, "wb");
+        assert_non_null(fp);
+        assert_int_equal(fwrite(buf, 1, len, fp), len);
+        fclose(fp);
+        golden = read_all(GOLDEN, &glen);
+    }
+    if (golden == NULL) fail_msg("%s is missing", GOLDEN);
+    assert_int_equal(glen, len);
+    assert_memory_equal(golden, buf, len);
+    bk_filter *g;
+    assert_int_equal(bk_filter_deserialize(&g, golden, glen), BK_OK);
+    assert_int_equal(bk_filter_family(g), BK_FAMILY_BUMPED);
+    assert_int_equal(count_present(bk_filter_as_bumped(g), 0, 3000, TAG_IN), 3000);
+    bk_filter_free(g);
+    free(golden);
+    free(buf);
+    bk_bumped_free(f);
+}
+
+/* Damaged fields, resealed so the checksums pass: the family's checks
+ * reject each one with BK_ECORRUPT. Part descriptors start at 128. */
+static void test_damaged_fields(void **state)
+{
+    (void)state;
+    bk_bumped *f = layered_filter();
+    size_t len;
+    unsigned char *good = serialize(bk_bumped_as_filter(f), &len);
+    uint64_t items1 = get_le(good + 128 + 64 + 48, 8);
+    uint64_t lines0 = get_le(good + 128 + 16, 8);
+    struct { size_t off; uint64_t value; int bytes; } cases[] = {
+        {20, 1, 4},                     /* hash algorithm XXH3-128 */
+        {128 + 28, 8, 1},               /* first layer's width 8, the others 16 */
+        {128 + 28, 12, 1},              /* width 12 */
+        {128 + 24, 3, 4},               /* k = 3 */
+        {128 + 56, 1, 8},               /* a part param */
+        {128 + 16, lines0 + 1, 8},      /* lines not what its keys need */
+        {56, 33, 8},                    /* load: the lines no longer fit it */
+        {56, 0, 8},                     /* load 0 */
+        {64, 1, 8},                     /* param[1] */
+        {88, 1, 8},                     /* flags */
+        {48, 2999, 8},                  /* items not the layers' sum */
+        {32, 2999, 8},                  /* capacity not the items */
+        {40, 0, 8},                     /* target fpr not 2^-16 */
+        {128 + 64 + 48, items1 + 1, 8}, /* a layer's items not its capacity */
+        {128 + 64 + 40, 0, 8},          /* a layer's fpr */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        unsigned char *bad = malloc(len);
+        assert_non_null(bad);
+        memcpy(bad, good, len);
+        put_le(bad + cases[i].off, cases[i].value, cases[i].bytes);
+        reseal(bad, len);
+        bk_filter *g = NULL;
+        int rc = bk_filter_deserialize(&g, bad, len);
+        if (rc != BK_ECORRUPT)
+            fail_msg("case %zu: got %s, want ECORRUPT", i, bk_errname(rc));
+        assert_null(g);
+        free(bad);
+    }
+    /* any line content is a table: flipped payload bits, resealed, load,
+     * and lookups stay in bounds (ASan) */
+    unsigned char *flipped = malloc(len);
+    assert_non_null(flipped);
+    memcpy(flipped, good, len);
+    size_t payload = (size_t)get_le(good + 96, 8);
+    for (size_t at = payload; at < len; at += 37) flipped[at] ^= 0xA5;
+    reseal(flipped, len);
+    bk_filter *g = NULL;
+    assert_int_equal(bk_filter_deserialize(&g, flipped, len), BK_OK);
+    assert_true(count_present(bk_filter_as_bumped(g), 0, 20000, TAG_OUT) < 20000);
+    bk_filter_free(g);
+    free(flipped);
+    free(good);
+    bk_bumped_free(f);
+}
+
+/*--------------------------------------------------------------------------
+ * Allocation failures
+ *--------------------------------------------------------------------------*/
+
+static int try_build(void *ctx)
+{
+    keyset *ks = ctx;
+    bk_bumped *f;
+    int rc = bk_bumped_build(&f, ks->keys, ks->lens, ks->n, 16, 9);
+    if (rc == BK_OK) {
+        if (count_present(f, 0, ks->n, TAG_IN) != ks->n) rc = BK_EINVAL;
+        bk_bumped_free(f);
+    }
+    return rc;
+}
+
+typedef struct bytes {
+    unsigned char *buf;
+    size_t len;
+} bytes;
+
+static int try_deserialize(void *ctx)
+{
+    bytes *b = ctx;
+    bk_filter *g;
+    int rc = bk_filter_deserialize(&g, b->buf, b->len);
+    if (rc == BK_OK) bk_filter_free(g);
+    return rc;
+}
+
+static void test_allocation_failures(void **state)
+{
+    (void)state;
+    keyset ks;
+    keyset_make(&ks, 20000, 0, TAG_IN);
+    /* the hashes, the sort, and one allocation per layer */
+    assert_true(tu_oom_loop(try_build, &ks) >= 4);
+    keyset_free(&ks);
+    bk_bumped *f = layered_filter();
+    bytes b;
+    b.buf = serialize(bk_bumped_as_filter(f), &b.len);
+    assert_true(tu_oom_loop(try_deserialize, &b) >= 1);
+    free(b.buf);
+    bk_bumped_free(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fpr_8),
+        cmocka_unit_test(test_fpr_16),
+        cmocka_unit_test(test_bits_and_layers),
+        cmocka_unit_test(test_duplicates),
+        cmocka_unit_test(test_tiny_sets),
+        cmocka_unit_test(test_retries),
+        cmocka_unit_test(test_levels_and_batches),
+        cmocka_unit_test(test_generic_handle),
+        cmocka_unit_test(test_invalid_parameters),
+        cmocka_unit_test(test_round_trip_and_map),
+        cmocka_unit_test(test_golden_file),
+        cmocka_unit_test(test_damaged_fields),
+        cmocka_unit_test(test_allocation_failures),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
