@@ -87,7 +87,8 @@ int cmd_create(int argc, char **argv)
         status = CLI_EXIT_OK;
         goto done;
     }
-    if ((o.given & OPTBIT(OPT_TYPE)) && o.config.family == BK_FAMILY_STATIC) {
+    if ((o.given & OPTBIT(OPT_TYPE)) &&
+        (o.config.family == BK_FAMILY_STATIC || o.config.family == BK_FAMILY_BUMPED)) {
         status = cli_create_static(&o); /* built from keys: cmd_static.c */
         goto done;
     }

@@ -122,7 +122,7 @@ static int run_one(cluster *c, const char *key, size_t keylen, int argc, const c
 static int is_static(const bk_filter *f)
 {
     bk_family fam = bk_filter_family(f);
-    return fam == BK_FAMILY_STATIC || fam == BK_FAMILY_MAP;
+    return fam == BK_FAMILY_STATIC || fam == BK_FAMILY_BUMPED || fam == BK_FAMILY_MAP;
 }
 
 /*==========================================================================

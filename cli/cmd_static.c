@@ -141,63 +141,92 @@ static int check_new_file(const char *path, const cli_options *o)
 }
 
 /*==========================================================================
- * create --type static
+ * create --type static | bumped
  *==========================================================================*/
+
+/* Build the filter of the keys: a binary fuse filter (static) or a bumped
+ * one (one line per lookup). */
+static int build_static(bk_family family, const keyset *ks, uint32_t bits, uint64_t seed,
+                        bk_filter **out)
+{
+    int rc;
+    if (family == BK_FAMILY_BUMPED) {
+        bk_bumped *b = NULL;
+        rc = bk_bumped_build(&b, ks->keys, ks->klen, ks->n, bits, seed);
+        *out = bk_bumped_as_filter(b);
+    } else {
+        bk_static *s = NULL;
+        rc = bk_static_build(&s, ks->keys, ks->klen, ks->n, bits, seed);
+        *out = bk_static_as_filter(s);
+    }
+    return rc;
+}
+
+/* The fingerprint bits of --fingerprint-bits or --error (8 by default):
+ * the fewest whose rate 2^-w is at or under the error asked. -1 after an
+ * error message. */
+static int static_bits(const cli_options *o, int bumped)
+{
+    const char *type = bumped ? "bumped" : "static";
+    if ((o->given & OPTBIT(OPT_ERROR)) && (o->given & OPTBIT(OPT_FINGERPRINT_BITS))) {
+        cli_error("create: give --error or --fingerprint-bits, not both");
+        return -1;
+    }
+    if (o->given & OPTBIT(OPT_FINGERPRINT_BITS)) {
+        uint32_t bits = o->config.fingerprint_bits;
+        if (bits == 8 || bits == 16 || (!bumped && bits == 12)) return (int)bits;
+        cli_error("create: --fingerprint-bits: --type %s takes %s", type,
+                  bumped ? "8 or 16" : "8, 12 or 16");
+        return -1;
+    }
+    if (o->given & OPTBIT(OPT_ERROR)) {
+        double p = o->config.fpr;
+        if (p >= 1.0 / 256) return 8;
+        if (!bumped && p >= 1.0 / 4096) return 12;
+        if (p >= 1.0 / 65536) return 16;
+        cli_error("create: --error %g: a %s filter reaches 2^-16 = 0.0015%% at best", p, type);
+        return -1;
+    }
+    return 8;
+}
 
 int cli_create_static(const cli_options *o)
 {
     keyset ks = {0};
-    bk_static *f = NULL;
+    bk_filter *f = NULL;
     int status = CLI_EXIT_ERROR;
+    int bumped = o->config.family == BK_FAMILY_BUMPED;
+    const char *type = bumped ? "bumped" : "static";
     const uint64_t not_here = OPTBIT(OPT_CAPACITY) | OPTBIT(OPT_COUNTER_BITS) |
                               OPTBIT(OPT_REGIONS) | OPTBIT(OPT_BUCKET_SIZE) |
                               OPTBIT(OPT_MAX_KICKS) | OPTBIT(OPT_EXPANSION) |
                               OPTBIT(OPT_NONSCALING) | OPTBIT(OPT_WINDOW) |
                               OPTBIT(OPT_GENERATIONS) | OPTBIT(OPT_WINDOW_BY_COUNT);
     if (o->given & not_here) {
-        cli_error("create: --type static is built from its keys: only --error or "
+        cli_error("create: --type %s is built from its keys: only --error or "
                   "--fingerprint-bits, --seed and --force apply (see bloomkit "
-                  "create --help)");
+                  "create --help)", type);
         goto done;
     }
     if (o->nargs < 1) {
         cli_error("create: expected FILE and the files of keys (see bloomkit create --help)");
         goto done;
     }
-    uint32_t bits = 8;
-    if ((o->given & OPTBIT(OPT_ERROR)) && (o->given & OPTBIT(OPT_FINGERPRINT_BITS))) {
-        cli_error("create: give --error or --fingerprint-bits, not both");
-        goto done;
-    }
-    if (o->given & OPTBIT(OPT_FINGERPRINT_BITS)) {
-        bits = o->config.fingerprint_bits;
-        if (bits != 8 && bits != 12 && bits != 16) {
-            cli_error("create: --fingerprint-bits: static filters take 8, 12 or 16");
-            goto done;
-        }
-    } else if (o->given & OPTBIT(OPT_ERROR)) {
-        double p = o->config.fpr;
-        if (p >= 1.0 / 256) bits = 8;
-        else if (p >= 1.0 / 4096) bits = 12;
-        else if (p >= 1.0 / 65536) bits = 16;
-        else {
-            cli_error("create: --error %g: a static filter reaches 2^-16 = 0.0015%% at best", p);
-            goto done;
-        }
-    }
+    int bits = static_bits(o, bumped);
+    if (bits < 0) goto done;
     const char *path = o->args[0];
     if (check_new_file(path, o) != 0) goto done;
     if (read_keys(o->args + 1, o->nargs - 1, o, &ks) != 0) goto done;
-    int rc = bk_static_build(&f, ks.keys, ks.klen, ks.n, bits, o->config.seed);
+    int rc = build_static(o->config.family, &ks, (uint32_t)bits, o->config.seed, &f);
     if (rc != BK_OK) {
-        cli_error("%s: cannot build a static filter of %zu keys: %s", path, ks.n,
+        cli_error("%s: cannot build a %s filter of %zu keys: %s", path, type, ks.n,
                   bk_strerror(rc));
         goto done;
     }
-    if (cli_save_filter(bk_static_as_filter(f), path) != BK_OK) goto done;
+    if (cli_save_filter(f, path) != BK_OK) goto done;
     status = CLI_EXIT_OK;
 done:
-    bk_static_free(f);
+    bk_filter_free(f);
     keyset_free(&ks);
     return status;
 }

@@ -94,6 +94,7 @@ static const struct {
     {"dleft", BK_FAMILY_DLEFT},         {"varcount", BK_FAMILY_VARCOUNT},
     {"hier", BK_FAMILY_HIER},           {"hybrid", BK_FAMILY_HYBRID},
     {"morris", BK_FAMILY_MORRIS},       {"growable", BK_FAMILY_GROWABLE},
+    {"bumped", BK_FAMILY_BUMPED},
 };
 
 const char *cli_family_name(bk_family family)

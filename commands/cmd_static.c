@@ -3,7 +3,9 @@
  *
  * A static key ("bkstatic-", BKC_KIND_STATIC) holds one bk_filter of family
  * BK_FAMILY_STATIC (a binary fuse filter: "is x in the set?", no false
- * negatives, false positives at 2^-w for w-bit fingerprints) or
+ * negatives, false positives at 2^-w for w-bit fingerprints), of family
+ * BK_FAMILY_BUMPED (the same answers from one cache line per lookup; only
+ * loaded, `bloomkit create --type bumped` + `bloomkit push`) or
  * BK_FAMILY_MAP (a Bloomier static map: x -> an r-bit value, exact for
  * members; a non-member is reported absent except with probability 2^-c,
  * c check bits). Both are built once from all their keys and never change:
@@ -174,6 +176,7 @@ void bkc_cmd_sf_info(bkc_ctx *c, int argc, const bkc_str *argv)
         int nfields = F_VALUEBITS, rc;
         const bk_map *m = bk_filter_as_map((bk_filter *)f);
         const bk_static *s = bk_filter_as_static((bk_filter *)f);
+        const bk_bumped *b = bk_filter_as_bumped((bk_filter *)f);
         if (m != NULL) {
             bk_map_stats ms;
             rc = bk_map_get_stats(m, &ms);
@@ -185,6 +188,11 @@ void bkc_cmd_sf_info(bkc_ctx *c, int argc, const bkc_str *argv)
             rc = bk_static_get_stats(s, &ss);
             in = (static_info){"static filter", ss.bytes, ss.items, ss.bits_per_key, ss.fpr,
                                0, 0};
+        } else if (b != NULL) {
+            bk_bumped_stats bs;
+            rc = bk_bumped_get_stats(b, &bs);
+            in = (static_info){"static filter (bumped)", bs.bytes, bs.items, bs.bits_per_key,
+                               bs.fpr, 0, 0};
         } else {
             rc = BK_EFAMILY;
         }

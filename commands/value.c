@@ -176,12 +176,12 @@ static bk_family kind_family(bkc_kind kind)
 }
 
 /* A CBF key holds the counting family or one of the other counting kinds
- * (CBF.RESERVE ... TYPE, cmd_counting.c); an SF key a static filter or a
- * static map. */
+ * (CBF.RESERVE ... TYPE, cmd_counting.c); an SF key a static filter (binary
+ * fuse or bumped) or a static map. */
 static int family_fits(bkc_kind kind, bk_family family)
 {
     if (family == kind_family(kind)) return 1;
-    if (kind == BKC_KIND_STATIC) return family == BK_FAMILY_MAP;
+    if (kind == BKC_KIND_STATIC) return family == BK_FAMILY_MAP || family == BK_FAMILY_BUMPED;
     return kind == BKC_KIND_COUNTING &&
            (family == BK_FAMILY_DLEFT || family == BK_FAMILY_VARCOUNT ||
             family == BK_FAMILY_HIER || family == BK_FAMILY_HYBRID ||

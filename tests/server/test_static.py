@@ -482,6 +482,33 @@ def build_memory_limit(srv, r):
         assert r2.execute_command("SF.BUILD", "s", "ITEMS", *MEMBERS[:300]) in (b"OK", True)
 
 
+def bumped_filter(srv, r):
+    """A bumped static filter (`bloomkit create --type bumped`, one line per
+    lookup) pushed into an SF key answers what `bloomkit check` answers on
+    the file, keeps answering after DUMP/RESTORE, and SF.INFO names it."""
+    fs = files()
+    path = os.path.join(fs.dir, "b.bkf")
+    cli("create", "--force", "--type", "bumped", path, fs.keys)
+    found = set(cli("check", path, fs.probes).split())
+    want = [1 if k in found else 0 for k in PROBES]
+    assert want[:N] == [1] * N
+    push(srv, path, "bumped", "--chunk-size", "700", "--replace")
+    assert r.execute_command("SF.MEXISTS", "bumped", *PROBES) == want
+    assert r.type("bumped") == b"bkstatic-"
+    info = r.execute_command("SF.INFO", "bumped")
+    info = dict(zip(info[::2], info[1::2]))
+    assert info[b"Type"] == b"static filter (bumped)", info
+    assert info[b"Number of items"] == N
+    assert float(info[b"Error rate"]) == 2 ** -8
+    assert 8.0 < float(info[b"Bits per item"]) < 16.0
+    dumped = r.dump("bumped")
+    r.delete("bumped")
+    assert r.restore("bumped", 0, dumped) in (b"OK", True)
+    assert r.execute_command("SF.MEXISTS", "bumped", *PROBES) == want
+    expect_error(lambda: r.execute_command("SF.GET", "bumped", MEMBERS[0]), NOT_MAP)
+    r.delete("bumped")
+
+
 def copy_between_servers(srv, r):
     from harness import Server
     with Server() as dst:
@@ -506,7 +533,7 @@ def main():
     steps = [pushed_keys_answer_like_the_cli, info_fields, resp_types, wrong_kinds,
              scandump_loadchunk, corrupt_chunks, pull_round_trip, dump_restore, builds,
              command_docs, restart_from_log, restart_from_snapshot, mapped_snapshot,
-             build_memory_limit, copy_between_servers]
+             build_memory_limit, bumped_filter, copy_between_servers]
     r = srv.client()
     try:
         for fn in steps:
