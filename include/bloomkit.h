@@ -2294,9 +2294,10 @@ BK_API bk_static *bk_filter_as_static(bk_filter *f);
  *
  * A static filter (built once from its keys, then read only) whose lookup
  * reads one 64-byte line, like the blocked filter, at about the static
- * filter's memory: 8.9 bits per key at 0.39% (8-bit fingerprints), 18.3
+ * filter's memory: 8.9 bits per key at 0.39% (8-bit fingerprints), 18.2
  * at 0.0015% (16-bit), against 9.0 / 18.0 for bk_static (three reads) and
- * 11.5 / 23.4 for a blocked filter of the same rate.
+ * 12.1 / 28.2 for a blocked filter of the same rate (bench/RESULTS.md
+ * section 16).
  *
  * A line holds the solution of a small linear system over GF(2): w planes
  * of 512/w bits (w = fingerprint bits), of which 512/w - 1 rows solve and
