@@ -270,16 +270,6 @@ static void test_invalid_parameters(void **state)
  * The generic handle and the file format
  *--------------------------------------------------------------------------*/
 
-static unsigned char *serialize(const bk_filter *f, size_t *len)
-{
-    uint64_t n = bk_filter_serialized_size(f);
-    unsigned char *buf = malloc((size_t)n);
-    assert_non_null(buf);
-    assert_int_equal(bk_filter_serialize(f, buf, (size_t)n), BK_OK);
-    *len = (size_t)n;
-    return buf;
-}
-
 static void test_generic_handle_and_files(void **state)
 {
     (void)state;
@@ -309,7 +299,7 @@ static void test_generic_handle_and_files(void **state)
     assert_int_equal(wrong_values(bk_filter_as_map(loaded), &ps), 0);
     assert_int_equal(wrong_values(bk_filter_as_map(mapped), &ps), 0);
     size_t a, b;
-    unsigned char *sa = serialize(g, &a), *sb = serialize(mapped, &b);
+    unsigned char *sa = tu_serialize(g, &a), *sb = tu_serialize(mapped, &b);
     assert_int_equal(a, b);
     assert_memory_equal(sa, sb, a);
     free(sa);
@@ -332,39 +322,14 @@ static bk_map *golden_map(void)
     return m;
 }
 
-static unsigned char *read_all(const char *path, size_t *len)
-{
-    FILE *fp = fopen(path, "rb");
-    if (fp == NULL) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    unsigned char *buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, fp), (size_t)n);
-    fclose(fp);
-    *len = (size_t)n;
-    return buf;
-}
-
 /* tests/golden/map-v1.bkf: 100 keys -> 8-bit values with 7 check bits. */
 static void test_golden_file(void **state)
 {
     (void)state;
     bk_map *m = golden_map();
     size_t len, glen;
-    unsigned char *buf = serialize(bk_map_as_filter(m), &len);
-    unsigned char *golden = read_all(GOLDEN, &glen);
-    if (golden == NULL) { /* written once, when the family was added */
-        FILE *fp = fopen(GOLDEN, "wb");
-        assert_non_null(fp);
-        assert_int_equal(fwrite(buf, 1, len, fp), len);
-        fclose(fp);
-        golden = read_all(GOLDEN, &glen);
-        assert_non_null(golden);
-    }
-    assert_int_equal(glen, len);
-    assert_memory_equal(golden, buf, len);
+    unsigned char *buf = tu_serialize(bk_map_as_filter(m), &len);
+    unsigned char *golden = tu_golden(GOLDEN, buf, len, &glen);
     bk_filter *g;
     assert_int_equal(bk_filter_deserialize(&g, golden, glen), BK_OK);
     pairs ps;
@@ -389,7 +354,7 @@ static void test_damaged_fields(void **state)
     (void)state;
     bk_map *m = golden_map();
     size_t len;
-    unsigned char *good = serialize(bk_map_as_filter(m), &len);
+    unsigned char *good = tu_serialize(bk_map_as_filter(m), &len);
     struct { size_t off; uint64_t value; int bytes; } cases[] = {
         {56, 9, 8},               /* r != width - c */
         {56, 40, 8},              /* r > 32 */

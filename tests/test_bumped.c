@@ -19,35 +19,7 @@ void bk__bumped_layer_limit(uint32_t limit);
 #define TAG_OUT 2
 #define GOLDEN BK_SOURCE_DIR "/tests/golden/bumped-v1.bkf"
 
-typedef struct keyset {
-    char *store;
-    const void **keys;
-    size_t *lens;
-    uint64_t n;
-} keyset;
-
-static void keyset_make(keyset *ks, uint64_t n, uint64_t first, uint64_t tag)
-{
-    ks->n = n;
-    ks->store = malloc((size_t)(n ? n : 1) * TU_KEY_LEN);
-    ks->keys = malloc((size_t)(n ? n : 1) * sizeof(void *));
-    ks->lens = malloc((size_t)(n ? n : 1) * sizeof(size_t));
-    assert_non_null(ks->store);
-    assert_non_null(ks->keys);
-    assert_non_null(ks->lens);
-    for (uint64_t i = 0; i < n; i++) {
-        tu_key(ks->store + i * TU_KEY_LEN, first + i, tag);
-        ks->keys[i] = ks->store + i * TU_KEY_LEN;
-        ks->lens[i] = TU_KEY_LEN;
-    }
-}
-
-static void keyset_free(keyset *ks)
-{
-    free(ks->store);
-    free(ks->keys);
-    free(ks->lens);
-}
+typedef tu_keyset keyset;
 
 static uint64_t count_present(const bk_bumped *f, uint64_t first, uint64_t n, uint64_t tag)
 {
@@ -75,7 +47,7 @@ static bk_bumped *build(const keyset *ks, uint32_t w, uint64_t seed)
 static void check_rate(uint32_t w, uint64_t n, uint64_t probes)
 {
     keyset ks;
-    keyset_make(&ks, n, 0, TAG_IN);
+    tu_keyset_make(&ks, n, 0, TAG_IN);
     bk_bumped *f = build(&ks, w, 42);
     assert_int_equal(count_present(f, 0, n, TAG_IN), n); /* no false negatives */
     double p = ldexp(1.0, -(int)w);
@@ -90,7 +62,7 @@ static void check_rate(uint32_t w, uint64_t n, uint64_t probes)
     assert_int_equal(st.fingerprint_bits, w);
     assert_true(st.fpr == p);
     bk_bumped_free(f);
-    keyset_free(&ks);
+    tu_keyset_free(&ks);
 }
 
 static void test_fpr_8(void **state)
@@ -114,7 +86,7 @@ static void test_bits_and_layers(void **state)
 {
     (void)state;
     keyset ks;
-    keyset_make(&ks, 1000000, 0, TAG_IN);
+    tu_keyset_make(&ks, 1000000, 0, TAG_IN);
     for (uint32_t w = 8; w <= 16; w += 8) {
         bk_bumped *f = build(&ks, w, 7);
         bk_bumped_stats st;
@@ -133,7 +105,7 @@ static void test_bits_and_layers(void **state)
         assert_int_equal(st.attempts, 1);
         bk_bumped_free(f);
     }
-    keyset_free(&ks);
+    tu_keyset_free(&ks);
 }
 
 /*--------------------------------------------------------------------------
@@ -145,7 +117,7 @@ static void test_duplicates(void **state)
     (void)state;
     const uint64_t distinct = 20000;
     keyset ks;
-    keyset_make(&ks, distinct * 3, 0, TAG_IN);
+    tu_keyset_make(&ks, distinct * 3, 0, TAG_IN);
     for (uint64_t i = 0; i < ks.n; i++) tu_key(ks.store + i * TU_KEY_LEN, i % distinct, TAG_IN);
     bk_bumped *f = build(&ks, 8, 1);
     bk_bumped_stats st;
@@ -161,14 +133,14 @@ static void test_duplicates(void **state)
     assert_int_equal(bk_bumped_items(f), 1);
     assert_int_equal(bk_bumped_contains(f, ks.store, TU_KEY_LEN), 1);
     bk_bumped_free(f);
-    keyset_free(&ks);
+    tu_keyset_free(&ks);
 }
 
 static void test_tiny_sets(void **state)
 {
     (void)state;
     keyset ks;
-    keyset_make(&ks, 300, 0, TAG_IN);
+    tu_keyset_make(&ks, 300, 0, TAG_IN);
     /* the empty set contains nothing: its one line keeps no rank */
     bk_bumped *f;
     assert_int_equal(bk_bumped_build(&f, NULL, NULL, 0, 8, 1), BK_OK);
@@ -197,7 +169,7 @@ static void test_tiny_sets(void **state)
         }
     }
     assert_true(most_layers >= 3);
-    keyset_free(&ks);
+    tu_keyset_free(&ks);
 }
 
 /* With too few layers allowed every seed fails: BK_EBUILD after the 64
@@ -206,7 +178,7 @@ static void test_retries(void **state)
 {
     (void)state;
     keyset ks;
-    keyset_make(&ks, 20000, 0, TAG_IN);
+    tu_keyset_make(&ks, 20000, 0, TAG_IN);
     bk_bumped *f = (bk_bumped *)1;
     bk__bumped_layer_limit(1);
     tu_install_failing_allocator(0); /* counts, never fails */
@@ -232,7 +204,7 @@ static void test_retries(void **state)
     }
     assert_true(retried > 0);
     bk__bumped_layer_limit(0); /* back to the default */
-    keyset_free(&ks);
+    tu_keyset_free(&ks);
 }
 
 /*--------------------------------------------------------------------------
@@ -243,8 +215,8 @@ static void test_levels_and_batches(void **state)
 {
     (void)state;
     keyset in, probe;
-    keyset_make(&in, 60000, 0, TAG_IN);
-    keyset_make(&probe, 120000, 30000, TAG_IN); /* half present */
+    tu_keyset_make(&in, 60000, 0, TAG_IN);
+    tu_keyset_make(&probe, 120000, 30000, TAG_IN); /* half present */
     for (uint64_t i = 0; i < probe.n; i += 3) tu_key(probe.store + i * TU_KEY_LEN, i, TAG_OUT);
     uint8_t *want = malloc(probe.n), *got = malloc(probe.n);
     assert_non_null(want);
@@ -286,8 +258,8 @@ static void test_levels_and_batches(void **state)
     bk__bumped_simd(top);
     free(want);
     free(got);
-    keyset_free(&in);
-    keyset_free(&probe);
+    tu_keyset_free(&in);
+    tu_keyset_free(&probe);
 }
 
 /*--------------------------------------------------------------------------
@@ -298,45 +270,17 @@ static void test_generic_handle(void **state)
 {
     (void)state;
     keyset ks;
-    keyset_make(&ks, 1000, 0, TAG_IN);
+    tu_keyset_make(&ks, 1000, 0, TAG_IN);
     bk_bumped *f = build(&ks, 8, 5);
     bk_filter *g = bk_bumped_as_filter(f);
     assert_ptr_equal(bk_filter_as_bumped(g), f);
     assert_null(bk_filter_as_static(g));
-    assert_int_equal(bk_filter_family(g), BK_FAMILY_BUMPED);
-    assert_string_equal(bk_family_name(BK_FAMILY_BUMPED), "bumped");
-    assert_int_equal(bk_family_from_name("bumped"), BK_FAMILY_BUMPED);
-    assert_int_equal(bk_filter_contains(g, ks.keys[7], ks.lens[7]), 1);
-    assert_int_equal(bk_filter_add(g, "new", 3), BK_ESTATIC);
-    assert_int_equal(bk_filter_add_batch(g, ks.keys, ks.lens, 2, NULL), BK_ESTATIC);
-    assert_int_equal(bk_filter_remove(g, ks.keys[7], ks.lens[7]), BK_ENOTSUP);
-    assert_int_equal(bk_filter_clear(g), BK_ENOTSUP);
-    assert_int_equal(bk_filter_merge(g, g), BK_ENOTSUP);
-
+    tu_static_check_handle(g, BK_FAMILY_BUMPED, "bumped", &ks, 8);
     bk_filter_info info;
     assert_int_equal(bk_filter_get_info(g, &info), BK_OK);
-    assert_int_equal(info.items, 1000);
-    assert_int_equal(info.capacity, 1000);
-    assert_int_equal(info.can_remove, 0);
-    assert_true(info.fpr_now == ldexp(1.0, -8));
     assert_true(info.fill > 0.5 && info.fill < 1.0);
-
-    bk_filter_config cfg;
-    bk_filter_config_init(&cfg);
-    cfg.family = BK_FAMILY_BUMPED;
-    cfg.capacity = 10;
-    cfg.fpr = 0.01;
-    bk_filter *c = NULL;
-    assert_int_equal(bk_filter_create(&c, &cfg), BK_ESTATIC);
-    assert_null(c);
-
-    assert_int_equal(bk_filter_clone(&c, g), BK_OK);
-    assert_int_equal(bk_filter_family(c), BK_FAMILY_BUMPED);
-    for (uint64_t i = 0; i < ks.n; i++)
-        assert_int_equal(bk_filter_contains(c, ks.keys[i], ks.lens[i]), 1);
-    bk_filter_free(c);
     bk_bumped_free(f);
-    keyset_free(&ks);
+    tu_keyset_free(&ks);
 }
 
 static void test_invalid_parameters(void **state)
@@ -364,57 +308,21 @@ static void test_invalid_parameters(void **state)
  * File format
  *--------------------------------------------------------------------------*/
 
-static unsigned char *serialize(const bk_filter *f, size_t *len)
-{
-    uint64_t n = bk_filter_serialized_size(f);
-    unsigned char *buf = malloc((size_t)n);
-    assert_non_null(buf);
-    assert_int_equal(bk_filter_serialize(f, buf, (size_t)n), BK_OK);
-    *len = (size_t)n;
-    return buf;
-}
-
 static void test_round_trip_and_map(void **state)
 {
     (void)state;
     keyset ks;
-    keyset_make(&ks, 30000, 0, TAG_IN);
+    tu_keyset_make(&ks, 30000, 0, TAG_IN);
     for (uint32_t w = 8; w <= 16; w += 8) {
         bk_bumped *f = build(&ks, w, 11);
         bk_filter *g = bk_bumped_as_filter(f);
-        char path[] = "/tmp/bk_test_bumped_XXXXXX";
-        int fd = mkstemp(path);
-        assert_true(fd >= 0);
-        close(fd);
-        assert_int_equal(bk_filter_save(g, path), BK_OK);
-        bk_filter *loaded, *mapped;
-        assert_int_equal(bk_filter_load(&loaded, path), BK_OK);
-        assert_int_equal(bk_filter_map(&mapped, path, BK_MAP_READONLY | BK_MAP_VERIFY), BK_OK);
-        bk_filter_info a, b;
-        assert_int_equal(bk_filter_get_info(g, &a), BK_OK);
-        assert_int_equal(bk_filter_get_info(mapped, &b), BK_OK);
-        assert_true(a.parts >= 2); /* some keys were bumped: several parts */
-        assert_int_equal(a.parts, b.parts);
-        for (uint64_t i = 0; i < 200000; i++) {
-            char key[TU_KEY_LEN];
-            tu_key(key, i, i & 1 ? TAG_IN : TAG_OUT);
-            int want = bk_filter_contains(g, key, sizeof(key));
-            assert_int_equal(bk_filter_contains(loaded, key, sizeof(key)), want);
-            assert_int_equal(bk_filter_contains(mapped, key, sizeof(key)), want);
-        }
-        assert_int_equal(bk_filter_add(mapped, "x", 1), BK_EREADONLY);
-        size_t la, lb;
-        unsigned char *sa = serialize(g, &la), *sb = serialize(loaded, &lb);
-        assert_int_equal(la, lb);
-        assert_memory_equal(sa, sb, la);
-        free(sa);
-        free(sb);
-        bk_filter_free(loaded);
-        bk_filter_free(mapped);
-        unlink(path);
+        bk_filter_info info;
+        assert_int_equal(bk_filter_get_info(g, &info), BK_OK);
+        assert_true(info.parts >= 2); /* some keys were bumped: several parts */
+        tu_check_save_load_map(g, TAG_IN, TAG_OUT);
         bk_bumped_free(f);
     }
-    keyset_free(&ks);
+    tu_keyset_free(&ks);
 }
 
 static void put_le(unsigned char *p, uint64_t v, int bytes)
@@ -435,51 +343,24 @@ static uint64_t get_le(const unsigned char *p, int bytes)
 static bk_bumped *layered_filter(void)
 {
     keyset ks;
-    keyset_make(&ks, 3000, 0, TAG_IN);
+    tu_keyset_make(&ks, 3000, 0, TAG_IN);
     bk_bumped *f = build(&ks, 16, 2026);
-    keyset_free(&ks);
+    tu_keyset_free(&ks);
     bk_bumped_stats st;
     assert_int_equal(bk_bumped_get_stats(f, &st), BK_OK);
     assert_true(st.layers >= 3);
     return f;
 }
 
-static unsigned char *read_all(const char *path, size_t *len)
-{
-    FILE *fp = fopen(path, "rb");
-    if (fp == NULL) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    unsigned char *buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, fp), (size_t)n);
-    fclose(fp);
-    *len = (size_t)n;
-    return buf;
-}
-
-/* tests/golden/bumped-v1.bkf pins the format: today's code writes exactly
- * its bytes, and loading it answers for its 3000 keys. A missing golden
- * file is written only with BK_WRITE_GOLDEN=1 (once, when the family was
- * added). */
+/* tests/golden/bumped-v1.bkf pins the format (tu_golden), and loading it
+ * answers for its 3000 keys. */
 static void test_golden_file(void **state)
 {
     (void)state;
     bk_bumped *f = layered_filter();
     size_t len, glen;
-    unsigned char *buf = serialize(bk_bumped_as_filter(f), &len);
-    unsigned char *golden = read_all(GOLDEN, &glen);
-    if (golden == NULL && getenv("BK_WRITE_GOLDEN") != NULL) {
-        FILE *fp = fopen(GOLDEN, "wb");
-        assert_non_null(fp);
-        assert_int_equal(fwrite(buf, 1, len, fp), len);
-        fclose(fp);
-        golden = read_all(GOLDEN, &glen);
-    }
-    if (golden == NULL) fail_msg("%s is missing", GOLDEN);
-    assert_int_equal(glen, len);
-    assert_memory_equal(golden, buf, len);
+    unsigned char *buf = tu_serialize(bk_bumped_as_filter(f), &len);
+    unsigned char *golden = tu_golden(GOLDEN, buf, len, &glen);
     bk_filter *g;
     assert_int_equal(bk_filter_deserialize(&g, golden, glen), BK_OK);
     assert_int_equal(bk_filter_family(g), BK_FAMILY_BUMPED);
@@ -497,7 +378,7 @@ static void test_damaged_fields(void **state)
     (void)state;
     bk_bumped *f = layered_filter();
     size_t len;
-    unsigned char *good = serialize(bk_bumped_as_filter(f), &len);
+    unsigned char *good = tu_serialize(bk_bumped_as_filter(f), &len);
     uint64_t items1 = get_le(good + 128 + 64 + 48, 8);
     uint64_t lines0 = get_le(good + 128 + 16, 8);
     struct { size_t off; uint64_t value; int bytes; } cases[] = {
@@ -581,13 +462,13 @@ static void test_allocation_failures(void **state)
 {
     (void)state;
     keyset ks;
-    keyset_make(&ks, 20000, 0, TAG_IN);
+    tu_keyset_make(&ks, 20000, 0, TAG_IN);
     /* the hashes, the sort, and one allocation per layer */
     assert_true(tu_oom_loop(try_build, &ks) >= 4);
-    keyset_free(&ks);
+    tu_keyset_free(&ks);
     bk_bumped *f = layered_filter();
     bytes b;
-    b.buf = serialize(bk_bumped_as_filter(f), &b.len);
+    b.buf = tu_serialize(bk_bumped_as_filter(f), &b.len);
     assert_true(tu_oom_loop(try_deserialize, &b) >= 1);
     free(b.buf);
     bk_bumped_free(f);

@@ -240,29 +240,6 @@ static void assert_same_answers(const bk_filter *a, const bk_filter *b)
     assert_true(ia.fill == ib.fill);
 }
 
-static unsigned char *serialize(const bk_filter *f, size_t *len)
-{
-    *len = (size_t)bk_filter_serialized_size(f);
-    assert_true(*len > 0);
-    unsigned char *buf = malloc(*len);
-    assert_non_null(buf);
-    assert_int_equal(bk_filter_serialize(f, buf, *len), BK_OK);
-    return buf;
-}
-
-static unsigned char *read_file(const char *path, size_t *len)
-{
-    FILE *fp = fopen(path, "rb");
-    if (fp == NULL) return NULL;
-    fseek(fp, 0, SEEK_END);
-    *len = (size_t)ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    unsigned char *buf = malloc(*len ? *len : 1);
-    assert_true(fread(buf, 1, *len, fp) == *len);
-    fclose(fp);
-    return buf;
-}
-
 static void write_file(const char *path, const void *buf, size_t len)
 {
     FILE *fp = fopen(path, "wb");
@@ -281,12 +258,12 @@ static void test_round_trip_buffer(void **state)
     for (size_t s = 0; s < NSAMPLES; s++) {
         bk_filter *f = samples[s].make(), *g;
         size_t len;
-        unsigned char *buf = serialize(f, &len);
+        unsigned char *buf = tu_serialize(f, &len);
         assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_OK);
         assert_same_answers(f, g);
         /* serialising the copy gives the same bytes */
         size_t len2;
-        unsigned char *buf2 = serialize(g, &len2);
+        unsigned char *buf2 = tu_serialize(g, &len2);
         assert_true(len2 == len && memcmp(buf, buf2, len) == 0);
         /* too small a buffer is refused */
         assert_int_equal(bk_filter_serialize(f, buf2, len - 1), BK_ESIZE);
@@ -319,7 +296,7 @@ static void test_round_trip_file(void **state)
         int p[2];
         assert_int_equal(pipe(p), 0);
         size_t len;
-        unsigned char *buf = serialize(f, &len);
+        unsigned char *buf = tu_serialize(f, &len);
         assert_true(len < 60000); /* fits the pipe buffer */
         assert_true(write(p[1], buf, len) == (ssize_t)len);
         close(p[1]);
@@ -440,7 +417,7 @@ static void test_chunked_errors(void **state)
     (void)state;
     bk_filter *f = samples[0].make(), *g;
     size_t len;
-    unsigned char *buf = serialize(f, &len);
+    unsigned char *buf = tu_serialize(f, &len);
     bk_loader *l;
 
     /* out of order: the second chunk first */
@@ -528,22 +505,9 @@ static void test_golden_files(void **state)
     for (size_t s = 0; s < NSAMPLES; s++) {
         snprintf(path, sizeof(path), "%s/%s", GOLDEN_DIR, samples[s].name);
         bk_filter *f = samples[s].make();
-        struct stat st;
-        if (getenv("BK_WRITE_GOLDEN") && stat(path, &st) != 0) {
-            /* only a missing golden file is written: existing ones are
-             * never rewritten */
-            size_t len;
-            unsigned char *buf = serialize(f, &len);
-            write_file(path, buf, len);
-            free(buf);
-        }
         size_t glen, len;
-        unsigned char *golden = read_file(path, &glen);
-        if (golden == NULL) fail_msg("missing golden file %s", path);
-        /* today's code writes exactly the golden bytes ... */
-        unsigned char *buf = serialize(f, &len);
-        assert_true(len == glen);
-        assert_memory_equal(buf, golden, len);
+        unsigned char *buf = tu_serialize(f, &len);
+        unsigned char *golden = tu_golden(path, buf, len, &glen);
         /* ... and reads them back to the same answers */
         bk_filter *g;
         assert_int_equal(bk_filter_load(&g, path), BK_OK);
@@ -564,7 +528,7 @@ static void test_golden_scalable_legacy(void **state)
     char path[512], key[TU_KEY_LEN];
     snprintf(path, sizeof(path), "%s/scalable-v1.bkf", GOLDEN_DIR);
     size_t glen, len;
-    unsigned char *golden = read_file(path, &glen);
+    unsigned char *golden = tu_read_file(path, &glen);
     if (golden == NULL) fail_msg("missing golden file %s", path);
     bk_filter *g;
     assert_int_equal(bk_filter_load(&g, path), BK_OK);
@@ -575,7 +539,7 @@ static void test_golden_scalable_legacy(void **state)
         tu_key(key, i, 1);
         assert_int_equal(bk_scalable_contains(s, key, sizeof(key)), 1);
     }
-    unsigned char *buf = serialize(g, &len);
+    unsigned char *buf = tu_serialize(g, &len);
     assert_true(len == glen);
     assert_memory_equal(buf, golden, len);
     free(buf);
@@ -626,7 +590,7 @@ static void test_truncation(void **state)
     for (size_t s = 0; s < NSAMPLES; s++) {
         bk_filter *f = samples[s].make();
         size_t len;
-        unsigned char *buf = serialize(f, &len);
+        unsigned char *buf = tu_serialize(f, &len);
         /* every offset of the header and descriptors, then sampled payload
          * offsets (every 61st byte and the last 64) */
         for (size_t cut = 0; cut < len; cut++) {
@@ -647,7 +611,7 @@ static void test_flipped_header_bytes(void **state)
     for (size_t s = 0; s < NSAMPLES; s++) {
         bk_filter *f = samples[s].make();
         size_t len;
-        unsigned char *buf = serialize(f, &len);
+        unsigned char *buf = tu_serialize(f, &len);
         /* header and descriptors: 128 + 64 bytes for a one-part filter, plus
          * padding; every byte, three different flips */
         static const unsigned char flips[] = {0x01, 0x80, 0xFF};
@@ -677,7 +641,7 @@ static void test_specific_errors(void **state)
     (void)state;
     bk_filter *f = samples[0].make(), *g;
     size_t len;
-    unsigned char *buf = serialize(f, &len);
+    unsigned char *buf = tu_serialize(f, &len);
     unsigned char *copy = malloc(len + 64);
 
     memcpy(copy, buf, len);
@@ -730,7 +694,7 @@ static void test_hash_algorithm_field(void **state)
     (void)state;
     bk_filter *split = make_blocked_split(), *plain = make_blocked(), *bloom = make_bloom(), *g;
     size_t len;
-    unsigned char *buf = serialize(split, &len);
+    unsigned char *buf = tu_serialize(split, &len);
     assert_int_equal(buf[20], 2);
     assert_int_equal(buf[128 + 30] & 1, 1); /* the part's split flag */
     buf[20] = 1;
@@ -738,7 +702,7 @@ static void test_hash_algorithm_field(void **state)
     assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_ECORRUPT);
     free(buf);
 
-    buf = serialize(plain, &len);
+    buf = tu_serialize(plain, &len);
     assert_int_equal(buf[20], 1);
     buf[20] = 2; /* a default-layout part under XXH3-64 */
     reseal_header(buf);
@@ -749,7 +713,7 @@ static void test_hash_algorithm_field(void **state)
     assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_ECORRUPT);
     free(buf);
 
-    buf = serialize(bloom, &len);
+    buf = tu_serialize(bloom, &len);
     buf[20] = 2; /* another family under XXH3-64 */
     reseal_header(buf);
     assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_ECORRUPT);
@@ -760,7 +724,7 @@ static void test_hash_algorithm_field(void **state)
 
     /* a scalable filter's stage marked split (stages are never split) */
     bk_filter *grown = make_scalable();
-    buf = serialize(grown, &len);
+    buf = tu_serialize(grown, &len);
     buf[128 + 30] |= 1;
     reseal_header(buf);
     assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_ECORRUPT);
@@ -783,7 +747,7 @@ static void test_no_allocation_from_unchecked_sizes(void **state)
     (void)state;
     bk_filter *f = samples[0].make(), *g;
     size_t len;
-    unsigned char *buf = serialize(f, &len);
+    unsigned char *buf = tu_serialize(f, &len);
     /* Claim 2^40 payload bytes in the header and in the one descriptor, and
      * re-seal the header checksum: a consistent header for a file that is
      * simply far too short. */
@@ -823,7 +787,7 @@ static int try_load(void *ctx)
 static int try_deserialize(void *ctx)
 {
     size_t len;
-    unsigned char *buf = read_file(ctx, &len);
+    unsigned char *buf = tu_read_file(ctx, &len);
     bk_filter *g;
     int rc = bk_filter_deserialize(&g, buf, len);
     bk_filter_free(g);

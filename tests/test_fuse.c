@@ -16,35 +16,7 @@
 #define GOLDEN BK_SOURCE_DIR "/tests/golden/static-v1.bkf"
 
 /* n keys of tag `tag` in one block: keys[i] points into *store. */
-typedef struct keyset {
-    char *store;
-    const void **keys;
-    size_t *lens;
-    uint64_t n;
-} keyset;
-
-static void keyset_make(keyset *ks, uint64_t n, uint64_t first, uint64_t tag)
-{
-    ks->n = n;
-    ks->store = malloc((size_t)(n ? n : 1) * TU_KEY_LEN);
-    ks->keys = malloc((size_t)(n ? n : 1) * sizeof(void *));
-    ks->lens = malloc((size_t)(n ? n : 1) * sizeof(size_t));
-    assert_non_null(ks->store);
-    assert_non_null(ks->keys);
-    assert_non_null(ks->lens);
-    for (uint64_t i = 0; i < n; i++) {
-        tu_key(ks->store + i * TU_KEY_LEN, first + i, tag);
-        ks->keys[i] = ks->store + i * TU_KEY_LEN;
-        ks->lens[i] = TU_KEY_LEN;
-    }
-}
-
-static void keyset_free(keyset *ks)
-{
-    free(ks->store);
-    free(ks->keys);
-    free(ks->lens);
-}
+typedef tu_keyset keyset;
 
 static uint64_t count_present(const bk_static *f, uint64_t first, uint64_t n,
                               uint64_t tag)
@@ -65,7 +37,7 @@ static uint64_t count_present(const bk_static *f, uint64_t first, uint64_t n,
 static void check_rate(uint32_t width, uint64_t n, uint64_t probes)
 {
     keyset ks;
-    keyset_make(&ks, n, 0, TAG_IN);
+    tu_keyset_make(&ks, n, 0, TAG_IN);
     bk_static *f;
     assert_int_equal(bk_static_build(&f, ks.keys, ks.lens, n, width, 42), BK_OK);
     assert_int_equal(count_present(f, 0, n, TAG_IN), n); /* no false negatives */
@@ -82,7 +54,7 @@ static void check_rate(uint32_t width, uint64_t n, uint64_t probes)
     assert_true(st.build_memory > 0);
     assert_true(st.build_memory == bk_static_build_memory(n));
     bk_static_free(f);
-    keyset_free(&ks);
+    tu_keyset_free(&ks);
 }
 
 static void test_fpr_8(void **state)
@@ -109,7 +81,7 @@ static void test_bits_per_key(void **state)
 {
     (void)state;
     keyset ks;
-    keyset_make(&ks, 1000000, 0, TAG_IN);
+    tu_keyset_make(&ks, 1000000, 0, TAG_IN);
     for (uint32_t w = 8; w <= 16; w += 4) {
         bk_static *f;
         assert_int_equal(bk_static_build(&f, ks.keys, ks.lens, ks.n, w, 7), BK_OK);
@@ -122,7 +94,7 @@ static void test_bits_per_key(void **state)
         assert_true((double)st.build_memory / (double)ks.n < 24.0);
         bk_static_free(f);
     }
-    keyset_free(&ks);
+    tu_keyset_free(&ks);
 }
 
 /*--------------------------------------------------------------------------
@@ -134,7 +106,7 @@ static void test_duplicates(void **state)
     (void)state;
     const uint64_t distinct = 20000;
     keyset ks;
-    keyset_make(&ks, distinct * 3, 0, TAG_IN);
+    tu_keyset_make(&ks, distinct * 3, 0, TAG_IN);
     /* key i, i + distinct and i + 2 distinct are the same string */
     for (uint64_t i = 0; i < ks.n; i++) tu_key(ks.store + i * TU_KEY_LEN, i % distinct, TAG_IN);
     bk_static *f;
@@ -152,14 +124,14 @@ static void test_duplicates(void **state)
     assert_int_equal(bk_static_items(f), 1);
     assert_int_equal(bk_static_contains(f, ks.store, TU_KEY_LEN), 1);
     bk_static_free(f);
-    keyset_free(&ks);
+    tu_keyset_free(&ks);
 }
 
 static void test_tiny_sets(void **state)
 {
     (void)state;
     keyset ks;
-    keyset_make(&ks, 200, 0, TAG_IN);
+    tu_keyset_make(&ks, 200, 0, TAG_IN);
     /* the empty set contains nothing */
     bk_static *f;
     assert_int_equal(bk_static_build(&f, NULL, NULL, 0, 8, 1), BK_OK);
@@ -187,15 +159,15 @@ static void test_tiny_sets(void **state)
         }
     }
     assert_true(max_attempts >= 2);
-    keyset_free(&ks);
+    tu_keyset_free(&ks);
 }
 
 static void test_batch_equals_single(void **state)
 {
     (void)state;
     keyset in, probe;
-    keyset_make(&in, 50000, 0, TAG_IN);
-    keyset_make(&probe, 100000, 25000, TAG_IN); /* half present */
+    tu_keyset_make(&in, 50000, 0, TAG_IN);
+    tu_keyset_make(&probe, 100000, 25000, TAG_IN); /* half present */
     bk_static *f;
     assert_int_equal(bk_static_build(&f, in.keys, in.lens, in.n, 8, 3), BK_OK);
     uint8_t *res = malloc(probe.n);
@@ -214,8 +186,8 @@ static void test_batch_equals_single(void **state)
                                               probe.lens, probe.n, NULL), hits);
     free(res);
     bk_static_free(f);
-    keyset_free(&in);
-    keyset_free(&probe);
+    tu_keyset_free(&in);
+    tu_keyset_free(&probe);
 }
 
 /*--------------------------------------------------------------------------
@@ -226,46 +198,14 @@ static void test_generic_handle(void **state)
 {
     (void)state;
     keyset ks;
-    keyset_make(&ks, 1000, 0, TAG_IN);
+    tu_keyset_make(&ks, 1000, 0, TAG_IN);
     bk_static *f;
     assert_int_equal(bk_static_build(&f, ks.keys, ks.lens, ks.n, 8, 5), BK_OK);
     bk_filter *g = bk_static_as_filter(f);
     assert_ptr_equal(bk_filter_as_static(g), f);
-    assert_int_equal(bk_filter_family(g), BK_FAMILY_STATIC);
-    assert_string_equal(bk_family_name(BK_FAMILY_STATIC), "static");
-    assert_int_equal(bk_family_from_name("static"), BK_FAMILY_STATIC);
-    assert_int_equal(bk_filter_contains(g, ks.keys[7], ks.lens[7]), 1);
-    assert_int_equal(bk_filter_add(g, "new", 3), BK_ESTATIC);
-    assert_int_equal(bk_filter_add_batch(g, ks.keys, ks.lens, 2, NULL), BK_ESTATIC);
-    assert_int_equal(bk_filter_remove(g, ks.keys[7], ks.lens[7]), BK_ENOTSUP);
-    assert_int_equal(bk_filter_clear(g), BK_ENOTSUP);
-    assert_int_equal(bk_filter_merge(g, g), BK_ENOTSUP);
-    assert_int_equal(bk_filter_contains(g, ks.keys[7], ks.lens[7]), 1);
-    assert_true(strstr(bk_strerror(BK_ESTATIC), "rebuild") != NULL);
-
-    bk_filter_info info;
-    assert_int_equal(bk_filter_get_info(g, &info), BK_OK);
-    assert_int_equal(info.items, 1000);
-    assert_int_equal(info.can_remove, 0);
-    assert_true(info.fpr_now == ldexp(1.0, -8));
-
-    bk_filter_config cfg;
-    bk_filter_config_init(&cfg);
-    cfg.family = BK_FAMILY_STATIC;
-    cfg.capacity = 10;
-    cfg.fpr = 0.01;
-    bk_filter *c = NULL;
-    assert_int_equal(bk_filter_create(&c, &cfg), BK_ESTATIC);
-    assert_null(c);
-
-    /* clone goes through the format */
-    assert_int_equal(bk_filter_clone(&c, g), BK_OK);
-    assert_int_equal(bk_filter_family(c), BK_FAMILY_STATIC);
-    for (uint64_t i = 0; i < ks.n; i++)
-        assert_int_equal(bk_filter_contains(c, ks.keys[i], ks.lens[i]), 1);
-    bk_filter_free(c);
+    tu_static_check_handle(g, BK_FAMILY_STATIC, "static", &ks, 8);
     bk_static_free(f);
-    keyset_free(&ks);
+    tu_keyset_free(&ks);
 }
 
 static void test_invalid_parameters(void **state)
@@ -290,102 +230,40 @@ static void test_invalid_parameters(void **state)
  * File format
  *--------------------------------------------------------------------------*/
 
-static unsigned char *serialize(const bk_filter *f, size_t *len)
-{
-    uint64_t n = bk_filter_serialized_size(f);
-    unsigned char *buf = malloc((size_t)n);
-    assert_non_null(buf);
-    assert_int_equal(bk_filter_serialize(f, buf, (size_t)n), BK_OK);
-    *len = (size_t)n;
-    return buf;
-}
-
 static void test_round_trip_and_map(void **state)
 {
     (void)state;
     keyset ks;
-    keyset_make(&ks, 30000, 0, TAG_IN);
+    tu_keyset_make(&ks, 30000, 0, TAG_IN);
     for (uint32_t w = 8; w <= 16; w += 4) {
         bk_static *f;
         assert_int_equal(bk_static_build(&f, ks.keys, ks.lens, ks.n, w, 11), BK_OK);
-        bk_filter *g = bk_static_as_filter(f);
-        char path[] = "/tmp/bk_test_fuse_XXXXXX";
-        int fd = mkstemp(path);
-        assert_true(fd >= 0);
-        close(fd);
-        assert_int_equal(bk_filter_save(g, path), BK_OK);
-        bk_filter *loaded, *mapped;
-        assert_int_equal(bk_filter_load(&loaded, path), BK_OK);
-        assert_int_equal(bk_filter_map(&mapped, path, BK_MAP_READONLY | BK_MAP_VERIFY), BK_OK);
-        for (uint64_t i = 0; i < 200000; i++) {
-            char key[TU_KEY_LEN];
-            tu_key(key, i, i & 1 ? TAG_IN : TAG_OUT);
-            int want = bk_filter_contains(g, key, sizeof(key));
-            assert_int_equal(bk_filter_contains(loaded, key, sizeof(key)), want);
-            assert_int_equal(bk_filter_contains(mapped, key, sizeof(key)), want);
-        }
-        assert_int_equal(bk_filter_add(mapped, "x", 1), BK_EREADONLY);
-        /* the same bytes back */
-        size_t a, b;
-        unsigned char *sa = serialize(g, &a), *sb = serialize(loaded, &b);
-        assert_int_equal(a, b);
-        assert_memory_equal(sa, sb, a);
-        free(sa);
-        free(sb);
-        bk_filter_free(loaded);
-        bk_filter_free(mapped);
-        unlink(path);
+        tu_check_save_load_map(bk_static_as_filter(f), TAG_IN, TAG_OUT);
         bk_static_free(f);
     }
-    keyset_free(&ks);
+    tu_keyset_free(&ks);
 }
 
 static bk_static *golden_filter(void)
 {
     keyset ks;
-    keyset_make(&ks, 100, 0, TAG_IN);
+    tu_keyset_make(&ks, 100, 0, TAG_IN);
     bk_static *f;
     assert_int_equal(bk_static_build(&f, ks.keys, ks.lens, ks.n, 8, 2026), BK_OK);
-    keyset_free(&ks);
+    tu_keyset_free(&ks);
     return f;
 }
 
-static unsigned char *read_all(const char *path, size_t *len)
-{
-    FILE *fp = fopen(path, "rb");
-    if (fp == NULL) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    unsigned char *buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, fp), (size_t)n);
-    fclose(fp);
-    *len = (size_t)n;
-    return buf;
-}
-
-/* tests/golden/static-v1.bkf pins the format: today's code writes exactly
- * its bytes, and loading it answers for its 100 keys. A missing golden
- * file is written (once, when the family was added). */
+/* tests/golden/static-v1.bkf pins the format (tu_golden), and loading it
+ * answers for its 100 keys. */
 static void test_golden_file(void **state)
 {
     (void)state;
     bk_static *f = golden_filter();
     size_t len;
-    unsigned char *buf = serialize(bk_static_as_filter(f), &len);
+    unsigned char *buf = tu_serialize(bk_static_as_filter(f), &len);
     size_t glen;
-    unsigned char *golden = read_all(GOLDEN, &glen);
-    if (golden == NULL) {
-        FILE *fp = fopen(GOLDEN, "wb");
-        assert_non_null(fp);
-        assert_int_equal(fwrite(buf, 1, len, fp), len);
-        fclose(fp);
-        golden = read_all(GOLDEN, &glen);
-        assert_non_null(golden);
-    }
-    assert_int_equal(glen, len);
-    assert_memory_equal(golden, buf, len);
+    unsigned char *golden = tu_golden(GOLDEN, buf, len, &glen);
     bk_filter *g;
     assert_int_equal(bk_filter_deserialize(&g, golden, glen), BK_OK);
     assert_int_equal(bk_filter_family(g), BK_FAMILY_STATIC);
@@ -414,7 +292,7 @@ static void test_damaged_fields(void **state)
     (void)state;
     bk_static *f = golden_filter();
     size_t len;
-    unsigned char *good = serialize(bk_static_as_filter(f), &len);
+    unsigned char *good = tu_serialize(bk_static_as_filter(f), &len);
     struct { size_t off; uint64_t value; int bytes; } cases[] = {
         {128 + 28, 10, 1},        /* width 10 */
         {128 + 28, 16, 1},        /* width 16: the length no longer fits */
@@ -474,12 +352,12 @@ static void test_allocation_failures(void **state)
 {
     (void)state;
     keyset ks;
-    keyset_make(&ks, 5000, 0, TAG_IN);
+    tu_keyset_make(&ks, 5000, 0, TAG_IN);
     assert_true(tu_oom_loop(try_build, &ks) >= 2);
-    keyset_free(&ks);
+    tu_keyset_free(&ks);
     bk_static *f = golden_filter();
     bytes b;
-    b.buf = serialize(bk_static_as_filter(f), &b.len);
+    b.buf = tu_serialize(bk_static_as_filter(f), &b.len);
     assert_true(tu_oom_loop(try_deserialize, &b) >= 1);
     free(b.buf);
     bk_static_free(f);

@@ -312,15 +312,6 @@ static bk_filter *make_generic(uint64_t keys)
     return f;
 }
 
-static unsigned char *serialize(const bk_filter *f, size_t *len)
-{
-    *len = (size_t)bk_filter_serialized_size(f);
-    unsigned char *buf = malloc(*len);
-    assert_non_null(buf);
-    assert_int_equal(bk_filter_serialize(f, buf, *len), BK_OK);
-    return buf;
-}
-
 static uint64_t get64le(const unsigned char *p)
 {
     uint64_t v = 0;
@@ -370,7 +361,7 @@ static void test_generic_handle(void **state)
     assert_int_equal(info.bytes, bk_growable_bytes(gf));
 
     size_t len;
-    unsigned char *buf = serialize(f, &len);
+    unsigned char *buf = tu_serialize(f, &len);
     assert_int_equal(buf[20], 2); /* hash algorithm: XXH3-64 */
     assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_OK);
     bk_growable *gg = bk_filter_as_growable(g);
@@ -410,7 +401,7 @@ static void test_corrupt_images(void **state)
     (void)state;
     bk_filter *f = make_generic(5000), *g;
     size_t len;
-    unsigned char *clean = serialize(f, &len), *buf = malloc(len);
+    unsigned char *clean = tu_serialize(f, &len), *buf = malloc(len);
     uint64_t off = get64le(clean + 96);
     memcpy(buf, clean, len);
     reseal(buf);
@@ -469,7 +460,7 @@ static void test_stash_in_the_file(void **state)
     }
     assert_int_equal(bk_growable_stashed(f), 8);
     size_t len;
-    unsigned char *clean = serialize(bk_growable_as_filter(f), &len), *buf = malloc(len);
+    unsigned char *clean = tu_serialize(bk_growable_as_filter(f), &len), *buf = malloc(len);
     assert_int_equal(clean[16], 2); /* two parts */
     bk_filter *g;
     assert_int_equal(bk_filter_deserialize(&g, clean, len), BK_OK);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h> /* close, unlink */
 
 #include <cmocka.h>
 
@@ -215,7 +216,91 @@ static inline void tu_oom_clone_and_load(bk_filter *src)
     free(im.buf);
 }
 
-#endif /* BK_TESTUTIL_H */
+/*--------------------------------------------------------------------------
+ * Key arrays and file images
+ *--------------------------------------------------------------------------*/
+
+/* n keys tu_key(first + i, tag) in one block, as the arrays the batch and
+ * build functions take: keys[i] points into store. */
+typedef struct tu_keyset {
+    char *store;
+    const void **keys;
+    size_t *lens;
+    uint64_t n;
+} tu_keyset;
+
+static inline void tu_keyset_make(tu_keyset *ks, uint64_t n, uint64_t first, uint64_t tag)
+{
+    ks->n = n;
+    ks->store = malloc((size_t)(n ? n : 1) * TU_KEY_LEN);
+    ks->keys = malloc((size_t)(n ? n : 1) * sizeof(void *));
+    ks->lens = malloc((size_t)(n ? n : 1) * sizeof(size_t));
+    assert_non_null(ks->store);
+    assert_non_null(ks->keys);
+    assert_non_null(ks->lens);
+    for (uint64_t i = 0; i < n; i++) {
+        tu_key(ks->store + i * TU_KEY_LEN, first + i, tag);
+        ks->keys[i] = ks->store + i * TU_KEY_LEN;
+        ks->lens[i] = TU_KEY_LEN;
+    }
+}
+
+static inline void tu_keyset_free(tu_keyset *ks)
+{
+    free(ks->store);
+    free(ks->keys);
+    free(ks->lens);
+}
+
+/* The file image of f (malloc'd, *len bytes). */
+static inline unsigned char *tu_serialize(const bk_filter *f, size_t *len)
+{
+    *len = (size_t)bk_filter_serialized_size(f);
+    assert_true(*len > 0);
+    unsigned char *buf = malloc(*len);
+    assert_non_null(buf);
+    assert_int_equal(bk_filter_serialize(f, buf, *len), BK_OK);
+    return buf;
+}
+
+/* The bytes of a file (malloc'd), or NULL when it cannot be opened. */
+static inline unsigned char *tu_read_file(const char *path, size_t *len)
+{
+    *len = 0;
+    FILE *fp = fopen(path, "rb");
+    if (fp == NULL) return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    unsigned char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, fp), (size_t)n);
+    fclose(fp);
+    *len = (size_t)n;
+    return buf;
+}
+
+/* A golden file pins a format: today's code must write exactly its bytes
+ * (buf). A missing one is written only with BK_WRITE_GOLDEN=1 (once, when
+ * the family was added), else the test fails. Returns its bytes
+ * (malloc'd, *glen). */
+static inline unsigned char *tu_golden(const char *path, const unsigned char *buf, size_t len,
+                                       size_t *glen)
+{
+    unsigned char *golden = tu_read_file(path, glen);
+    if (golden == NULL && getenv("BK_WRITE_GOLDEN") != NULL) {
+        FILE *fp = fopen(path, "wb");
+        assert_non_null(fp);
+        assert_int_equal(fwrite(buf, 1, len, fp), len);
+        fclose(fp);
+        golden = tu_read_file(path, glen);
+    }
+    if (golden == NULL) fail_msg("%s is missing (BK_WRITE_GOLDEN=1 writes it)", path);
+    assert_int_equal(*glen, len);
+    assert_memory_equal(golden, buf, len);
+    return golden;
+}
+
 
 /*--------------------------------------------------------------------------
  * Model-based tests of filters that delete (appended for issue 4): an exact
@@ -264,3 +349,82 @@ static inline uint64_t tu_multiset_take(tu_multiset *s, size_t index)
     s->count[id]--;
     return id;
 }
+
+/*--------------------------------------------------------------------------
+ * Static families (built from their keys) through the generic handle
+ *--------------------------------------------------------------------------*/
+
+/* g, of family `family` called `name`, built from ks at 2^-w: what the
+ * generic handle refuses (adds, removes, clear, merge, create), what it
+ * reports, and a clone (through the format) that finds every key. */
+static inline void tu_static_check_handle(bk_filter *g, bk_family family, const char *name,
+                                          const tu_keyset *ks, uint32_t w)
+{
+    assert_int_equal(bk_filter_family(g), family);
+    assert_string_equal(bk_family_name(family), name);
+    assert_int_equal(bk_family_from_name(name), family);
+    assert_int_equal(bk_filter_contains(g, ks->keys[7], ks->lens[7]), 1);
+    assert_int_equal(bk_filter_add(g, "new", 3), BK_ESTATIC);
+    assert_int_equal(bk_filter_add_batch(g, ks->keys, ks->lens, 2, NULL), BK_ESTATIC);
+    assert_int_equal(bk_filter_remove(g, ks->keys[7], ks->lens[7]), BK_ENOTSUP);
+    assert_int_equal(bk_filter_clear(g), BK_ENOTSUP);
+    assert_int_equal(bk_filter_merge(g, g), BK_ENOTSUP);
+    assert_int_equal(bk_filter_contains(g, ks->keys[7], ks->lens[7]), 1);
+    assert_true(strstr(bk_strerror(BK_ESTATIC), "rebuild") != NULL);
+
+    bk_filter_info info;
+    assert_int_equal(bk_filter_get_info(g, &info), BK_OK);
+    assert_int_equal(info.items, ks->n);
+    assert_int_equal(info.capacity, ks->n);
+    assert_int_equal(info.can_remove, 0);
+    assert_true(info.fpr_now == ldexp(1.0, -(int)w));
+
+    bk_filter_config cfg;
+    bk_filter_config_init(&cfg);
+    cfg.family = family;
+    cfg.capacity = 10;
+    cfg.fpr = 0.01;
+    bk_filter *c = NULL;
+    assert_int_equal(bk_filter_create(&c, &cfg), BK_ESTATIC);
+    assert_null(c);
+
+    assert_int_equal(bk_filter_clone(&c, g), BK_OK);
+    assert_int_equal(bk_filter_family(c), family);
+    for (uint64_t i = 0; i < ks->n; i++)
+        assert_int_equal(bk_filter_contains(c, ks->keys[i], ks->lens[i]), 1);
+    bk_filter_free(c);
+}
+
+/* g saved to a file, loaded and mapped read-only: the three answer alike
+ * for 200000 keys (tag `in`, tag `out` alternating), the mapping refuses
+ * adds, and the loaded filter saves back to the same bytes. */
+static inline void tu_check_save_load_map(const bk_filter *g, uint64_t in, uint64_t out)
+{
+    char path[] = "/tmp/bk_test_saved_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(bk_filter_save(g, path), BK_OK);
+    bk_filter *loaded, *mapped;
+    assert_int_equal(bk_filter_load(&loaded, path), BK_OK);
+    assert_int_equal(bk_filter_map(&mapped, path, BK_MAP_READONLY | BK_MAP_VERIFY), BK_OK);
+    for (uint64_t i = 0; i < 200000; i++) {
+        char key[TU_KEY_LEN];
+        tu_key(key, i, i & 1 ? in : out);
+        int want = bk_filter_contains(g, key, sizeof(key));
+        assert_int_equal(bk_filter_contains(loaded, key, sizeof(key)), want);
+        assert_int_equal(bk_filter_contains(mapped, key, sizeof(key)), want);
+    }
+    assert_int_equal(bk_filter_add(mapped, "x", 1), BK_EREADONLY);
+    size_t a, b;
+    unsigned char *sa = tu_serialize(g, &a), *sb = tu_serialize(loaded, &b);
+    assert_int_equal(a, b);
+    assert_memory_equal(sa, sb, a);
+    free(sa);
+    free(sb);
+    bk_filter_free(loaded);
+    bk_filter_free(mapped);
+    unlink(path);
+}
+
+#endif /* BK_TESTUTIL_H */
