@@ -45,7 +45,8 @@
  *   that rank above their line's threshold. A dense system of B - 1
  *   columns is solvable for up to about B - 3 random rows, so lines sized
  *   for `load` keys (60 of 63 rows at w = 8, 32 of 31 at w = 16: Poisson
- *   loads above the rows are bumped) use about 1.11 x w bits per key.
+ *   loads above the rows are bumped) use 1.12 x w bits per key at w = 8
+ *   and 1.14 x at w = 16 (bench/RESULTS.md section 16).
  */
 #include <math.h>   /* ldexp, ceil */
 #include <string.h> /* memset, memcpy, memmove */
@@ -286,8 +287,6 @@ static inline void prefetch_in(const bk_bumped *f, uint64_t h, uint32_t l)
     BK_PREFETCH_READ(f->t[l] + bk__fastrange64(h, f->lines[l]) * LINE);
 }
 
-/* Each level's functions: a single lookup (the first layer inline, the
- * rest out of line) and a batch. */
 #define BLOCK 64 /* bumped keys a batch notes before it answers them */
 
 typedef struct deferred {
@@ -369,6 +368,8 @@ batch_body(const bk_bumped *f, const void *const *keys, const size_t *lens, size
     return found + (nb ? second(f, bumped, nb, results) : 0);
 }
 
+/* Each level's functions: a single lookup (the first layer inline, the
+ * rest out of line), the second pass and a batch. */
 #define BUMPED_LEVEL(suffix, attr, lvl)                                          \
     attr __attribute__((noinline)) static int rest_##suffix(const bk_bumped *f,  \
                                                             uint64_t h)         \
