@@ -4,8 +4,8 @@
  * A static key ("bkstatic-", BKC_KIND_STATIC) holds one bk_filter of family
  * BK_FAMILY_STATIC (a binary fuse filter: "is x in the set?", no false
  * negatives, false positives at 2^-w for w-bit fingerprints), of family
- * BK_FAMILY_BUMPED (the same answers from one cache line per lookup; only
- * loaded, `bloomkit create --type bumped` + `bloomkit push`) or
+ * BK_FAMILY_BUMPED (the same answers from one cache line per lookup:
+ * `bloomkit create --type bumped`, or SF.BUILD ... BUMPED) or
  * BK_FAMILY_MAP (a Bloomier static map: x -> an r-bit value, exact for
  * members; a non-member is reported absent except with probability 2^-c,
  * c check bits). Both are built once from all their keys and never change:
@@ -36,6 +36,7 @@
 
 #define ERR_NOT_MAP "ERR not a static map: SF.GET needs a map (SF.BUILDMAP, bloomkit build-map)"
 #define ERR_BAD_BITS "ERR BITS must be 8, 12 or 16"
+#define ERR_BUMPED_BITS "ERR BUMPED filters take BITS 8 or 16"
 #define ERR_BAD_VALUEBITS "ERR VALUEBITS must be between 1 and 32"
 #define ERR_BAD_CHECKBITS "ERR CHECKBITS must be between 0 and 24"
 #define ERR_PAIRS "ERR ITEMS needs item value pairs"
@@ -223,18 +224,19 @@ void bkc_cmd_sf_loadchunk(bkc_ctx *c, int argc, const bkc_str *argv)
 /* The parsed options of a build. */
 typedef struct build_args {
     int replace;
+    int bumped;            /* SF.BUILD BUMPED: one line per lookup */
     int items_at;          /* index of the first item in argv */
     uint32_t bits;         /* SF.BUILD: fingerprint bits */
     int value_bits;        /* SF.BUILDMAP: -1 = from the largest value */
     uint32_t check_bits;
 } build_args;
 
-/* Parse [ERROR p | BITS b] / [VALUEBITS r] [CHECKBITS c], [REPLACE] and
- * ITEMS. 1, or 0 after replying. */
+/* Parse [ERROR p | BITS b] [BUMPED] / [VALUEBITS r] [CHECKBITS c],
+ * [REPLACE] and ITEMS. 1, or 0 after replying. */
 static int parse_build(bkc_ctx *c, int argc, const bkc_str *argv, int map, build_args *a)
 {
     int have_error = 0, have_bits = 0;
-    *a = (build_args){0, 0, 8, -1, DEFAULT_CHECK_BITS};
+    *a = (build_args){0, 0, 0, 8, -1, DEFAULT_CHECK_BITS};
     for (int i = 2; i < argc; i++) {
         if (bkc_streq(argv[i], "ITEMS")) {
             a->items_at = i + 1;
@@ -242,6 +244,10 @@ static int parse_build(bkc_ctx *c, int argc, const bkc_str *argv, int map, build
         }
         if (bkc_streq(argv[i], "REPLACE")) {
             a->replace = 1;
+            continue;
+        }
+        if (!map && bkc_streq(argv[i], "BUMPED")) {
+            a->bumped = 1;
             continue;
         }
         int takes = (!map && (bkc_streq(argv[i], "ERROR") || bkc_streq(argv[i], "BITS"))) ||
@@ -292,6 +298,13 @@ static int parse_build(bkc_ctx *c, int argc, const bkc_str *argv, int map, build
     if (have_error && have_bits) {
         bkc__err(c, "ERR give ERROR or BITS, not both");
         return 0;
+    }
+    if (a->bumped && a->bits == 12) {
+        if (have_bits) {
+            bkc__err(c, ERR_BUMPED_BITS);
+            return 0;
+        }
+        a->bits = 16; /* ERROR between 2^-12 and 2^-8: the next width it has */
     }
     if (a->items_at == 0 || a->items_at >= argc) {
         bkc__arity_error(c, argv);
@@ -372,17 +385,26 @@ void bkc_cmd_sf_build(bkc_ctx *c, int argc, const bkc_str *argv)
     build_args a;
     if (!parse_build(c, argc, argv, 0, &a)) return;
     uint64_t n = (uint64_t)(argc - a.items_at);
-    if (!bkc__fits(c, build_bytes(bk_static_build_memory(n), n, a.bits))) return;
+    uint64_t temp = a.bumped ? bk_bumped_build_memory(n) : bk_static_build_memory(n);
+    if (!bkc__fits(c, build_bytes(temp, n, a.bits))) return;
     const void **keys = malloc(n * sizeof(*keys));
     size_t *lens = malloc(n * sizeof(*lens));
-    bk_static *s = NULL;
+    bk_filter *f = NULL;
     int rc = BK_ENOMEM;
     if (keys != NULL && lens != NULL) {
         for (uint64_t i = 0; i < n; i++) {
             keys[i] = argv[a.items_at + i].ptr;
             lens[i] = argv[a.items_at + i].len;
         }
-        rc = bk_static_build(&s, keys, lens, n, a.bits, BK_DEFAULT_SEED);
+        if (a.bumped) {
+            bk_bumped *b = NULL;
+            rc = bk_bumped_build(&b, keys, lens, n, a.bits, BK_DEFAULT_SEED);
+            f = bk_bumped_as_filter(b);
+        } else {
+            bk_static *s = NULL;
+            rc = bk_static_build(&s, keys, lens, n, a.bits, BK_DEFAULT_SEED);
+            f = bk_static_as_filter(s);
+        }
     }
     free(keys);
     free(lens);
@@ -390,7 +412,7 @@ void bkc_cmd_sf_build(bkc_ctx *c, int argc, const bkc_str *argv)
         bkc__lib_error(c, rc);
         return;
     }
-    store_built(c, argc, argv, &a, bk_static_as_filter(s));
+    store_built(c, argc, argv, &a, f);
 }
 
 void bkc_cmd_sf_buildmap(bkc_ctx *c, int argc, const bkc_str *argv)

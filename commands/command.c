@@ -204,7 +204,7 @@ const bkc_command bkc_command_table[] = {
      "Select the database (only 0 exists)", "SELECT index"},
     {"sf.build", -4, W | M, 1, 1, 1, bkc_cmd_sf_build,
      "Build a static filter of the given items (replaces only with REPLACE)",
-     "SF.BUILD key [ERROR error | BITS 8|12|16] [REPLACE] ITEMS item [item ...]"},
+     "SF.BUILD key [ERROR error | BITS 8|12|16] [BUMPED] [REPLACE] ITEMS item [item ...]"},
     {"sf.buildmap", -5, W | M, 1, 1, 1, bkc_cmd_sf_buildmap,
      "Build a static map of the given item/value pairs (replaces only with REPLACE)",
      "SF.BUILDMAP key [VALUEBITS bits] [CHECKBITS bits] [REPLACE] ITEMS item value "

@@ -390,6 +390,16 @@ def builds(srv, r):
                  "a static filter reaches 2^-16 = 0.0015% at best")
     expect_error(lambda: r.execute_command("SF.BUILD", "c1", "NOPE", "ITEMS", "k"),
                  "Unknown argument received")
+    # BUMPED: the one-line filter, 8 or 16 bits; 500 members all found
+    assert r.execute_command("SF.BUILD", "bb", "BUMPED", "ITEMS", *MEMBERS[:500]) in (b"OK", True)
+    assert r.execute_command("SF.MEXISTS", "bb", *MEMBERS[:500]) == [1] * 500
+    assert r.execute_command("SF.INFO", "bb", "TYPE") == [b"static filter (bumped)"]
+    assert r.execute_command("SF.BUILD", "bb16", "ERROR", "0.001", "BUMPED", "ITEMS", "x") in (b"OK", True)
+    assert float(r.execute_command("SF.INFO", "bb16", "ERROR")[0]) == 2 ** -16
+    expect_error(lambda: r.execute_command("SF.BUILD", "c1", "BITS", "12", "BUMPED", "ITEMS", "k"),
+                 "BUMPED filters take BITS 8 or 16")
+    expect_error(lambda: r.execute_command("SF.BUILDMAP", "c1", "BUMPED", "ITEMS", "k", "1"),
+                 "Unknown argument received")
     expect_error(lambda: r.execute_command("SF.BUILD", "c1", "ITEMS"),
                  "wrong number of arguments for 'sf.build' command")
     expect_error(lambda: r.execute_command("SF.BUILD", "c1", "REPLACE", "x", "y"),
@@ -405,6 +415,7 @@ def builds(srv, r):
 
 def built_keys_answer(r):
     assert r.execute_command("SF.MEXISTS", "b1", "z") == [1]
+    assert r.execute_command("SF.MEXISTS", "bb", *MEMBERS[:500]) == [1] * 500
     assert r.execute_command("SF.MGET", "bm", "a", "b") == [1, 200]
     assert r.execute_command("SF.MGET", "bm2", *MEMBERS[:500]) == [VALUES[k] for k in MEMBERS[:500]]
 
