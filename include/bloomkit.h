@@ -2221,6 +2221,8 @@ BK_API void bk_loader_free(bk_loader *l);
  * Construction peels a random 3-hypergraph; an unlucky seed is retried
  * with another, at most 64 times (BK_EBUILD after that, never a hang).
  * Lookups are thread-safe; there is nothing to add or remove: rebuild.
+ * For lookups of one cache line at about the same memory, see the bumped
+ * static filter (bk_bumped, below).
  *
  * Through the generic handle (family BK_FAMILY_STATIC, "static") it is
  * saved, loaded and mapped like any filter; bk_filter_add answers
