@@ -450,7 +450,7 @@ static void check_value(const bkc_value *v)
         bk_family got;
         CHECK(v->nfilters == 1);
         got = bk_filter_family(v->filters[0]);
-        CHECK(got == BK_FAMILY_STATIC || got == BK_FAMILY_MAP);
+        CHECK(got == BK_FAMILY_STATIC || got == BK_FAMILY_BUMPED || got == BK_FAMILY_MAP);
         return;
     }
     bk_family want = v->kind == BKC_KIND_BLOOM      ? BK_FAMILY_SCALABLE
