@@ -342,12 +342,7 @@ static void test_golden_file(void **state)
     bk_map_free(m);
 }
 
-#include "../fuzz/reseal.h"
-
-static void put_le(unsigned char *p, uint64_t v, int bytes)
-{
-    for (int i = 0; i < bytes; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
+#include "damage.h"
 
 static void test_damaged_fields(void **state)
 {
@@ -355,7 +350,7 @@ static void test_damaged_fields(void **state)
     bk_map *m = golden_map();
     size_t len;
     unsigned char *good = tu_serialize(bk_map_as_filter(m), &len);
-    struct { size_t off; uint64_t value; int bytes; } cases[] = {
+    const tu_damage cases[] = {
         {56, 9, 8},               /* r != width - c */
         {56, 40, 8},              /* r > 32 */
         {64, 30, 8},              /* c > 24 */
@@ -365,18 +360,7 @@ static void test_damaged_fields(void **state)
         {40, 0, 8},               /* fpr not 2^-7 */
         {len - 1, 0x80, 1},       /* padding not zero */
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        unsigned char *bad = malloc(len);
-        assert_non_null(bad);
-        memcpy(bad, good, len);
-        put_le(bad + cases[i].off, cases[i].value, cases[i].bytes);
-        reseal(bad, len);
-        bk_filter *g = NULL;
-        int rc = bk_filter_deserialize(&g, bad, len);
-        if (rc != BK_ECORRUPT) fail_msg("case %zu: got %s, want ECORRUPT", i, bk_errname(rc));
-        assert_null(g);
-        free(bad);
-    }
+    tu_expect_corrupt(good, len, cases, sizeof(cases) / sizeof(cases[0]));
     free(good);
     bk_map_free(m);
 }

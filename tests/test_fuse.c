@@ -278,12 +278,7 @@ static void test_golden_file(void **state)
     bk_static_free(f);
 }
 
-static void put_le(unsigned char *p, uint64_t v, int bytes)
-{
-    for (int i = 0; i < bytes; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-#include "../fuzz/reseal.h"
+#include "damage.h"
 
 /* Damaged fields, resealed so the checksums pass: the family's checks
  * reject each one with BK_ECORRUPT. */
@@ -293,7 +288,7 @@ static void test_damaged_fields(void **state)
     bk_static *f = golden_filter();
     size_t len;
     unsigned char *good = tu_serialize(bk_static_as_filter(f), &len);
-    struct { size_t off; uint64_t value; int bytes; } cases[] = {
+    const tu_damage cases[] = {
         {128 + 28, 10, 1},        /* width 10 */
         {128 + 28, 16, 1},        /* width 16: the length no longer fits */
         {128 + 24, 4, 4},         /* k = 4 */
@@ -304,19 +299,7 @@ static void test_damaged_fields(void **state)
         {56, 1, 8},               /* a param that must be 0 */
         {40, 0, 8},               /* target fpr not 2^-8 */
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        unsigned char *bad = malloc(len);
-        assert_non_null(bad);
-        memcpy(bad, good, len);
-        put_le(bad + cases[i].off, cases[i].value, cases[i].bytes);
-        reseal(bad, len);
-        bk_filter *g = NULL;
-        int rc = bk_filter_deserialize(&g, bad, len);
-        if (rc != BK_ECORRUPT)
-            fail_msg("case %zu: got %s, want ECORRUPT", i, bk_errname(rc));
-        assert_null(g);
-        free(bad);
-    }
+    tu_expect_corrupt(good, len, cases, sizeof(cases) / sizeof(cases[0]));
     free(good);
     bk_static_free(f);
 }
@@ -337,17 +320,6 @@ static int try_build(void *ctx)
     return rc;
 }
 
-typedef struct bytes { unsigned char *buf; size_t len; } bytes;
-
-static int try_deserialize(void *ctx)
-{
-    bytes *b = ctx;
-    bk_filter *g;
-    int rc = bk_filter_deserialize(&g, b->buf, b->len);
-    if (rc == BK_OK) bk_filter_free(g);
-    return rc;
-}
-
 static void test_allocation_failures(void **state)
 {
     (void)state;
@@ -356,10 +328,10 @@ static void test_allocation_failures(void **state)
     assert_true(tu_oom_loop(try_build, &ks) >= 2);
     tu_keyset_free(&ks);
     bk_static *f = golden_filter();
-    bytes b;
-    b.buf = tu_serialize(bk_static_as_filter(f), &b.len);
-    assert_true(tu_oom_loop(try_deserialize, &b) >= 1);
-    free(b.buf);
+    size_t len;
+    unsigned char *buf = tu_serialize(bk_static_as_filter(f), &len);
+    assert_true(tu_oom_deserialize(buf, len) >= 1);
+    free(buf);
     bk_static_free(f);
 }
 

@@ -280,6 +280,24 @@ static inline unsigned char *tu_read_file(const char *path, size_t *len)
     return buf;
 }
 
+static inline int tu__attempt_deserialize(void *ctx)
+{
+    const tu__image *im = ctx;
+    bk_filter *g;
+    int rc = bk_filter_deserialize(&g, im->buf, im->len);
+    if (rc == BK_OK) bk_filter_free(g);
+    return rc;
+}
+
+/* tu_oom_loop over loading the image buf (len bytes): every allocation
+ * failure is BK_ENOMEM and leaks nothing. Returns the allocations a load
+ * makes. */
+static inline long tu_oom_deserialize(const unsigned char *buf, size_t len)
+{
+    tu__image im = {(unsigned char *)buf, len};
+    return tu_oom_loop(tu__attempt_deserialize, &im);
+}
+
 /* A golden file pins a format: today's code must write exactly its bytes
  * (buf). A missing one is written only with BK_WRITE_GOLDEN=1 (once, when
  * the family was added), else the test fails. Returns its bytes
