@@ -1330,7 +1330,8 @@ BK_API bk_scalable *bk_filter_as_scalable(bk_filter *f);
  *
  * Keys are hashed with XXH3-64 (as the blocked filter's split layout).
  * A bk_filter like the others (saved, loaded, `bloomkit create --type
- * growable`); not yet behind BF.* in the server and the module. Adds are
+ * growable`); what a BF key auto-created by BF.ADD / BF.MADD / BF.INSERT
+ * holds in the server and the module (docs/COMMANDS.md). Adds are
  * not thread-safe; lookups may run concurrently with each other, not with
  * adds.
  *==========================================================================*/
@@ -1347,6 +1348,19 @@ typedef struct bk_growable bk_growable;
  * 1)), BK_ESIZE or BK_ENOMEM. */
 BK_API int bk_growable_create(bk_growable **out, uint64_t capacity, double fpr,
                               uint64_t seed);
+
+/* The bytes bk_growable_create would allocate for `capacity` (what
+ * bk_growable_bytes then reports), without allocating. Returns BK_OK,
+ * BK_EINVAL (bytes NULL), BK_ECAPACITY (0) or BK_ESIZE. */
+BK_API int bk_growable_estimate_bytes(uint64_t capacity, size_t *bytes);
+
+/* How many times a filter created for `capacity` at `fpr` can double when
+ * filled from empty: the rule that refuses a doubling (BK_EFULL), applied
+ * ahead of time. It then holds about capacity x 2^reach keys (at 1% from
+ * 100 keys: 25 doublings, ~6e9 keys). 0 for parameters bk_growable_create
+ * refuses. A long stash can double the table early, so a filter may stop
+ * growing a doubling sooner; that has not been seen at the 75% load. */
+BK_API uint32_t bk_growable_reach(uint64_t capacity, double fpr);
 BK_API void bk_growable_free(bk_growable *f);
 
 /* Cap the bytes the filter may hold (0: none); a doubling past it fails
@@ -1377,12 +1391,13 @@ BK_API int bk_growable_add_hash(bk_growable *f, uint64_t h);
 BK_API int bk_growable_contains_hash(const bk_growable *f, uint64_t h);
 
 /* Statistics, O(1): keys added; keys it holds before the next doubling;
- * doublings so far; the seed; the rate asked; bytes held; entries in the
+ * the capacity it was created for; doublings so far; the seed; the rate asked; bytes held; entries in the
  * stash (those neither their bucket nor the next could hold); and the
  * expected rate of a lookup of an absent key now (the sum of 2^-bits over
  * the entries, per bucket: an upper bound by the union bound). */
 BK_API uint64_t bk_growable_items(const bk_growable *f);
 BK_API uint64_t bk_growable_capacity(const bk_growable *f);
+BK_API uint64_t bk_growable_initial_capacity(const bk_growable *f);
 BK_API uint32_t bk_growable_doublings(const bk_growable *f);
 BK_API uint64_t bk_growable_seed(const bk_growable *f);
 BK_API double bk_growable_error(const bk_growable *f);
@@ -1393,8 +1408,12 @@ BK_API double bk_growable_fpr_now(const bk_growable *f);
 /* The generic handle (see "Any filter"): family BK_FAMILY_GROWABLE,
  * "growable". Saved and loaded like any filter (docs/FORMAT.md; a loaded
  * filter copies its payload, also from a mapping, since a doubling
- * replaces the table); no remove, merge or write modes; adds through the
- * handle are not thread-safe either. */
+ * replaces the table); no remove or write modes; adds through the handle
+ * are not thread-safe either. bk_filter_merge (union) takes two growable
+ * filters of one seed whatever their sizes: the smaller table is doubled
+ * to the larger's, then every entry of the source that the destination
+ * does not hold joins it; BK_EFULL when the union would pass the
+ * destination's rate, and then nothing changes. Intersection: BK_ENOTSUP. */
 BK_API bk_filter *bk_growable_as_filter(bk_growable *f);
 BK_API bk_growable *bk_filter_as_growable(bk_filter *f);
 

@@ -51,6 +51,7 @@
  * Concurrency: not thread-safe for adds; lookups may run concurrently with
  * each other (they only read).
  */
+#include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* qsort */
 #include <string.h> /* memset, memmove */
 
@@ -224,7 +225,7 @@ static size_t stash_find(const stashed *st, size_t n, uint64_t b)
 static int stash_reserve(stashed **v, size_t *cap, size_t n)
 {
     if (n < *cap) return BK_OK;
-    size_t ncap = *cap ? 2 * *cap : 16;
+    size_t ncap = *cap ? 2 * *cap : 2; /* most filters never stash */
     while (ncap <= n) {
         if (ncap > SIZE_MAX / 2 / sizeof(stashed)) return BK_ENOMEM;
         ncap *= 2;
@@ -362,9 +363,12 @@ static int move_entry(uint16_t *t, uint32_t q, stashed **stash, size_t *n, size_
 
 static size_t table_bytes(uint32_t q) { return (size_t)nbuckets(q) * BK_CACHE_LINE; }
 
+/* The handle, the table with its alignment slack, and the stash's entries
+ * (not its spare room, which depends on how the filter was made: built by
+ * adds or loaded, the same filter reports the same bytes). */
 static size_t total_bytes(const bk_growable *f)
 {
-    return sizeof(*f) + table_bytes(f->q) + BK_CACHE_LINE + f->stash_cap * sizeof(stashed);
+    return sizeof(*f) + table_bytes(f->q) + BK_CACHE_LINE + f->nstash * sizeof(stashed);
 }
 
 /* The rate after a doubling, filled to its load: W doubles with the
@@ -443,15 +447,52 @@ static int add_h(bk_growable *f, uint64_t h)
  * API
  *==========================================================================*/
 
+/* The first table's q for a capacity, or BK_ESIZE. */
+static int first_q(uint64_t capacity, uint32_t *q)
+{
+    *q = 0;
+    while (*q < MAX_Q && load_limit(*q) < capacity) (*q)++;
+    return load_limit(*q) < capacity ? BK_ESIZE : BK_OK;
+}
+
+int bk_growable_estimate_bytes(uint64_t capacity, size_t *bytes)
+{
+    uint32_t q;
+    if (bytes == NULL) return BK_EINVAL;
+    *bytes = 0;
+    if (capacity == 0) return BK_ECAPACITY;
+    if (first_q(capacity, &q) != BK_OK) return BK_ESIZE;
+    *bytes = sizeof(bk_growable) + table_bytes(q) + BK_CACHE_LINE;
+    return BK_OK;
+}
+
+/* The doubling rule of double_table, applied to a filter filled key by key
+ * from empty: before each doubling it holds load_limit(q) keys, each added
+ * with weight 1, and a doubling doubles W. */
+uint32_t bk_growable_reach(uint64_t capacity, double fpr)
+{
+    uint32_t q, d = 0;
+    if (capacity == 0 || !(fpr >= BK_GROWABLE_MIN_FPR && fpr < 1.0)) return 0;
+    if (first_q(capacity, &q) != BK_OK) return 0;
+    double w = (double)load_limit(q);
+    while (q < MAX_Q) {
+        double next = 2.0 * w + (double)(load_limit(q + 1) - load_limit(q));
+        if (next / ((double)(1u << FP_BITS) * (double)nbuckets(q + 1)) > fpr) break;
+        w = next;
+        q++;
+        d++;
+    }
+    return d;
+}
+
 int bk_growable_create(bk_growable **out, uint64_t capacity, double fpr, uint64_t seed)
 {
     if (out == NULL) return BK_EINVAL;
     *out = NULL;
     if (capacity == 0) return BK_ECAPACITY;
     if (!(fpr >= BK_GROWABLE_MIN_FPR && fpr < 1.0)) return BK_EFPR;
-    uint32_t q = 0;
-    while (q < MAX_Q && load_limit(q) < capacity) q++;
-    if (load_limit(q) < capacity) return BK_ESIZE;
+    uint32_t q;
+    if (first_q(capacity, &q) != BK_OK) return BK_ESIZE;
     bk_growable *f = bk__calloc(1, sizeof(*f));
     if (f == NULL) return BK_ENOMEM;
     f->t = bk__calloc_aligned(table_bytes(q));
@@ -585,6 +626,7 @@ int64_t bk_growable_contains_batch(const bk_growable *f, const void *const *keys
 
 uint64_t bk_growable_items(const bk_growable *f) { return f ? f->items : 0; }
 uint64_t bk_growable_capacity(const bk_growable *f) { return f ? load_limit(f->q) : 0; }
+uint64_t bk_growable_initial_capacity(const bk_growable *f) { return f ? f->capacity : 0; }
 uint32_t bk_growable_doublings(const bk_growable *f) { return f ? f->doublings : 0; }
 uint64_t bk_growable_seed(const bk_growable *f) { return f ? f->seed : 0; }
 double bk_growable_error(const bk_growable *f) { return f ? f->target : 0.0; }
@@ -696,6 +738,129 @@ static void ops_clear(void *vf)
     f->nstash = 0;
     f->items = 0;
     f->weight = 0.0;
+}
+
+/* 1 when entry d's bits are a prefix of entry e's: d matches every key e
+ * matches (a void entry is a prefix of all). */
+static inline int covers(uint16_t d, uint16_t e)
+{
+    unsigned ld = d & (0u - d), le = e & (0u - e);
+    return ld >= le && ((d ^ e) & (uint16_t)(0u - (ld << 1))) == 0;
+}
+
+/* Entry e of home bucket b joins x. If x has an entry of that bucket that
+ * covers e, e adds nothing; if e covers one, e takes its place (the union
+ * matches what e matches); either way the key counts once. Otherwise e is
+ * placed and counted in *added. *resort: a stash entry changed. */
+static int join_entry(bk_growable *x, uint64_t b, uint16_t e, uint64_t *added, int *resort)
+{
+    uint16_t *t = x->t + b * LANES, *hit = NULL;
+    unsigned meta = t[SLOTS];
+    for (unsigned i = 0; i < own_of(meta) && hit == NULL; i++)
+        if (covers(t[i], e) || covers(e, t[i])) hit = &t[i];
+    if (hit == NULL && (meta & SPILLED)) {
+        uint16_t *y = x->t + ((b + 1) & (nbuckets(x->q) - 1)) * LANES;
+        for (unsigned i = SLOTS - foreign_of(y[SLOTS]); i < SLOTS && hit == NULL; i++)
+            if (covers(y[i], e) || covers(e, y[i])) hit = &y[i];
+    }
+    if (hit != NULL) {
+        if (!covers(*hit, e)) {
+            x->weight += (double)(e & (0u - e)) - (double)(*hit & (0u - *hit));
+            *hit = e;
+        }
+        return BK_OK;
+    }
+    if (meta & STASHED)
+        for (size_t i = stash_find(x->stash, x->nstash, b);
+             i < x->nstash && ST_BUCKET(x->stash[i]) == b; i++) {
+            uint16_t d = ST_ENTRY(x->stash[i]);
+            if (covers(d, e)) return BK_OK;
+            if (covers(e, d)) {
+                x->weight += (double)(e & (0u - e)) - (double)(d & (0u - d));
+                x->stash[i] = ST_MAKE(b, e);
+                *resort = 1;
+                return BK_OK;
+            }
+        }
+    if (stash_reserve(&x->stash, &x->stash_cap, x->nstash + 1) != BK_OK) return BK_ENOMEM;
+    place(x->t, x->q, x->stash, &x->nstash, b, e, 1);
+    x->weight += (double)(e & (0u - e)); /* 2^(15 - L) */
+    (*added)++;
+    return BK_OK;
+}
+
+/* Union (op 0): every entry of src joins dst (join_entry). The smaller
+ * table is first doubled to the larger one's size (its entries move as in
+ * any doubling). The work is done on a copy of dst that replaces it at the
+ * end: a failure changes nothing. BK_EFULL when the union would pass
+ * dst's rate filled to its load, BK_ELIMIT past dst's max_bytes,
+ * BK_ENOMEM. items becomes dst's plus the entries placed: the size of the
+ * union but for keys of src whose entry met an unrelated one of dst with
+ * the same bits (at the filter's rate). Intersection (op 1) is not
+ * offered: BK_ENOTSUP. */
+static int ops_merge(void *vd, const void *vs, int op)
+{
+    bk_growable *d = vd;
+    const bk_growable *s = vs;
+    bk_growable *x = NULL, *y = NULL;
+    uint64_t added = 0;
+    int resort = 0;
+    if (op) return BK_ENOTSUP;
+    if (d->seed != s->seed) return BK_EINCOMPAT;
+    int rc = ops_clone(d, (void **)&x);
+    if (rc == BK_OK) rc = ops_clone(s, (void **)&y);
+    if (rc != BK_OK) goto out;
+    y->target = 1.0; /* src only moves down to dst's size */
+    y->max_bytes = 0;
+    while (rc == BK_OK && x->q < y->q) rc = double_table(x);
+    while (rc == BK_OK && y->q < x->q) rc = double_table(y);
+    uint64_t nb = nbuckets(y->q);
+    for (uint64_t b = 0; rc == BK_OK && b < nb; b++) {
+        const uint16_t *t = y->t + b * LANES;
+        unsigned own = own_of(t[SLOTS]), fo = foreign_of(t[SLOTS]);
+        for (unsigned i = 0; rc == BK_OK && i < SLOTS; i++) {
+            if (i >= own && i < SLOTS - fo) continue;
+            rc = join_entry(x, i < own ? b : (b + nb - 1) & (nb - 1), t[i], &added, &resort);
+        }
+    }
+    for (size_t i = 0; rc == BK_OK && i < y->nstash; i++)
+        rc = join_entry(x, ST_BUCKET(y->stash[i]), ST_ENTRY(y->stash[i]), &added, &resort);
+    if (rc != BK_OK) goto out;
+    if (resort && x->nstash > 1) qsort(x->stash, x->nstash, sizeof(*x->stash), cmp_stashed);
+    x->items += added;
+    while (rc == BK_OK && x->items > load_limit(x->q)) rc = double_table(x);
+    if (rc != BK_OK) goto out;
+    if (x->weight > x->target * (double)(1u << FP_BITS) * (double)nbuckets(x->q)) {
+        rc = BK_EFULL;
+        goto out;
+    }
+    if (x->nstash > stash_limit(x->items)) (void)double_table(x);
+    /* x's table, stash and counts replace d's */
+    bk__free_aligned(d->t);
+    bk__free(d->stash);
+    d->t = x->t;
+    d->stash = x->stash;
+    d->nstash = x->nstash;
+    d->stash_cap = x->stash_cap;
+    d->q = x->q;
+    d->doublings = x->doublings;
+    d->items = x->items;
+    d->weight = x->weight;
+    x->t = NULL;
+    x->stash = NULL;
+out:
+    bk_growable_free(x);
+    bk_growable_free(y);
+    return rc;
+}
+
+static int ops_incompatibility(const void *va, const void *vb, char *buf, size_t cap)
+{
+    const bk_growable *a = va, *b = vb;
+    if (a->seed == b->seed) return 0;
+    snprintf(buf, cap, "seeds differ: %llu vs %llu", (unsigned long long)a->seed,
+             (unsigned long long)b->seed);
+    return 1;
 }
 
 /* Image: header capacity, fpr, items, hash XXH3-64, param[0] = doublings,
@@ -826,8 +991,8 @@ static const bk__family_ops growable_ops = {
     .create = ops_create,
     .clone = ops_clone,
     .clear = ops_clear,
-    .merge = NULL,
-    .incompatibility = NULL,
+    .merge = ops_merge,
+    .incompatibility = ops_incompatibility,
     .nparts = ops_nparts,
     .describe = ops_describe,
     .restore = ops_restore,

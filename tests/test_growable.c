@@ -393,6 +393,79 @@ static void test_generic_handle(void **state)
     bk_filter_free(f);
 }
 
+/* Union: tables of different sizes, keys in one or both, the rate bound,
+ * and what is refused. */
+static void test_merge(void **state)
+{
+    (void)state;
+    bk_growable *a, *b, *c, *tight;
+    char k[TU_KEY_LEN];
+    assert_int_equal(bk_growable_create(&a, 100, 0.01, 9), BK_OK);
+    assert_int_equal(bk_growable_create(&b, 100, 0.01, 9), BK_OK);
+    /* a: keys 0..29999 of tag 1; b: 20000..20999 of tag 1 (in both) and
+     * 0..99 of tag 3 (new), far smaller */
+    uint64_t na = add_keys(a, 30000);
+    for (uint64_t i = 20000; i < 21000; i++) {
+        key_of(k, i, 1);
+        assert_true(bk_growable_add(b, k, sizeof(k)) >= 0);
+    }
+    for (uint64_t i = 0; i < 100; i++) {
+        key_of(k, i, 3);
+        assert_true(bk_growable_add(b, k, sizeof(k)) >= 0);
+    }
+    assert_true(bk_growable_doublings(a) > bk_growable_doublings(b));
+    /* small into large, and large into small: the same keys answer */
+    bk_filter *fa = bk_growable_as_filter(a), *fb = bk_growable_as_filter(b), *fc;
+    assert_int_equal(bk_filter_clone(&fc, fb), BK_OK);
+    c = bk_filter_as_growable(fc);
+    assert_int_equal(bk_filter_merge(fa, fb), BK_OK);
+    assert_int_equal(bk_filter_merge(fc, bk_growable_as_filter(a)), BK_OK);
+    assert_all_present(a, 30000);
+    assert_all_present(c, 30000);
+    for (uint64_t i = 0; i < 100; i++) {
+        key_of(k, i, 3);
+        assert_true(bk_growable_contains(a, k, sizeof(k)));
+        assert_true(bk_growable_contains(c, k, sizeof(k)));
+    }
+    /* keys in both count once: a's items grow by about b's new keys */
+    assert_true(bk_growable_items(a) >= na + 95 && bk_growable_items(a) <= na + 110);
+    assert_int_equal(bk_growable_doublings(c), bk_growable_doublings(a));
+    /* the rate stays what it says: measured on absent keys, 5 sigma */
+    uint64_t fp = 0, trials = 200000;
+    for (uint64_t i = 0; i < trials; i++) {
+        key_of(k, i, 2);
+        fp += (uint64_t)bk_growable_contains(a, k, sizeof(k));
+    }
+    double p = bk_growable_fpr_now(a), sd = sqrt(p * (1 - p) / (double)trials);
+    assert_true(fabs((double)fp / (double)trials - p) <= 5 * sd + 1e-9);
+    assert_true(p <= 0.01);
+
+    /* refused, nothing changed: AND, other seeds, a rate the union passes */
+    size_t bytes = bk_growable_bytes(a);
+    assert_int_equal(bk_filter_intersect(fa, fb), BK_ENOTSUP);
+    bk_growable *other;
+    assert_int_equal(bk_growable_create(&other, 100, 0.01, 10), BK_OK);
+    assert_int_equal(bk_filter_merge(fa, bk_growable_as_filter(other)), BK_EINCOMPAT);
+    char why[128];
+    assert_int_equal(bk_filter_incompatibility(fa, bk_growable_as_filter(other), why,
+                                               sizeof(why)), 1);
+    assert_string_equal(why, "seeds differ: 9 vs 10");
+    assert_int_equal(bk_filter_incompatibility(fa, fb, why, sizeof(why)), 0);
+    assert_int_equal(bk_growable_create(&tight, 100, 0.0015, 9), BK_OK);
+    uint64_t nt = add_keys(tight, 300); /* 0.0015: two doublings at most */
+    uint32_t dt = bk_growable_doublings(tight);
+    assert_int_equal(bk_filter_merge(bk_growable_as_filter(tight), fa), BK_EFULL);
+    assert_int_equal(bk_growable_items(tight), nt);
+    assert_int_equal(bk_growable_doublings(tight), dt);
+    assert_all_present(tight, 300);
+    assert_int_equal(bk_growable_bytes(a), bytes);
+    bk_growable_free(tight);
+    bk_growable_free(other);
+    bk_filter_free(fc);
+    bk_growable_free(b);
+    bk_growable_free(a);
+}
+
 /* Edited images, resealed so that only the family's checks can catch
  * them, are refused: a count past 31, a stray entry in an unused lane, a
  * weight that does not add up, the wrong hash algorithm. */
@@ -510,6 +583,7 @@ int main(void)
         cmocka_unit_test(test_batches_and_lengths),
         cmocka_unit_test(test_allocation_failures),
         cmocka_unit_test(test_generic_handle),
+        cmocka_unit_test(test_merge),
         cmocka_unit_test(test_corrupt_images),
         cmocka_unit_test(test_stash_in_the_file),
         cmocka_unit_test(test_generic_allocation_failures),
