@@ -1,16 +1,35 @@
 /*
  * cmd_bloom.c - BF.*: RedisBloom's Bloom filter commands, and BF.MERGE.
  *
- * A BF key holds one bk_scalable filter: a chain of stages, stage i sized
- * for capacity * expansion^i items, the compound rate under the error asked
- * for (lib/scalable.c has the rate schedule), with
- * RedisBloom's defaults (capacity 100, error 0.01, expansion 2) when an add
- * creates it. BF.ADD answers 1 only when no stage had the key, so the
- * filter's item count is BF.CARD.
+ * A BF key holds one filter of one of two families:
+ * - bk_growable (lib/growable.c), when an add creates the key with the
+ *   default capacity (no CAPACITY, NONSCALING or other EXPANSION than 2)
+ *   at an error rate the growable filter serves for at least
+ *   BF_GROWABLE_MIN_REACH doublings (1%, RedisBloom's default, gives 26).
+ *   Such a key was never sized by its user and is the one that grows: a
+ *   growable filter answers every lookup from one cache line however often
+ *   it doubled, where a chain grown from 100 keys to 1e7 reads 17. It
+ *   keeps its compound rate under the error asked, like the chain. BF.INFO
+ *   reports Capacity and Number of filters as RedisBloom's chain would have
+ *   them for the same items; Size is the bytes it holds. The setting
+ *   bkc_defaults_in_force.bf_growable (server --bf-growable, module
+ *   BF_GROWABLE) turns this off.
+ * - bk_scalable, every other key (BF.RESERVE, CAPACITY, NONSCALING, other
+ *   expansions, lower rates): a chain of stages, stage i sized for
+ *   capacity * expansion^i items, the compound rate under the error asked
+ *   for (lib/scalable.c has the rate schedule); stage 0 costs what
+ *   RedisBloom's first filter does, to the byte.
+ * RedisBloom's defaults (capacity 100, error 0.01, expansion 2) apply when
+ * an add creates the key without options. BF.ADD answers 1 only when the
+ * filter did not have the key, so the filter's item count is BF.CARD.
  *
  * Locking: lookups open the key READ. Adds open it WRITE: a scalable add
  * may grow the chain, and growth must be checked against the host's memory
  * budget (bk_scalable_set_max_bytes is exclusive) and reported (resized).
+ * Adds that find the key already there first try the shared path
+ * (add_shared, below) on a scalable filter; a growable filter takes every
+ * add exclusively (it moves entries while it adds), and its lookups read
+ * only, so READ opens may share it.
  *
  * Memory: a new filter is sized with bk_scalable_estimate_bytes
  * before anything is allocated and refused when it does not fit; growth is
@@ -35,6 +54,13 @@
 #define ERR_MAX_STAGES "ERR filter has reached its maximum number of sub-filters"
 #define MAX_EXPANSION 32768
 
+/* A key auto-created by an add holds a growable filter only when the rate
+ * lets it double this many times: from 100 keys, 186 x 2^24 = 3e9 keys,
+ * past any single key's memory here (about 28 bits per key). At 1% it
+ * doubles 26 times; at 0.9%, 23 (bk_growable_reach). */
+#define BF_GROWABLE_MIN_REACH 24
+#define BF_GROWABLE_EXPANSION 2
+
 /*==========================================================================
  * Options
  *==========================================================================*/
@@ -45,6 +71,7 @@ typedef struct bf_opts {
     uint32_t expansion;
     int nonscaling;
     int expansion_given;
+    int capacity_given;
 } bf_opts;
 
 static void opts_default(bf_opts *o)
@@ -54,6 +81,7 @@ static void opts_default(bf_opts *o)
     o->expansion = bkc_defaults_in_force.bf_expansion;
     o->nonscaling = 0;
     o->expansion_given = 0;
+    o->capacity_given = 0;
 }
 
 static int parse_error_rate(bkc_ctx *c, bkc_str s, double *out)
@@ -104,9 +132,55 @@ static int parse_expansion(bkc_ctx *c, bkc_str s, bf_opts *o)
  * Creating and adding
  *==========================================================================*/
 
-/* Create the filter of o, after checking it fits. Replies on failure. */
-static bkc_value *bf_create(bkc_ctx *c, const bf_opts *o)
+/* Whether an add that creates a key with o makes it growable (above). */
+static int wants_growable(const bf_opts *o)
 {
+    return bkc_defaults_in_force.bf_growable && !o->nonscaling && !o->capacity_given &&
+           o->expansion == BF_GROWABLE_EXPANSION &&
+           bk_growable_reach(o->capacity, o->error) >= BF_GROWABLE_MIN_REACH;
+}
+
+/* A value holding f (NULL and a reply when that fails; f is then freed). */
+static bkc_value *value_of(bkc_ctx *c, bk_filter *f)
+{
+    bkc_value *v = bkc_value_new(BKC_KIND_BLOOM);
+    if (v == NULL || bkc_value_push(v, f) != BK_OK) {
+        bk_filter_free(f);
+        bkc_value_free(v);
+        bkc__err(c, BKC_ERR_OOM);
+        return NULL;
+    }
+    return v;
+}
+
+static bkc_value *growable_create(bkc_ctx *c, const bf_opts *o)
+{
+    size_t bytes = 0;
+    int rc = bk_growable_estimate_bytes(o->capacity, &bytes);
+    if (rc == BK_ESIZE) {
+        bkc__err(c, BKC_ERR_CREATE_MEM);
+        return NULL;
+    }
+    if (rc != BK_OK) {
+        bkc__lib_error(c, rc);
+        return NULL;
+    }
+    if (!bkc__fits_create(c, bytes)) return NULL;
+    bk_growable *g = NULL;
+    rc = bk_growable_create(&g, o->capacity, o->error, BK_DEFAULT_SEED);
+    if (rc != BK_OK) {
+        if (rc == BK_ESIZE || rc == BK_ENOMEM) bkc__err(c, BKC_ERR_CREATE_MEM);
+        else bkc__lib_error(c, rc);
+        return NULL;
+    }
+    return value_of(c, bk_growable_as_filter(g));
+}
+
+/* Create the filter of o, after checking it fits (by_add: an add creates
+ * the key). Replies on failure. */
+static bkc_value *bf_create(bkc_ctx *c, const bf_opts *o, int by_add)
+{
+    if (by_add && wants_growable(o)) return growable_create(c, o);
     /* BK_SCALABLE_BOUNDED: the whole chain stays under the error asked for,
      * however it grows (a NONSCALING filter is one stage at that error). */
     unsigned flags = BK_SCALABLE_BOUNDED | (o->nonscaling ? BK_SCALABLE_NONSCALING : 0);
@@ -129,14 +203,7 @@ static bkc_value *bf_create(bkc_ctx *c, const bf_opts *o)
         else bkc__lib_error(c, rc);
         return NULL;
     }
-    bkc_value *v = bkc_value_new(BKC_KIND_BLOOM);
-    if (v == NULL || bkc_value_push(v, bk_scalable_as_filter(s)) != BK_OK) {
-        bk_scalable_free(s);
-        bkc_value_free(v);
-        bkc__err(c, BKC_ERR_OOM);
-        return NULL;
-    }
-    return v;
+    return value_of(c, bk_scalable_as_filter(s));
 }
 
 /* Store a new value under k. Replies on failure. */
@@ -148,18 +215,62 @@ static int store(bkc_ctx *c, bkc_key *k, bkc_value *v)
     return 0;
 }
 
-static bk_scalable *bf_of(bkc_value *v)
+/* The filter of a BF value: one of the two is set. */
+typedef struct bf_filter {
+    bk_scalable *s;
+    bk_growable *g;
+} bf_filter;
+
+static bf_filter bf_of(bkc_value *v)
 {
-    return bk_filter_as_scalable(v->filters[0]);
+    bf_filter b;
+    b.s = bk_filter_as_scalable(v->filters[0]);
+    b.g = b.s ? NULL : bk_filter_as_growable(v->filters[0]);
+    return b;
 }
 
-/* The error text of a failed scalable add. */
-static const char *add_error_text(bk_scalable *s, int rc, int capped)
+static int bf_contains(bf_filter b, bkc_str item)
+{
+    return b.g ? bk_growable_contains(b.g, item.ptr, item.len)
+               : bk_scalable_contains(b.s, item.ptr, item.len);
+}
+
+static uint64_t bf_items(bf_filter b)
+{
+    return b.g ? bk_growable_items(b.g) : bk_scalable_items(b.s);
+}
+
+static size_t bf_bytes(bf_filter b)
+{
+    return b.g ? bk_growable_bytes(b.g) : bk_scalable_bytes(b.s);
+}
+
+/* RedisBloom's chain for a growable filter's items: its stage count and
+ * their summed capacity (stage i holds capacity * 2^i; a chain whose
+ * stages are all full gets the next one with the next new item). */
+static void growable_chain(const bk_growable *g, uint64_t *capacity, uint64_t *stages)
+{
+    uint64_t stage = bk_growable_initial_capacity(g), total = stage, n = 1;
+    uint64_t items = bk_growable_items(g);
+    while (total < items && stage <= UINT64_MAX / 2 && total <= UINT64_MAX - 2 * stage) {
+        stage *= 2;
+        total += stage;
+        n++;
+    }
+    *capacity = total;
+    *stages = n;
+}
+
+/* The error text of a failed add. */
+static const char *add_error_text(bf_filter b, int rc, int capped)
 {
     switch (rc) {
-    case BK_EFULL: return ERR_FULL;
+    case BK_EFULL:
+        /* a growable filter refused a doubling that would pass its rate:
+         * RedisBloom's words for a chain that may not grow */
+        return b.g ? ERR_MAX_STAGES : ERR_FULL;
     case BK_ELIMIT:
-        if (bk_scalable_stages(s) >= bk_scalable_max_stages(s)) return ERR_MAX_STAGES;
+        if (b.s && bk_scalable_stages(b.s) >= bk_scalable_max_stages(b.s)) return ERR_MAX_STAGES;
         return capped ? BKC_ERR_MAXMEMORY : BKC_ERR_TOO_LARGE;
     case BK_ESIZE: return BKC_ERR_TOO_LARGE;
     case BK_ENOMEM: return BKC_ERR_OOM;
@@ -173,30 +284,35 @@ static const char *add_error_text(bk_scalable *s, int rc, int capped)
 static size_t bf_add_items(bkc_ctx *c, bkc_key *k, bkc_value *v, const bkc_str *items,
                            size_t n, int *results, const char **err, int *changed)
 {
-    bk_scalable *s = bf_of(v);
-    size_t before = bk_scalable_bytes(s);
-    size_t old_cap = bk_scalable_max_bytes(s);
+    bf_filter b = bf_of(v);
+    size_t before = bf_bytes(b);
+    /* a growable filter's cap is only ever set here */
+    size_t old_cap = b.s ? bk_scalable_max_bytes(b.s) : 0;
     uint64_t budget = bkc__memory_budget(c);
     size_t left = c->host_vt->memory_left(c->host);
     int capped = left != SIZE_MAX;
     /* growth may take the budget and no more, for this command */
     uint64_t cap = before + budget < before ? UINT64_MAX : before + budget;
-    if (cap < SIZE_MAX && (old_cap == 0 || cap < old_cap))
-        bk_scalable_set_max_bytes(s, (size_t)cap);
+    if (cap < SIZE_MAX && (old_cap == 0 || cap < old_cap)) {
+        if (b.s) bk_scalable_set_max_bytes(b.s, (size_t)cap);
+        else bk_growable_set_max_bytes(b.g, (size_t)cap);
+    }
     size_t i;
     *err = NULL;
     for (i = 0; i < n; i++) {
-        int rc = bk_scalable_add(s, items[i].ptr, items[i].len);
+        int rc = b.g ? bk_growable_add(b.g, items[i].ptr, items[i].len)
+                     : bk_scalable_add(b.s, items[i].ptr, items[i].len);
         if (rc < 0) {
-            *err = add_error_text(s, rc, capped);
+            *err = add_error_text(b, rc, capped);
             if (*err == NULL) *err = BKC_ERR_OOM;
             break;
         }
         results[i] = rc;
         if (rc == 1) *changed = 1;
     }
-    bk_scalable_set_max_bytes(s, old_cap);
-    if (bk_scalable_bytes(s) != before) {
+    if (b.s) bk_scalable_set_max_bytes(b.s, old_cap);
+    else bk_growable_set_max_bytes(b.g, old_cap);
+    if (bf_bytes(b) != before) {
         *changed = 1;
         c->host_vt->resized(k);
     }
@@ -221,7 +337,7 @@ static bkc_value *open_for_add(bkc_ctx *c, bkc_str name, const bf_opts *o, int n
             bkc__err(c, BKC_ERR_NOT_FOUND);
             goto fail;
         }
-        bkc_value *nv = bf_create(c, o);
+        bkc_value *nv = bf_create(c, o, 1);
         if (nv == NULL) goto fail;
         if (!store(c, *k, nv)) goto fail;
         *created = 1;
@@ -249,8 +365,8 @@ static long add_shared(bkc_ctx *c, int argc, const bkc_str *argv, bkc_str name,
     int st = bkc__open(c, name, BKC_OPEN_ADD, BKC_KIND_BLOOM, &k, &v);
     if (st == BKC__FAILED) return -1;
     size_t i = 0;
-    if (st == BKC__FOUND) {
-        bk_scalable *s = bf_of(v);
+    if (st == BKC__FOUND && bf_of(v).s != NULL) {
+        bk_scalable *s = bf_of(v).s;
         for (; i < n; i++) {
             int rc = bk_scalable_add_nogrow(s, items[i].ptr, items[i].len);
             if (rc < 0) break; /* needs a stage (or is full): exclusive path */
@@ -344,7 +460,7 @@ void bkc_cmd_bf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
     } else if (st != BKC__MISSING) {
         bkc__err(c, BKC_ERR_ITEM_EXISTS);
     } else {
-        bkc_value *nv = bf_create(c, &o);
+        bkc_value *nv = bf_create(c, &o, 0);
         if (nv != NULL && store(c, k, nv)) {
             bkc__ok(c);
             bkc__wrote(c, argc, argv);
@@ -391,6 +507,7 @@ void bkc_cmd_bf_insert(bkc_ctx *c, int argc, const bkc_str *argv)
                      : bkc_streq(argv[i], "ERROR")  ? parse_error_rate(c, argv[i + 1], &o.error)
                                                     : parse_expansion(c, argv[i + 1], &o);
             if (!ok) return;
+            if (bkc_streq(argv[i], "CAPACITY")) o.capacity_given = 1;
             i++;
         } else {
             bkc__err(c, BKC_ERR_UNKNOWN_ARG);
@@ -425,7 +542,7 @@ void bkc_cmd_bf_exists(bkc_ctx *c, int argc, const bkc_str *argv)
     (void)argc;
     bkc_value *v = open_lookup(c, argv[1], &k, &failed);
     if (failed) return;
-    bkc__bool(c, v ? bk_scalable_contains(bf_of(v), argv[2].ptr, argv[2].len) : 0);
+    bkc__bool(c, v ? bf_contains(bf_of(v), argv[2]) : 0);
     bkc__close(c, k);
 }
 
@@ -437,7 +554,7 @@ void bkc_cmd_bf_mexists(bkc_ctx *c, int argc, const bkc_str *argv)
     if (failed) return;
     bkc__array(c, (size_t)(argc - 2));
     for (int i = 2; i < argc; i++)
-        bkc__bool(c, v ? bk_scalable_contains(bf_of(v), argv[i].ptr, argv[i].len) : 0);
+        bkc__bool(c, v ? bf_contains(bf_of(v), argv[i]) : 0);
     bkc__close(c, k);
 }
 
@@ -449,7 +566,7 @@ void bkc_cmd_bf_card(bkc_ctx *c, int argc, const bkc_str *argv)
     int st = bkc__open(c, argv[1], BKC_OPEN_READ, BKC_KIND_BLOOM, &k, &v);
     if (st == BKC__FAILED) return;
     if (st == BKC__WRONG) bkc__err(c, BKC_ERR_WRONGTYPE);
-    else bkc__int(c, v ? (long long)bk_scalable_items(bf_of(v)) : 0);
+    else bkc__int(c, v ? (long long)bf_items(bf_of(v)) : 0);
     bkc__close(c, k);
 }
 
@@ -465,7 +582,20 @@ static const bkc__info_field info_fields[F_COUNT] = {
 
 static void info_value(bkc_ctx *c, const void *src, int field)
 {
-    bk_scalable *s = (bk_scalable *)src;
+    const bf_filter *b = src;
+    bk_scalable *s = b->s;
+    if (b->g != NULL) {
+        uint64_t capacity, stages;
+        growable_chain(b->g, &capacity, &stages);
+        switch (field) {
+        case F_CAPACITY: bkc__int(c, (long long)capacity); break;
+        case F_SIZE: bkc__int(c, (long long)bk_growable_bytes(b->g)); break;
+        case F_FILTERS: bkc__int(c, (long long)stages); break;
+        case F_ITEMS: bkc__int(c, (long long)bk_growable_items(b->g)); break;
+        default: bkc__int(c, BF_GROWABLE_EXPANSION); break;
+        }
+        return;
+    }
     switch (field) {
     case F_CAPACITY: bkc__int(c, (long long)bk_scalable_capacity(s)); break;
     case F_SIZE: bkc__int(c, (long long)bk_scalable_bytes(s)); break;
@@ -493,7 +623,8 @@ void bkc_cmd_bf_info(bkc_ctx *c, int argc, const bkc_str *argv)
     } else if (st == BKC__WRONG) {
         bkc__err(c, BKC_ERR_WRONGTYPE);
     } else {
-        bkc__reply_info(c, argc, argv, info_fields, F_COUNT, info_value, bf_of(v));
+        bf_filter b = bf_of(v);
+        bkc__reply_info(c, argc, argv, info_fields, F_COUNT, info_value, &b);
     }
     bkc__close(c, k);
 }

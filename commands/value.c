@@ -1,7 +1,7 @@
 /*
  * value.c - what a key holds (bkc_value) and its byte form.
  *
- * A value is one bloomkit filter (BF: a scalable filter; CF: a cuckoo
+ * A value is one bloomkit filter (BF: a scalable or growable filter; CF: a cuckoo
  * filter of one or more stages, with the key's settings; CBF: a counting
  * filter; WF: a time-window filter; SF: a static filter or map), an RS
  * reconciliation set (cmd_keyset.c), or a dump being loaded
@@ -98,7 +98,8 @@ int bkc_value_push(bkc_value *v, bk_filter *f)
     }
     v->filters[v->nfilters++] = f;
     bk_family fam = bk_filter_family(f);
-    if (fam != BK_FAMILY_SCALABLE && fam != BK_FAMILY_WINDOW && fam != BK_FAMILY_CUCKOO) {
+    if (fam != BK_FAMILY_SCALABLE && fam != BK_FAMILY_WINDOW && fam != BK_FAMILY_CUCKOO &&
+        fam != BK_FAMILY_GROWABLE) {
         bk_filter_info info;
         if (bk_filter_get_info(f, &info) == BK_OK) v->fixed_bytes += info.bytes;
     }
@@ -125,7 +126,9 @@ size_t bkc_value_bytes(const bkc_value *v)
         bk_scalable *s = bk_filter_as_scalable(f);
         bk_window *w = bk_filter_as_window(f);
         bk_cuckoo *cf = bk_filter_as_cuckoo(f);
+        bk_growable *g = bk_filter_as_growable(f);
         if (s != NULL) total += bk_scalable_bytes(s);
+        else if (g != NULL) total += bk_growable_bytes(g); /* doubles */
         else if (w != NULL) total += bk_window_bytes(w);
         else if (cf != NULL) total += bk_cuckoo_bytes(cf); /* grows by stages */
     }
@@ -177,11 +180,12 @@ static bk_family kind_family(bkc_kind kind)
 
 /* A CBF key holds the counting family or one of the other counting kinds
  * (CBF.RESERVE ... TYPE, cmd_counting.c); an SF key a static filter (binary
- * fuse or bumped) or a static map. */
+ * fuse or bumped) or a static map; a BF key a scalable or growable filter. */
 static int family_fits(bkc_kind kind, bk_family family)
 {
     if (family == kind_family(kind)) return 1;
     if (kind == BKC_KIND_STATIC) return family == BK_FAMILY_MAP || family == BK_FAMILY_BUMPED;
+    if (kind == BKC_KIND_BLOOM) return family == BK_FAMILY_GROWABLE; /* cmd_bloom.c */
     return kind == BKC_KIND_COUNTING &&
            (family == BK_FAMILY_DLEFT || family == BK_FAMILY_VARCOUNT ||
             family == BK_FAMILY_HIER || family == BK_FAMILY_HYBRID ||

@@ -95,6 +95,10 @@ static const opt options[] = {
      "limit (3600)"},
     {"rebuild-manifest", NULL, OPT_BOOL, F(rebuild_manifest), 0, 1,
      "CURRENT missing or damaged: rebuild it from the newest complete snapshot (no)"},
+    {"bf-growable", NULL, OPT_BOOL, F(bf_growable), 0, 1,
+     "a BF key that an add creates with the default capacity at ~1% or more is a growable "
+     "filter, one cache line per lookup however large it grows; no: a chain of Bloom "
+     "filters sized as RedisBloom's (yes)"},
     {"loglevel", NULL, OPT_LOGLEVEL, F(loglevel), 0, 0,
      "debug | verbose | notice | warning (notice)"},
     {"logfile", NULL, OPT_STR, F(logfile), 0, 0, "log file, \"\": stderr (\"\")"},
@@ -112,6 +116,7 @@ void bks_config_defaults(bks_config *c)
     c->port = 6380;
     strcpy(c->dir, "./data");
     c->protected_mode = 1;
+    c->bf_growable = 1;
     c->appendfsync = BKS_FSYNC_EVERYSEC;
     c->appendonly = 1;
     c->threads = 0;

@@ -417,6 +417,31 @@ static size_t scalable_bytes(uint64_t cap, double err, uint32_t exp, unsigned fl
     return n;
 }
 
+/* The family a key's filter belongs to (0: no filter). */
+static bk_family family_of(const char *name)
+{
+    bkc_str s = {name, strlen(name)};
+    int i = find_slot(&H, s, 0);
+    if (i < 0 || !H.keys[i].used || H.keys[i].foreign || H.keys[i].v->nfilters == 0)
+        return (bk_family)0;
+    return bk_filter_family(H.keys[i].v->filters[0]);
+}
+
+/* Size of a growable filter made for cap keys that took n of "k%d". */
+static size_t growable_bytes(uint64_t cap, double err, int n)
+{
+    bk_growable *g = NULL;
+    char key[32];
+    assert_int_equal(bk_growable_create(&g, cap, err, BK_DEFAULT_SEED), BK_OK);
+    for (int i = 0; i < n; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        assert_true(bk_growable_add(g, key, strlen(key)) >= 0);
+    }
+    size_t bytes = bk_growable_bytes(g);
+    bk_growable_free(g);
+    return bytes;
+}
+
 static void test_bf_add_exists(void **state)
 {
     (void)state;
@@ -447,17 +472,94 @@ static void test_bf_add_exists(void **state)
     assert_string_equal(run_argv(3, add), ":1\r\n");
     bkc_str ex[3] = {{"BF.EXISTS", 9}, {"bf", 2}, {"a\0c", 3}};
     assert_string_equal(run_argv(3, ex), ":0\r\n");
-    /* adds to an existing key with room never take the exclusive lock */
-    int w = H.wrote;
+    /* an auto-created key is growable: every add takes the exclusive lock */
+    assert_int_equal(family_of("bf"), BK_FAMILY_GROWABLE);
     EXPECT("BF.ADD bf e", ":1\r\n");
+    assert_int_equal(H.write_opens, 1);
+    /* adds to a chain with room never take the exclusive lock */
+    EXPECT("BF.RESERVE rs 0.01 100", "+OK\r\n");
+    assert_int_equal(family_of("rs"), BK_FAMILY_SCALABLE);
+    int w = H.wrote;
+    EXPECT("BF.ADD rs e", ":1\r\n");
     assert_int_equal(H.first_mode, BKC_OPEN_ADD);
     assert_int_equal(H.write_opens, 0);
-    EXPECT("BF.MADD bf f g a", "*3\r\n:1\r\n:1\r\n:0\r\n");
+    EXPECT("BF.MADD rs f g e", "*3\r\n:1\r\n:1\r\n:0\r\n");
     assert_int_equal(H.first_mode, BKC_OPEN_ADD);
     assert_int_equal(H.write_opens, 0);
-    EXPECT("BF.INSERT bf ITEMS h a", "*2\r\n:1\r\n:0\r\n");
+    EXPECT("BF.INSERT rs ITEMS h e", "*2\r\n:1\r\n:0\r\n");
     assert_int_equal(H.write_opens, 0);
     assert_int_equal(H.wrote, w + 3);
+}
+
+/* Which keys are growable, and what BF.INFO says of them. */
+static void test_bf_growable(void **state)
+{
+    (void)state;
+    char want[512], line[64];
+    /* an add with the defaults, ERROR at ~1% or more, EXPANSION 2: growable */
+    EXPECT("BF.ADD g1 a", ":1\r\n");
+    EXPECT("BF.INSERT g2 ERROR 0.05 EXPANSION 2 ITEMS a", "*1\r\n:1\r\n");
+    EXPECT("BF.MADD g3 a b", "*2\r\n:1\r\n:1\r\n");
+    assert_int_equal(family_of("g1"), BK_FAMILY_GROWABLE);
+    assert_int_equal(family_of("g2"), BK_FAMILY_GROWABLE);
+    assert_int_equal(family_of("g3"), BK_FAMILY_GROWABLE);
+    /* sized, non-scaling, other growth, low rates, reserved: a chain */
+    EXPECT("BF.INSERT c1 CAPACITY 100 ITEMS a", "*1\r\n:1\r\n");
+    EXPECT("BF.INSERT c2 NONSCALING ITEMS a", "*1\r\n:1\r\n");
+    EXPECT("BF.INSERT c3 EXPANSION 4 ITEMS a", "*1\r\n:1\r\n");
+    EXPECT("BF.INSERT c4 ERROR 0.005 ITEMS a", "*1\r\n:1\r\n"); /* 12 doublings */
+    EXPECT("BF.RESERVE c5 0.01 100", "+OK\r\n");
+    for (int i = 1; i <= 5; i++) {
+        snprintf(line, sizeof(line), "c%d", i);
+        assert_int_equal(family_of(line), BK_FAMILY_SCALABLE);
+    }
+    /* the setting off: every key a chain */
+    bkc_defaults_in_force.bf_growable = 0;
+    EXPECT("BF.ADD c6 a", ":1\r\n");
+    bkc_defaults_in_force.bf_growable = 1;
+    assert_int_equal(family_of("c6"), BK_FAMILY_SCALABLE);
+
+    /* BF.INFO: RedisBloom's chain for the same items (100, 300, 700, 1500
+     * ...), the bytes held */
+    snprintf(want, sizeof(want),
+             "*10\r\n+Capacity\r\n:100\r\n+Size\r\n:%zu\r\n+Number of filters\r\n:1\r\n"
+             "+Number of items inserted\r\n:1\r\n+Expansion rate\r\n:2\r\n",
+             growable_bytes(100, 0.01, 1));
+    EXPECT("BF.INFO g1", want);
+    int added = 0;
+    for (int i = 0; i < 1000; i++) {
+        snprintf(line, sizeof(line), "BF.ADD g1 item%d", i);
+        const char *r = run(line);
+        if (strcmp(r, ":1\r\n") == 0) added++;
+        else assert_string_equal(r, ":0\r\n"); /* a false positive */
+    }
+    assert_true(added >= 990); /* at most ~0.3% false positives here */
+    snprintf(want, sizeof(want), ":%d\r\n", added + 1);
+    EXPECT("BF.CARD g1", want);
+    EXPECT("BF.INFO g1 CAPACITY", "*1\r\n:1500\r\n");
+    EXPECT("BF.INFO g1 FILTERS", "*1\r\n:4\r\n");
+    EXPECT("BF.INFO g1 EXPANSION", "*1\r\n:2\r\n");
+    for (int i = 0; i < 1000; i++) {
+        snprintf(line, sizeof(line), "BF.EXISTS g1 item%d", i);
+        EXPECT(line, ":1\r\n"); /* no false negatives after doublings */
+    }
+    assert_true(H.resized >= 1);
+
+    /* BF.MERGE: growable into growable of any size (g3 holds 2 keys in 8
+     * buckets, g1 1001 in 64); not with a chain */
+    EXPECT("BF.MERGE g3 g1", "+OK\r\n");
+    assert_int_equal(family_of("g3"), BK_FAMILY_GROWABLE);
+    for (int i = 0; i < 1000; i++) {
+        snprintf(line, sizeof(line), "BF.EXISTS g3 item%d", i);
+        EXPECT(line, ":1\r\n");
+    }
+    EXPECT("BF.MEXISTS g3 a b", "*2\r\n:1\r\n:1\r\n");
+    snprintf(want, sizeof(want), ":%d\r\n", added + 1 + 1); /* g3's "b" was new */
+    EXPECT("BF.CARD g3", want);
+    EXPECT("BF.MERGE c5 g1", "-ERR incompatible filters: family differs: scalable vs growable\r\n");
+    EXPECT("BF.MERGE copy g1", "+OK\r\n");
+    assert_int_equal(family_of("copy"), BK_FAMILY_GROWABLE);
+    EXPECT("BF.EXISTS copy item999", ":1\r\n");
 }
 
 static void test_bf_info(void **state)
@@ -465,6 +567,8 @@ static void test_bf_info(void **state)
     (void)state;
     char want[512];
     EXPECT("BF.INFO bf", "-ERR not found\r\n");
+    /* a chain (growable keys: test_bf_growable) */
+    EXPECT("BF.RESERVE bf 0.01 100", "+OK\r\n");
     EXPECT("BF.ADD bf a", ":1\r\n");
     snprintf(want, sizeof(want),
              "*10\r\n+Capacity\r\n:100\r\n+Size\r\n:%zu\r\n+Number of filters\r\n:1\r\n"
@@ -595,24 +699,32 @@ static void test_bf_memory(void **state)
     H.memory_left = 4000;
     EXPECT("BF.RESERVE big 0.01 100000", "-ERR Insufficient memory to create filter\r\n");
     EXPECT("BF.ADD big2 a", ":1\r\n"); /* the default filter is small */
+    EXPECT("BF.RESERVE big3 0.01 100", "+OK\r\n");
     assert_int_equal(kind_of("big"), BKC_KIND_NONE);
-    /* growth stops at the budget: an error, nothing half-done */
+    /* growth stops at the budget: an error, nothing half-done. A chain
+     * (big3) stops when its first stage of 100 is full; a growable filter
+     * (big2) when its first table of 8 buckets holds 186 keys. */
     H.memory_left = 0;
     char line[64];
-    int errors = 0, added = 0;
-    for (int i = 0; i < 300; i++) {
-        snprintf(line, sizeof(line), "BF.ADD big2 item%d", i);
-        const char *r = run(line);
-        if (strcmp(r, ":1\r\n") == 0) added++;
-        else if (strcmp(r, "-ERR filter would exceed maxmemory\r\n") == 0) errors++;
-        else assert_string_equal(r, ":0\r\n");
+    for (int f = 0; f < 2; f++) {
+        int errors = 0, added = 0, limit = f ? 100 : 186;
+        for (int i = 0; i < 400; i++) {
+            snprintf(line, sizeof(line), "BF.ADD %s item%d", f ? "big3" : "big2", i);
+            const char *r = run(line);
+            if (strcmp(r, ":1\r\n") == 0) added++;
+            else if (strcmp(r, "-ERR filter would exceed maxmemory\r\n") == 0) errors++;
+            else assert_string_equal(r, ":0\r\n");
+        }
+        assert_true(errors > 0);
+        added += !f; /* big2 took "a" first */
+        if (added < limit - 10 || added > limit) fail_msg("%d keys, %d expected", added, limit);
     }
-    assert_true(errors > 0);
-    assert_true(added >= 90 && added <= 100);
-    EXPECT("BF.INFO big2 FILTERS", "*1\r\n:1\r\n");
+    EXPECT("BF.INFO big2 FILTERS", "*1\r\n:2\r\n");
+    EXPECT("BF.INFO big3 FILTERS", "*1\r\n:1\r\n");
     H.memory_left = SIZE_MAX;
     EXPECT("BF.ADD big2 more", ":1\r\n");
-    EXPECT("BF.INFO big2 FILTERS", "*1\r\n:2\r\n");
+    EXPECT("BF.ADD big3 more", ":1\r\n");
+    EXPECT("BF.INFO big3 FILTERS", "*1\r\n:2\r\n");
 }
 
 /* EXPANSION 1 grows by stages of the first stage's capacity; the 128th
@@ -1625,6 +1737,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dispatch_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parse, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bf_add_exists, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bf_growable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bf_info, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bf_reserve_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bf_insert, setup, teardown),

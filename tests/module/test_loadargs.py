@@ -2,7 +2,8 @@
 """bloomkit.so takes RedisBloom's load arguments (ERROR_RATE, INITIAL_SIZE,
 CF_MAX_EXPANSIONS, and Redis 8's bf-*/cf-* names) as the defaults of filters
 created without settings, so a redis.conf written for RedisBloom loads; a
-bad argument stops the load with a log line naming it."""
+bad argument stops the load with a log line naming it. BF_GROWABLE (ours)
+turns growable BF keys off."""
 import os
 import sys
 
@@ -77,8 +78,22 @@ def redis8_names():
         assert srv.stop() == 0
 
 
+def growable_setting():
+    """BF_GROWABLE 0: BF.ADD makes RedisBloom's 240-byte chain; by default a
+    growable filter (bigger at 100 items, one line per lookup)."""
+    for args, growable in ((["BF_GROWABLE", "0"], False), (["bf-growable", "1"], True),
+                           ([], True)):
+        with ArgsServer(args) as srv:
+            r = srv.client()
+            r.execute_command("BF.ADD", "b", "x")
+            size = info_map(r, "BF.INFO", "b")[b"Size"]
+            assert (size != 240) == growable, (args, size)
+            assert srv.stop() == 0
+
+
 def bad_arguments():
     for args, text in ((["ERROR_RATE", "2"], "ERROR_RATE"),
+                       (["BF_GROWABLE", "2"], "BF_GROWABLE"),
                        (["INITIAL_SIZE"], "pairs"),
                        (["NOSUCH", "1"], "unknown load argument 'NOSUCH'"),
                        (["INITIAL_SIZE", "ten"], "INITIAL_SIZE"),
@@ -94,6 +109,7 @@ def main():
     run = Runner("module load arguments")
     run.check("RedisBloom's ERROR_RATE, INITIAL_SIZE, CF_MAX_EXPANSIONS", redisbloom_names)
     run.check("Redis 8's bf-*/cf-* names", redis8_names)
+    run.check("BF_GROWABLE 0 / 1", growable_setting)
     run.check("bad arguments stop the load, named in the log", bad_arguments)
     run.finish()
 

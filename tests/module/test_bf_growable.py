@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+"""bloomkit.so: BF keys an add creates are growable filters (issue 12).
+
+The checks of tests/server/test_bf_growable.py inside Redis (BF.INFO as
+RedisBloom's chain would report it, every item present, the rate under 1%,
+DUMP/RESTORE, SCANDUMP/LOADCHUNK, BF.MERGE), then the same answers and
+BF.INFO after DEBUG RELOAD (RDB save and load of the bkbloom-- type), SAVE
+and restart, and an AOF rewrite.
+
+Run: /usr/bin/python3 tests/module/test_bf_growable.py (BLOOMKIT_MODULE, and
+REDIS_SERVER if not /usr/bin/redis-server). Prints "N passed, M failed".
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import modutil  # noqa: E402
+
+modutil.require()
+from harness import Runner, Server  # noqa: E402
+import test_bf_growable as g  # noqa: E402  (tests/server, on the path via modutil)
+
+
+def loaded(srv):
+    r = srv.client()
+    g.grows_with_redisbloom_info(srv, r)
+    return r
+
+
+def core():
+    with Server() as srv:
+        r = loaded(srv)
+        for fn in (g.dump_restore, g.scandump_loadchunk, g.merge, g.concurrent_adds):
+            fn(srv, r)
+        assert srv.stop() == 0
+
+
+def debug_reload():
+    with Server() as srv:
+        r = loaded(srv)
+        assert r.execute_command("DEBUG", "RELOAD") in (b"OK", True)
+        g.check_same(r, "g")
+
+
+def save_restart():
+    with Server() as srv:
+        r = loaded(srv)
+        assert r.save()
+        assert srv.stop() == 0
+        srv.start()
+        g.check_same(srv.client(), "g")
+
+
+def aof_rewrite():
+    with Server("--appendonly", "yes", "--aof-use-rdb-preamble", "no",
+                "--appendfsync", "always") as srv:
+        r = srv.client()
+        modutil.wait_rewrite(r)
+        loaded(srv)
+        r.bgrewriteaof()
+        modutil.wait_rewrite(r)
+        assert srv.stop(nosave=True) == 0
+        rdb = os.path.join(srv.dir, "dump.rdb")
+        if os.path.exists(rdb):
+            os.unlink(rdb)
+        srv.start()
+        g.check_same(srv.client(), "g")
+
+
+def main():
+    run = Runner("module growable BF")
+    run.check("core checks", core)
+    run.check("DEBUG RELOAD", debug_reload)
+    run.check("SAVE and restart", save_restart)
+    run.check("BGREWRITEAOF and restart", aof_rewrite)
+    run.finish()
+
+
+if __name__ == "__main__":
+    main()

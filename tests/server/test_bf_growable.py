@@ -1,0 +1,245 @@
+#!/usr/bin/python3
+"""BF keys an add creates are growable filters (issue 12): one cache line
+per lookup however far they grow, seen from python-redis as RedisBloom's.
+
+A key auto-created by BF.MADD with RedisBloom's defaults takes 20,000
+items in a pipeline; BF.INFO must report Capacity and Number of filters as
+RedisBloom's chain would for those items (100, 300, 700, ... 25,500: 8
+filters), Number of items inserted equal to BF.CARD, Expansion rate 2;
+every item must answer 1, and the absent items that answer 1 must stay
+under the 1% asked for (3 sigma above it at most). The same answers and
+BF.INFO after a restart from the log (SIGKILL), from a snapshot, after
+DUMP/RESTORE and after SCANDUMP/LOADCHUNK. BF.MERGE of two growable keys
+of different sizes holds both; into a BF.RESERVE'd key it is refused with
+the reason. Four clients adding to one new key at once lose nothing.
+With --bf-growable no, a key BF.ADD creates is RedisBloom's 240-byte
+chain again.
+
+The functions taking (srv, r) also run inside Redis with bloomkit.so
+(tests/module/test_bf_growable.py imports them).
+
+Run with Debian's interpreter: /usr/bin/python3 tests/server/test_bf_growable.py
+Prints "N passed, M failed"; exits non-zero on any failure.
+"""
+import os
+import sys
+import threading
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import redis  # noqa: E402
+from redis.exceptions import ResponseError  # noqa: E402
+
+N = 20000
+ABSENT = 20000
+RATE = 0.01
+
+
+def items(prefix, n):
+    return ["%s:%d" % (prefix, i) for i in range(n)]
+
+
+def info(r, key):
+    plain = redis.Redis(connection_pool=r.connection_pool)  # no bf() callback
+    reply = plain.execute_command("BF.INFO", key)
+    if isinstance(reply, dict):
+        return reply
+    return dict(zip(reply[0::2], reply[1::2]))
+
+
+def redisbloom_chain(n, first=100):
+    """Capacity and filters of RedisBloom's chain holding n items."""
+    stage, total, count = first, first, 1
+    while total < n:
+        stage *= 2
+        total += stage
+        count += 1
+    return total, count
+
+
+def madd(r, key, keys, chunk=1000):
+    pipe = r.pipeline(transaction=True)
+    for at in range(0, len(keys), chunk):
+        pipe.execute_command("BF.MADD", key, *keys[at:at + chunk])
+    return sum(sum(x) for x in pipe.execute())
+
+
+def answers(r, key):
+    """(every item present, count of absent items answering 1)."""
+    pipe = r.pipeline(transaction=False)
+    for at in range(0, N, 2000):
+        pipe.execute_command("BF.MEXISTS", key, *items("in", N)[at:at + 2000])
+    for at in range(0, ABSENT, 2000):
+        pipe.execute_command("BF.MEXISTS", key, *items("out", ABSENT)[at:at + 2000])
+    got = [v for part in pipe.execute() for v in part]
+    return all(got[:N]), sum(got[N:])
+
+
+EXPECTED = {}
+
+
+def check_same(r, key):
+    present, false_pos = answers(r, key)
+    assert present, "an item was lost"
+    assert false_pos == EXPECTED["fp"], (false_pos, EXPECTED["fp"])
+    got = info(r, key)
+    assert got == EXPECTED["info"], (got, EXPECTED["info"])
+
+
+# -- the tests ------------------------------------------------------------
+
+def grows_with_redisbloom_info(srv, r):
+    added = madd(r, "g", items("in", N))
+    assert added >= N * (1 - RATE), added
+    card = r.execute_command("BF.CARD", "g")
+    assert card == added, (card, added)
+    got = info(r, "g")
+    capacity, filters = redisbloom_chain(card)
+    assert got[b"Capacity"] == capacity and got[b"Number of filters"] == filters, got
+    assert got[b"Number of items inserted"] == card and got[b"Expansion rate"] == 2, got
+    assert 0 < got[b"Size"] < N * 8, got  # under 64 bits per item
+    assert r.execute_command("MEMORY", "USAGE", "g") >= got[b"Size"]
+    present, false_pos = answers(r, "g")
+    assert present, "an item was lost"
+    bound = ABSENT * RATE + 3 * (ABSENT * RATE * (1 - RATE)) ** 0.5
+    assert false_pos <= bound, (false_pos, bound)
+    EXPECTED["fp"] = false_pos
+    EXPECTED["info"] = got
+    # python-redis's own parser of BF.INFO
+    parsed = r.bf().info("g")
+    assert parsed.capacity == capacity and parsed.insertedNum == card
+
+
+def dump_restore(srv, r):
+    blob = r.dump("g")
+    assert r.restore("g2", 0, blob) in (b"OK", True)
+    check_same(r, "g2")
+    r.delete("g2")
+
+
+def scandump_loadchunk(srv, r):
+    bf = r.bf()
+    chunks, it = [], 0
+    while True:
+        it, data = bf.scandump("g", it)
+        if it == 0:
+            break
+        chunks.append((it, data))
+    for it, data in chunks:
+        bf.loadchunk("g3", it, data)
+    check_same(r, "g3")
+    r.delete("g3")
+
+
+def merge(srv, r):
+    r.execute_command("BF.MADD", "small", "s1", "s2", "in:0")
+    assert r.execute_command("BF.MERGE", "small", "g") in (b"OK", True)
+    present, _ = answers(r, "small")
+    assert present
+    assert r.execute_command("BF.MEXISTS", "small", "s1", "s2") == [1, 1]
+    card = r.execute_command("BF.CARD", "small")
+    assert card == EXPECTED["info"][b"Number of items inserted"] + 2, card
+    r.execute_command("BF.RESERVE", "chain", "0.01", "100")
+    try:
+        r.execute_command("BF.MERGE", "chain", "g")
+        raise AssertionError("a chain took a growable filter")
+    except ResponseError as e:
+        assert str(e) == "incompatible filters: family differs: scalable vs growable", str(e)
+    r.delete("small", "chain")
+
+
+def concurrent_adds(srv, r):
+    errors = []
+
+    def worker(w):
+        try:
+            c = srv.client()
+            for at in range(0, 2000, 100):
+                c.execute_command("BF.MADD", "together",
+                                  *["w%d:%d" % (w, i) for i in range(at, at + 100)])
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for w in range(4):
+        got = r.execute_command("BF.MEXISTS", "together", *["w%d:%d" % (w, i) for i in range(2000)])
+        assert all(got), "client %d lost an item" % w
+    card = r.execute_command("BF.CARD", "together")
+    assert 8000 * (1 - RATE) <= card <= 8000, card
+    r.delete("together")
+
+
+def restart_from_log(srv, r):
+    """SIGKILL: the key comes back from the append-only log alone."""
+    srv.kill()
+    srv.start()
+    r = srv.client()
+    check_same(r, "g")
+    return r
+
+
+def restart_from_snapshot(srv, r):
+    assert r.save()
+    srv.stop()
+    srv.start()
+    r = srv.client()
+    check_same(r, "g")
+    return r
+
+
+def setting_off(srv, r):
+    from harness import Server
+    with Server("--bf-growable", "no") as s2:
+        c = s2.client()
+        c.execute_command("BF.ADD", "b", "x")
+        assert info(c, "b")[b"Size"] == 240
+        assert s2.stop() == 0
+
+
+def main():
+    try:
+        from harness import Server
+        srv = Server()
+        srv.client().ping()
+    except Exception as e:
+        print("harness/server unavailable: %s" % e)
+        traceback.print_exc()
+        print("0 passed, 1 failed (not run)")
+        return 1
+    passed = failed = 0
+    steps = [grows_with_redisbloom_info, dump_restore, scandump_loadchunk, merge,
+             concurrent_adds, restart_from_log, restart_from_snapshot, setting_off]
+    r = srv.client()
+    try:
+        for fn in steps:
+            try:
+                got = fn(srv, r)
+                if isinstance(got, redis.Redis):
+                    r = got
+                passed += 1
+                print("ok   %s" % fn.__name__)
+            except Exception:
+                failed += 1
+                print("FAIL %s" % fn.__name__)
+                traceback.print_exc()
+                r = srv.client()
+    finally:
+        try:
+            if srv.stop() != 0:
+                failed += 1
+                print("FAIL server exit status (sanitizer report?)")
+        except Exception:
+            pass
+        srv._remove_dir()
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
