@@ -669,6 +669,21 @@ static int filter_copy(bkc_ctx *c, const bk_filter *f, bk_filter **out)
     return rc;
 }
 
+/* bk_filter_merge, a growable destination's growth held to the memory
+ * budget (a chain's stages never change size). */
+static int merge_into(bkc_ctx *c, bk_filter *dst, const bk_filter *src)
+{
+    bk_growable *g = bk_filter_as_growable(dst);
+    if (g == NULL) return bk_filter_merge(dst, src);
+    size_t before = bk_growable_bytes(g);
+    uint64_t budget = bkc__memory_budget(c);
+    uint64_t cap = before + budget < before ? UINT64_MAX : before + budget;
+    bk_growable_set_max_bytes(g, cap < SIZE_MAX ? (size_t)cap : 0);
+    int rc = bk_filter_merge(dst, src);
+    bk_growable_set_max_bytes(g, 0);
+    return rc;
+}
+
 void bkc_cmd_bf_merge(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     int nk = argc - 1;             /* argv[1] dest, argv[2..] sources */
@@ -743,7 +758,7 @@ void bkc_cmd_bf_merge(bkc_ctx *c, int argc, const bkc_str *argv)
         rc = filter_copy(c, vals[1]->filters[0], &copy);
         if (rc == 1) goto done; /* replied */
         for (int i = 2; i < nk && rc == BK_OK; i++)
-            rc = bk_filter_merge(copy, vals[i]->filters[0]);
+            rc = merge_into(c, copy, vals[i]->filters[0]);
         bkc_value *nv = NULL;
         if (rc == BK_OK) {
             nv = bkc_value_new(BKC_KIND_BLOOM);
@@ -757,8 +772,29 @@ void bkc_cmd_bf_merge(bkc_ctx *c, int argc, const bkc_str *argv)
             goto done; /* replied */
         }
     } else {
+        /* a growable destination is merged as a copy that replaces it, so
+         * that a source refused after another was taken changes nothing */
+        bk_filter *dst = vals[0]->filters[0], *work = dst;
+        if (bk_filter_as_growable(dst) != NULL) {
+            rc = filter_copy(c, dst, &work);
+            if (rc == 1) goto done; /* replied */
+        }
         for (int i = 1; i < nk && rc == BK_OK; i++)
-            if (alias[i] != 0) rc = bk_filter_merge(vals[0]->filters[0], vals[i]->filters[0]);
+            if (alias[i] != 0) rc = merge_into(c, work, vals[i]->filters[0]);
+        if (work != dst) {
+            if (rc == BK_OK) {
+                vals[0]->filters[0] = work;
+                bk_filter_free(dst);
+                c->host_vt->resized(keys[0]); /* it may have doubled */
+            } else {
+                bk_filter_free(work);
+            }
+        }
+    }
+    if (rc == BK_ELIMIT) {
+        bkc__err(c, c->host_vt->memory_left(c->host) != SIZE_MAX ? BKC_ERR_MAXMEMORY
+                                                                 : BKC_ERR_TOO_LARGE);
+        goto done;
     }
     if (rc != BK_OK) {
         bkc__lib_error(c, rc);

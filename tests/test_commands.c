@@ -556,6 +556,14 @@ static void test_bf_growable(void **state)
     EXPECT("BF.MEXISTS g3 a b", "*2\r\n:1\r\n:1\r\n");
     snprintf(want, sizeof(want), ":%d\r\n", added + 1 + 1); /* g3's "b" was new */
     EXPECT("BF.CARD g3", want);
+    /* a merge that would double past the memory budget: refused, and the
+     * destination as it was, also when an earlier source was taken */
+    EXPECT("BF.MADD g4 x y", "*2\r\n:1\r\n:1\r\n");
+    H.memory_left = 0;
+    EXPECT("BF.MERGE g4 g2 g1", "-ERR filter would exceed maxmemory\r\n");
+    H.memory_left = SIZE_MAX;
+    EXPECT("BF.CARD g4", ":2\r\n");
+    EXPECT("BF.MEXISTS g4 a item5", "*2\r\n:0\r\n:0\r\n");
     EXPECT("BF.MERGE c5 g1", "-ERR incompatible filters: family differs: scalable vs growable\r\n");
     EXPECT("BF.MERGE copy g1", "+OK\r\n");
     assert_int_equal(family_of("copy"), BK_FAMILY_GROWABLE);
