@@ -65,6 +65,7 @@ typedef struct options {
 #define SEC_LOOKUPS 2u
 #define SEC_SCALABLE 4u
 #define SEC_WINDOW 8u
+#define SEC_SIZES 16u
 
 static void usage(FILE *out)
 {
@@ -80,7 +81,7 @@ static void usage(FILE *out)
         "                     (default 1e6)\n"
         "  --seed S           key generator seed (default 1)\n"
         "  --only LIST        sections to run, comma-separated: redisbloom,\n"
-        "                     lookups, scalable, window (default: all)\n"
+        "                     lookups, scalable, window, sizes (default: all)\n"
         "  --help             this text\n"
         "Keys take 16 bytes each: n + windows * window-items + absent.\n");
 }
@@ -105,7 +106,7 @@ static int parse_options(int argc, char **argv, options *o)
     o->generations = 4;
     o->absent = 1000000;
     o->seed = 1;
-    o->sections = SEC_REDISBLOOM | SEC_LOOKUPS | SEC_SCALABLE | SEC_WINDOW;
+    o->sections = SEC_REDISBLOOM | SEC_LOOKUPS | SEC_SCALABLE | SEC_WINDOW | SEC_SIZES;
     for (int i = 1; i < argc; i += 2) { /* option, value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t g;
@@ -119,13 +120,14 @@ static int parse_options(int argc, char **argv, options *o)
         else if (strcmp(a, "--absent") == 0) bad = parse_u64(v, &o->absent);
         else if (strcmp(a, "--seed") == 0) bad = parse_u64(v, &o->seed);
         else if (strcmp(a, "--only") == 0) {
-            static const char *const names[] = {"redisbloom", "lookups", "scalable", "window"};
+            static const char *const names[] = {"redisbloom", "lookups", "scalable", "window",
+                                                "sizes"};
             char list[128];
             snprintf(list, sizeof(list), "%s", v);
             o->sections = 0;
             for (char *t = strtok(list, ","); t != NULL; t = strtok(NULL, ",")) {
                 unsigned bit = 0;
-                for (unsigned j = 0; j < 4; j++)
+                for (unsigned j = 0; j < 5; j++)
                     if (strcmp(t, names[j]) == 0) bit = 1u << j;
                 if (bit == 0) return -1;
                 o->sections |= bit;
@@ -718,33 +720,42 @@ static double growable_single(const bk_growable *g, const keyset *out, uint64_t 
     return (t1 - t0) / (double)out->n;
 }
 
-static void run_growable(const keyset *in, const keyset *out, const options *o, double sb,
-                         double bb)
+/* What BF.* gives a key its adds create: BF.MADD of every key through the
+ * command layer (cmd_bloom.c), as the server and the module run it, into a
+ * key with RedisBloom's defaults; the filter it holds (a growable filter,
+ * lib/growable.c) is timed beside the same blocked times (sb, bb). */
+static void run_growable(const keyset *in, const keyset *out, double sb, double bb)
 {
-    bk_growable *g;
-    if (bk_growable_create(&g, BK_SCALABLE_DEFAULT_CAPACITY, o->p, 7) != BK_OK) {
-        fprintf(stderr, "bench_grow: growable create failed\n");
+    host *h = calloc(1, sizeof(*h));
+    capture cap;
+    if (h == NULL) exit(1);
+    run_batches(h, "BF.MADD", "bf", in, 0, in->n);
+    run_words(h, &cap, "BF.INFO bf");
+    long long size = info_field(&cap, "Size"), filters = info_field(&cap, "Number of filters");
+    const bk_growable *g = NULL;
+    for (int i = 0; i < HOST_KEYS && g == NULL; i++)
+        if (strcmp(h->keys[i].name, "bf") == 0)
+            g = bk_filter_as_growable(h->keys[i].value->filters[0]);
+    if (g == NULL) {
+        fprintf(stderr, "bench_grow: the BF key does not hold a growable filter\n");
         exit(1);
     }
-    for (uint64_t i = 0; i < in->n; i++)
-        if (bk_growable_add(g, key(in, i), KEY_LEN) < 0) {
-            fprintf(stderr, "bench_grow: growable add failed\n");
-            exit(1);
-        }
     uint64_t fp = 0;
     double ts = 1e300, tb = 1e300, t;
     for (int r = 0; r < 3; r++) {
         if ((t = growable_single(g, out, &fp)) < ts) ts = t;
         if ((t = time_batch(g, 2, out)) < tb) tb = t;
     }
-    printf("\nThe growable filter (lib/growable.c), grown by doubling from %d keys to %.3g: "
-           "%u doublings, %.2f bits/key, %zu stashed entries, rate %.4f%% measured "
-           "(%.4f%% reported)\n\n",
-           BK_SCALABLE_DEFAULT_CAPACITY, (double)in->n, bk_growable_doublings(g),
-           8.0 * (double)bk_growable_bytes(g) / (double)in->n, bk_growable_stashed(g),
-           100.0 * (double)fp / (double)out->n, 100.0 * bk_growable_fpr_now(g));
-    print_lookup_table("growable ns", ts, sb, tb, bb);
-    bk_growable_free(g);
+    printf("\nBF.* default path: BF.MADD of %.3g keys into a key the adds created "
+           "(RedisBloom's defaults, through the command layer): a growable filter, "
+           "%u doublings, %.2f bits/key (BF.INFO Size %lld, Number of filters %lld), "
+           "%zu stashed entries, rate %.4f%% measured (%.4f%% reported)\n\n",
+           (double)in->n, bk_growable_doublings(g), 8.0 * (double)size / (double)in->n, size,
+           filters, bk_growable_stashed(g), 100.0 * (double)fp / (double)out->n,
+           100.0 * bk_growable_fpr_now(g));
+    print_lookup_table("BF.* key ns", ts, sb, tb, bb);
+    drop_key(h, "bf");
+    free(h);
 }
 
 static void run_lookups(const keyset *in, const keyset *out, const options *o)
@@ -772,8 +783,8 @@ static void run_lookups(const keyset *in, const keyset *out, const options *o)
         if ((t = time_batch(s, 1, out)) < bs) bs = t;
         if ((t = time_batch(b, 0, out)) < bb) bb = t;
     }
-    printf("\nAbsent-key lookups (issue 12): a scalable filter grown from %d keys to %.3g "
-           "(BF.ADD's defaults, %u stages, %.2f bits/key) beside one blocked filter holding "
+    printf("\nAbsent-key lookups (issue 12): a scalable filter (a chain, what BF.RESERVE "
+           "gives) grown from %d keys to %.3g (expansion 2, %u stages, %.2f bits/key) beside one blocked filter holding "
            "the same keys (%.2f bits/key); %.3g absent keys, batches of %d; fastest of 3 "
            "runs\n\n",
            BK_SCALABLE_DEFAULT_CAPACITY, (double)in->n, bk_scalable_stages(s),
@@ -782,9 +793,49 @@ static void run_lookups(const keyset *in, const keyset *out, const options *o)
     print_lookup_table("scalable ns", ss, sb, bs, bb);
     printf("\nmeasured FPR: scalable %.4f%%, blocked %.4f%%\n", 100.0 * (double)fs / (double)out->n,
            100.0 * (double)fb / (double)out->n);
-    run_growable(in, out, o, sb, bb);
+    run_growable(in, out, sb, bb);
     bk_scalable_free(s);
     bk_blocked_free(b);
+}
+
+/*==========================================================================
+ * Sizes of a BF key while it grows: growable against the chain
+ *==========================================================================*/
+
+/* BF.MADD into a key the adds create (growable) and into one made by
+ * BF.INSERT ... CAPACITY 100 (the chain, as with the setting off), both
+ * with RedisBloom's defaults; Size after each mark. */
+static void run_sizes(const keyset *in)
+{
+    static const uint64_t marks[] = {1, 100, 300, 1000, 3000, 10000, 30000, 100000,
+                                     300000, 1000000, 3000000, 10000000};
+    host *h = calloc(1, sizeof(*h));
+    capture cap;
+    if (h == NULL) exit(1);
+    run_words(h, &cap, "BF.ADD grow x");
+    run_words(h, &cap, "BF.INSERT chain CAPACITY 100 ITEMS x");
+    printf("\nBF.INFO Size of a key grown by BF.MADD from RedisBloom's defaults: the "
+           "growable filter an add creates, and the chain (BF.INSERT ... CAPACITY 100, "
+           "or --bf-growable no)\n\n");
+    printf("| %10s | %12s | %12s | %6s |\n", "items", "growable B", "chain B", "ratio");
+    printf("|-----------:|-------------:|-------------:|-------:|\n");
+    uint64_t done = 1;
+    for (size_t m = 0; m < sizeof(marks) / sizeof(marks[0]) && marks[m] <= in->n + 1; m++) {
+        if (marks[m] > done) {
+            run_batches(h, "BF.MADD", "grow", in, done - 1, marks[m] - done);
+            run_batches(h, "BF.MADD", "chain", in, done - 1, marks[m] - done);
+            done = marks[m];
+        }
+        run_words(h, &cap, "BF.INFO grow");
+        long long g = info_field(&cap, "Size");
+        run_words(h, &cap, "BF.INFO chain");
+        long long c = info_field(&cap, "Size");
+        printf("| %10llu | %12lld | %12lld | %6.2f |\n", (unsigned long long)marks[m], g, c,
+               (double)g / (double)c);
+    }
+    drop_key(h, "grow");
+    drop_key(h, "chain");
+    free(h);
 }
 
 int main(int argc, char **argv)
@@ -806,6 +857,7 @@ int main(int argc, char **argv)
 
     if (o.sections & SEC_REDISBLOOM) run_redisbloom(&in, &out);
     if (o.sections & SEC_LOOKUPS) run_lookups(&in, &out, &o);
+    if (o.sections & SEC_SIZES) run_sizes(&in);
     row r;
     uint64_t bits;
     if (!(o.sections & SEC_SCALABLE)) goto window;
