@@ -11,7 +11,8 @@ under the 1% asked for (3 sigma above it at most). The same answers and
 BF.INFO after a restart from the log (SIGKILL), from a snapshot, after
 DUMP/RESTORE and after SCANDUMP/LOADCHUNK. BF.MERGE of two growable keys
 of different sizes holds both; into a BF.RESERVE'd key it is refused with
-the reason. Four clients adding to one new key at once lose nothing.
+the reason. Four clients adding to one new key at once lose nothing,
+while two more look keys up and read BF.INFO.
 With --bf-growable no, a key BF.ADD creates is RedisBloom's 240-byte
 chain again.
 
@@ -161,10 +162,28 @@ def concurrent_adds(srv, r):
         except Exception as e:  # noqa: BLE001 (reported below)
             errors.append(e)
 
+    stop = []
+
+    def reader():
+        """Lookups while the table doubles under the adds: a key a client
+        was told was added must be found from then on."""
+        try:
+            c = srv.client()
+            while not stop:
+                c.execute_command("BF.MEXISTS", "together", "w0:0", "w1:0", "nothing")
+                c.execute_command("BF.INFO", "together")
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    r.execute_command("BF.ADD", "together", "w0:0")  # the readers find a key
     threads = [threading.Thread(target=worker, args=(w,)) for w in range(4)]
-    for t in threads:
+    readers = [threading.Thread(target=reader) for _ in range(2)]
+    for t in threads + readers:
         t.start()
     for t in threads:
+        t.join()
+    stop.append(1)
+    for t in readers:
         t.join()
     assert not errors, errors
     for w in range(4):
