@@ -153,26 +153,37 @@ static bkc_value *value_of(bkc_ctx *c, bk_filter *f)
     return v;
 }
 
+/* Whether a filter of `bytes` (rc: what estimating them returned) may be
+ * made now. Replies when not. */
+static int may_create(bkc_ctx *c, int rc, size_t bytes)
+{
+    if (rc == BK_ESIZE) {
+        bkc__err(c, BKC_ERR_CREATE_MEM);
+        return 0;
+    }
+    if (rc != BK_OK) {
+        bkc__lib_error(c, rc);
+        return 0;
+    }
+    return bkc__fits_create(c, bytes);
+}
+
+/* The reply to a failed create. */
+static bkc_value *create_failed(bkc_ctx *c, int rc)
+{
+    if (rc == BK_ESIZE || rc == BK_ENOMEM) bkc__err(c, BKC_ERR_CREATE_MEM);
+    else bkc__lib_error(c, rc);
+    return NULL;
+}
+
 static bkc_value *growable_create(bkc_ctx *c, const bf_opts *o)
 {
     size_t bytes = 0;
     int rc = bk_growable_estimate_bytes(o->capacity, &bytes);
-    if (rc == BK_ESIZE) {
-        bkc__err(c, BKC_ERR_CREATE_MEM);
-        return NULL;
-    }
-    if (rc != BK_OK) {
-        bkc__lib_error(c, rc);
-        return NULL;
-    }
-    if (!bkc__fits_create(c, bytes)) return NULL;
+    if (!may_create(c, rc, bytes)) return NULL;
     bk_growable *g = NULL;
     rc = bk_growable_create(&g, o->capacity, o->error, BK_DEFAULT_SEED);
-    if (rc != BK_OK) {
-        if (rc == BK_ESIZE || rc == BK_ENOMEM) bkc__err(c, BKC_ERR_CREATE_MEM);
-        else bkc__lib_error(c, rc);
-        return NULL;
-    }
+    if (rc != BK_OK) return create_failed(c, rc);
     return value_of(c, bk_growable_as_filter(g));
 }
 
@@ -186,23 +197,11 @@ static bkc_value *bf_create(bkc_ctx *c, const bf_opts *o, int by_add)
     unsigned flags = BK_SCALABLE_BOUNDED | (o->nonscaling ? BK_SCALABLE_NONSCALING : 0);
     size_t bytes = 0;
     int rc = bk_scalable_estimate_bytes(o->capacity, o->error, flags, &bytes);
-    if (rc == BK_ESIZE) {
-        bkc__err(c, BKC_ERR_CREATE_MEM);
-        return NULL;
-    }
-    if (rc != BK_OK) {
-        bkc__lib_error(c, rc);
-        return NULL;
-    }
-    if (!bkc__fits_create(c, bytes)) return NULL;
+    if (!may_create(c, rc, bytes)) return NULL;
     bk_scalable *s = NULL;
     rc = bk_scalable_create(&s, o->capacity, o->error, o->expansion, flags,
                             BK_DEFAULT_SEED);
-    if (rc != BK_OK) {
-        if (rc == BK_ESIZE || rc == BK_ENOMEM) bkc__err(c, BKC_ERR_CREATE_MEM);
-        else bkc__lib_error(c, rc);
-        return NULL;
-    }
+    if (rc != BK_OK) return create_failed(c, rc);
     return value_of(c, bk_scalable_as_filter(s));
 }
 

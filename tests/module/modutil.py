@@ -49,3 +49,23 @@ def wait_rewrite(r, timeout=60):
             return
         time.sleep(0.05)
     raise AssertionError("BGREWRITEAOF did not finish")
+
+
+def after_aof_rewrite(Server, load, check):
+    """load(srv) on a Redis that logs every write, BGREWRITEAOF, stop
+    without a snapshot (and remove any), start from the rewritten AOF
+    alone, then check(client)."""
+    with Server("--appendonly", "yes", "--aof-use-rdb-preamble", "no",
+                "--appendfsync", "always") as srv:
+        r = srv.client()
+        wait_rewrite(r)
+        load(srv)
+        r.bgrewriteaof()
+        wait_rewrite(r)
+        assert srv.stop(nosave=True) == 0
+        rdb = os.path.join(srv.dir, "dump.rdb")
+        if os.path.exists(rdb):
+            os.unlink(rdb)
+        srv.start()
+        check(srv.client())
+

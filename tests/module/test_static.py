@@ -73,19 +73,7 @@ def save_restart():
 
 
 def aof_rewrite():
-    with Server("--appendonly", "yes", "--aof-use-rdb-preamble", "no",
-                "--appendfsync", "always") as srv:
-        r = srv.client()
-        modutil.wait_rewrite(r)
-        loaded(srv)
-        r.bgrewriteaof()
-        modutil.wait_rewrite(r)
-        assert srv.stop(nosave=True) == 0
-        rdb = os.path.join(srv.dir, "dump.rdb")
-        if os.path.exists(rdb):
-            os.unlink(rdb)
-        srv.start()
-        same_after(srv.client())
+    modutil.after_aof_rewrite(Server, loaded, same_after)
 
 
 def aof_replay():

@@ -260,6 +260,49 @@ class Runner:
         sys.exit(1 if self.failed else 0)
 
 
+def run_steps(steps, cleanup=None):
+    """Run fn(srv, r) for each step on one fresh server, in order; a step
+    that restarts the server returns its new client. Prints a line per
+    step and "N passed, M failed" (a sanitizer report in the server's exit
+    status counts as a failure); returns the exit code, 1 when the server
+    cannot start. cleanup() runs at the end."""
+    try:
+        srv = Server()
+        srv.client().ping()
+    except Exception as e:
+        print("harness/server unavailable: %s" % e)
+        traceback.print_exc()
+        print("0 passed, 1 failed (not run)")
+        return 1
+    passed = failed = 0
+    r = srv.client()
+    try:
+        for fn in steps:
+            try:
+                got = fn(srv, r)
+                if isinstance(got, redis.Redis):
+                    r = got
+                passed += 1
+                print("ok   %s" % fn.__name__)
+            except Exception:
+                failed += 1
+                print("FAIL %s" % fn.__name__)
+                traceback.print_exc()
+                r = srv.client()
+    finally:
+        try:
+            if srv.stop() != 0:
+                failed += 1
+                print("FAIL server exit status (sanitizer report?)")
+        except Exception:
+            pass
+        srv._remove_dir()
+        if cleanup is not None:
+            cleanup()
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
 def recv_all(sock, timeout=5.0, until=None):
     """Read until EOF, timeout, or until(data) is true. Returns (data, eof)."""
     sock.settimeout(timeout)

@@ -25,7 +25,6 @@ Prints "N passed, M failed"; exits non-zero on any failure.
 import os
 import sys
 import threading
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -222,42 +221,9 @@ def setting_off(srv, r):
 
 
 def main():
-    try:
-        from harness import Server
-        srv = Server()
-        srv.client().ping()
-    except Exception as e:
-        print("harness/server unavailable: %s" % e)
-        traceback.print_exc()
-        print("0 passed, 1 failed (not run)")
-        return 1
-    passed = failed = 0
-    steps = [grows_with_redisbloom_info, dump_restore, scandump_loadchunk, merge,
-             concurrent_adds, restart_from_log, restart_from_snapshot, setting_off]
-    r = srv.client()
-    try:
-        for fn in steps:
-            try:
-                got = fn(srv, r)
-                if isinstance(got, redis.Redis):
-                    r = got
-                passed += 1
-                print("ok   %s" % fn.__name__)
-            except Exception:
-                failed += 1
-                print("FAIL %s" % fn.__name__)
-                traceback.print_exc()
-                r = srv.client()
-    finally:
-        try:
-            if srv.stop() != 0:
-                failed += 1
-                print("FAIL server exit status (sanitizer report?)")
-        except Exception:
-            pass
-        srv._remove_dir()
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    from harness import run_steps
+    return run_steps([grows_with_redisbloom_info, dump_restore, scandump_loadchunk, merge,
+                      concurrent_adds, restart_from_log, restart_from_snapshot, setting_off])
 
 
 if __name__ == "__main__":

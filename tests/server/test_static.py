@@ -25,7 +25,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -530,46 +529,19 @@ def copy_between_servers(srv, r):
 
 
 def main():
+    from harness import run_steps
     try:
-        from harness import Server
-        srv = Server()
-        srv.client().ping()
         files()
     except Exception as e:
-        print("harness/server/CLI unavailable: %s" % e)
-        traceback.print_exc()
+        print("the CLI is unavailable: %s" % e)
         print("0 passed, 1 failed (not run)")
         return 1
-    passed = failed = 0
-    steps = [pushed_keys_answer_like_the_cli, info_fields, resp_types, wrong_kinds,
-             scandump_loadchunk, corrupt_chunks, pull_round_trip, dump_restore, builds,
-             command_docs, restart_from_log, restart_from_snapshot, mapped_snapshot,
-             build_memory_limit, bumped_filter, copy_between_servers]
-    r = srv.client()
-    try:
-        for fn in steps:
-            try:
-                got = fn(srv, r)
-                if isinstance(got, redis.Redis):
-                    r = got
-                passed += 1
-                print("ok   %s" % fn.__name__)
-            except Exception:
-                failed += 1
-                print("FAIL %s" % fn.__name__)
-                traceback.print_exc()
-                r = srv.client()
-    finally:
-        try:
-            if srv.stop() != 0:
-                failed += 1
-                print("FAIL server exit status (sanitizer report?)")
-        except Exception:
-            pass
-        srv._remove_dir()
-        files().close()
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return run_steps([pushed_keys_answer_like_the_cli, info_fields, resp_types, wrong_kinds,
+                      scandump_loadchunk, corrupt_chunks, pull_round_trip, dump_restore,
+                      builds, command_docs, restart_from_log, restart_from_snapshot,
+                      mapped_snapshot, build_memory_limit, bumped_filter,
+                      copy_between_servers],
+                     cleanup=lambda: files().close())
 
 
 if __name__ == "__main__":
