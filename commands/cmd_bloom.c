@@ -140,19 +140,6 @@ static int wants_growable(const bf_opts *o)
            bk_growable_reach(o->capacity, o->error) >= BF_GROWABLE_MIN_REACH;
 }
 
-/* A value holding f (NULL and a reply when that fails; f is then freed). */
-static bkc_value *value_of(bkc_ctx *c, bk_filter *f)
-{
-    bkc_value *v = bkc_value_new(BKC_KIND_BLOOM);
-    if (v == NULL || bkc_value_push(v, f) != BK_OK) {
-        bk_filter_free(f);
-        bkc_value_free(v);
-        bkc__err(c, BKC_ERR_OOM);
-        return NULL;
-    }
-    return v;
-}
-
 /* Whether a filter of `bytes` (rc: what estimating them returned) may be
  * made now. Replies when not. */
 static int may_create(bkc_ctx *c, int rc, size_t bytes)
@@ -184,7 +171,7 @@ static bkc_value *growable_create(bkc_ctx *c, const bf_opts *o)
     bk_growable *g = NULL;
     rc = bk_growable_create(&g, o->capacity, o->error, BK_DEFAULT_SEED);
     if (rc != BK_OK) return create_failed(c, rc);
-    return value_of(c, bk_growable_as_filter(g));
+    return bkc__value_of(c, BKC_KIND_BLOOM, bk_growable_as_filter(g));
 }
 
 /* Create the filter of o, after checking it fits (by_add: an add creates
@@ -202,17 +189,9 @@ static bkc_value *bf_create(bkc_ctx *c, const bf_opts *o, int by_add)
     rc = bk_scalable_create(&s, o->capacity, o->error, o->expansion, flags,
                             BK_DEFAULT_SEED);
     if (rc != BK_OK) return create_failed(c, rc);
-    return value_of(c, bk_scalable_as_filter(s));
+    return bkc__value_of(c, BKC_KIND_BLOOM, bk_scalable_as_filter(s));
 }
 
-/* Store a new value under k. Replies on failure. */
-static int store(bkc_ctx *c, bkc_key *k, bkc_value *v)
-{
-    int rc = c->host_vt->set(k, v);
-    if (rc == BK_OK) return 1;
-    bkc__err(c, rc == BK_ELIMIT ? BKC_ERR_MAXMEMORY : BKC_ERR_OOM);
-    return 0;
-}
 
 /* The filter of a BF value: one of the two is set. */
 typedef struct bf_filter {
@@ -338,7 +317,7 @@ static bkc_value *open_for_add(bkc_ctx *c, bkc_str name, const bf_opts *o, int n
         }
         bkc_value *nv = bf_create(c, o, 1);
         if (nv == NULL) goto fail;
-        if (!store(c, *k, nv)) goto fail;
+        if (!bkc__store(c, *k, nv)) goto fail;
         *created = 1;
         v = c->host_vt->value(*k);
     }
@@ -460,7 +439,7 @@ void bkc_cmd_bf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
         bkc__err(c, BKC_ERR_ITEM_EXISTS);
     } else {
         bkc_value *nv = bf_create(c, &o, 0);
-        if (nv != NULL && store(c, k, nv)) {
+        if (nv != NULL && bkc__store(c, k, nv)) {
             bkc__ok(c);
             bkc__wrote(c, argc, argv);
         }
@@ -767,7 +746,7 @@ void bkc_cmd_bf_merge(bkc_ctx *c, int argc, const bkc_str *argv)
         bk_filter_free(copy);
         if (rc != BK_OK) {
             bkc_value_free(nv);
-        } else if (!store(c, keys[0], nv)) {
+        } else if (!bkc__store(c, keys[0], nv)) {
             goto done; /* replied */
         }
     } else {

@@ -69,13 +69,6 @@ static int table_bytes(bk_family family, uint64_t capacity, double error,
     return rc;
 }
 
-static int store(bkc_ctx *c, bkc_key *k, bkc_value *v)
-{
-    int rc = c->host_vt->set(k, v);
-    if (rc == BK_OK) return 1;
-    bkc__err(c, rc == BK_ELIMIT ? BKC_ERR_MAXMEMORY : BKC_ERR_OOM);
-    return 0;
-}
 
 /* A new counting filter of the family, after checking it fits. Replies on
  * failure. */
@@ -106,14 +99,7 @@ static bkc_value *cbf_create(bkc_ctx *c, bk_family family, uint64_t capacity,
         bkc__lib_error(c, rc);
         return NULL;
     }
-    bkc_value *v = bkc_value_new(BKC_KIND_COUNTING);
-    if (v == NULL || bkc_value_push(v, f) != BK_OK) {
-        bk_filter_free(f);
-        bkc_value_free(v);
-        bkc__err(c, BKC_ERR_OOM);
-        return NULL;
-    }
-    return v;
+    return bkc__value_of(c, BKC_KIND_COUNTING, f);
 }
 
 void bkc_cmd_cbf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
@@ -167,7 +153,7 @@ void bkc_cmd_cbf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
         bkc__err(c, BKC_ERR_ITEM_EXISTS);
     } else {
         bkc_value *nv = cbf_create(c, family, capacity, error, bits);
-        if (nv != NULL && store(c, k, nv)) {
+        if (nv != NULL && bkc__store(c, k, nv)) {
             bkc__ok(c);
             bkc__wrote(c, argc, argv);
         }
@@ -197,7 +183,7 @@ static bkc_value *open_for_add(bkc_ctx *c, bkc_str name, bkc_key **k, int *creat
         if (st == BKC__MISSING) {
             bkc_value *nv = cbf_create(c, BK_FAMILY_COUNTING, CBF_DEFAULT_CAPACITY,
                                        CBF_DEFAULT_ERROR, BK_COUNTING_DEFAULT_COUNTER_BITS);
-            if (nv == NULL || !store(c, *k, nv)) goto fail;
+            if (nv == NULL || !bkc__store(c, *k, nv)) goto fail;
             *created = 1;
             return c->host_vt->value(*k);
         }

@@ -227,13 +227,6 @@ static bkc_value *cf_create(bkc_ctx *c, const cf_opts *o)
     return v;
 }
 
-static int store(bkc_ctx *c, bkc_key *k, bkc_value *v)
-{
-    int rc = c->host_vt->set(k, v);
-    if (rc == BK_OK) return 1;
-    bkc__err(c, rc == BK_ELIMIT ? BKC_ERR_MAXMEMORY : BKC_ERR_OOM);
-    return 0;
-}
 
 /* Open WRITE for adds, creating with o when missing unless nocreate.
  * NULL: replied and closed. */
@@ -252,7 +245,7 @@ static bkc_value *open_for_add(bkc_ctx *c, bkc_str name, const cf_opts *o, int n
         bkc__err(c, BKC_ERR_NOT_FOUND);
     } else {
         bkc_value *nv = cf_create(c, o);
-        if (nv != NULL && store(c, *k, nv)) {
+        if (nv != NULL && bkc__store(c, *k, nv)) {
             *created = 1;
             return c->host_vt->value(*k);
         }
@@ -320,7 +313,7 @@ void bkc_cmd_cf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
         bkc__err(c, BKC_ERR_ITEM_EXISTS);
     } else {
         bkc_value *nv = cf_create(c, &o);
-        if (nv != NULL && store(c, k, nv)) {
+        if (nv != NULL && bkc__store(c, k, nv)) {
             bkc__ok(c);
             bkc__wrote(c, argc, argv);
         }

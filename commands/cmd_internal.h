@@ -65,6 +65,13 @@ void bkc__reply_info(bkc_ctx *c, int argc, const bkc_str *argv,
 /* "ERR <bk_strerror(rc)>" for a library error without a better text. */
 void bkc__lib_error(bkc_ctx *c, int rc);
 
+/* A new value of `kind` holding f, or NULL after replying (out of memory;
+ * f is then freed). */
+bkc_value *bkc__value_of(bkc_ctx *c, bkc_kind kind, bk_filter *f);
+
+/* host set(k, v): 1, or 0 after replying (maxmemory, out of memory). */
+int bkc__store(bkc_ctx *c, bkc_key *k, bkc_value *v);
+
 /* BF.RESERVE's parsing of an error rate and a capacity, with its error
  * texts (also used by CBF.* and WF.*). Return 1, or 0 after replying. */
 int bkc__arg_error_rate(bkc_ctx *c, bkc_str s, double *out);

@@ -505,12 +505,7 @@ void bkc_cmd_rs_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
         goto out;
     }
     bkc_value *nv = new_set_value(c, seed);
-    if (nv == NULL) goto out;
-    int rc = c->host_vt->set(k, nv);
-    if (rc != BK_OK) {
-        bkc__err(c, rc == BK_ELIMIT ? BKC_ERR_MAXMEMORY : BKC_ERR_OOM);
-        goto out;
-    }
+    if (nv == NULL || !bkc__store(c, k, nv)) goto out;
     bkc__ok(c);
     bkc__wrote(c, argc, argv);
 out:
@@ -544,11 +539,7 @@ void bkc_cmd_rs_add(bkc_ctx *c, int argc, const bkc_str *argv)
             bkc_value_free(nv);
             goto out;
         }
-        int rc = c->host_vt->set(k, nv);
-        if (rc != BK_OK) {
-            bkc__err(c, rc == BK_ELIMIT ? BKC_ERR_MAXMEMORY : BKC_ERR_OOM);
-            goto out;
-        }
+        if (!bkc__store(c, k, nv)) goto out;
         v = c->host_vt->value(k);
         created = 1;
     } else if (!bkc__fits(c, ks_growth(v->keyset, n, bytes))) {

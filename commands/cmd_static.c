@@ -352,18 +352,9 @@ static void store_built(bkc_ctx *c, int argc, const bkc_str *argv, const build_a
         bkc__err(c, BKC_ERR_ITEM_EXISTS);
         goto out;
     }
-    bkc_value *nv = bkc_value_new(BKC_KIND_STATIC);
-    if (nv == NULL || bkc_value_push(nv, f) != BK_OK) {
-        bkc_value_free(nv);
-        bkc__err(c, BKC_ERR_OOM);
-        goto out;
-    }
-    f = NULL; /* the value's now */
-    int rc = c->host_vt->set(k, nv);
-    if (rc != BK_OK) {
-        bkc__err(c, rc == BK_ELIMIT ? BKC_ERR_MAXMEMORY : BKC_ERR_OOM);
-        goto out;
-    }
+    bkc_value *nv = bkc__value_of(c, BKC_KIND_STATIC, f);
+    f = NULL; /* the value's now, or freed */
+    if (nv == NULL || !bkc__store(c, k, nv)) goto out;
     bkc__ok(c);
     bkc__wrote(c, argc, argv);
 out:

@@ -100,18 +100,8 @@ void bkc_cmd_wf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
         else bkc__lib_error(c, rc);
         goto out;
     }
-    bkc_value *nv = bkc_value_new(BKC_KIND_WINDOW);
-    if (nv == NULL || bkc_value_push(nv, bk_window_as_filter(wf)) != BK_OK) {
-        bk_window_free(wf);
-        bkc_value_free(nv);
-        bkc__err(c, BKC_ERR_OOM);
-        goto out;
-    }
-    rc = c->host_vt->set(k, nv);
-    if (rc != BK_OK) {
-        bkc__err(c, rc == BK_ELIMIT ? BKC_ERR_MAXMEMORY : BKC_ERR_OOM);
-        goto out;
-    }
+    bkc_value *nv = bkc__value_of(c, BKC_KIND_WINDOW, bk_window_as_filter(wf));
+    if (nv == NULL || !bkc__store(c, k, nv)) goto out;
     bkc__ok(c);
     bkc__wrote(c, argc, argv);
 out:

@@ -472,6 +472,26 @@ void bkc__lib_error(bkc_ctx *c, int rc)
     bkc__err(c, buf);
 }
 
+bkc_value *bkc__value_of(bkc_ctx *c, bkc_kind kind, bk_filter *f)
+{
+    bkc_value *v = bkc_value_new(kind);
+    if (v == NULL || bkc_value_push(v, f) != BK_OK) {
+        bk_filter_free(f);
+        bkc_value_free(v);
+        bkc__err(c, BKC_ERR_OOM);
+        return NULL;
+    }
+    return v;
+}
+
+int bkc__store(bkc_ctx *c, bkc_key *k, bkc_value *v)
+{
+    int rc = c->host_vt->set(k, v);
+    if (rc == BK_OK) return 1;
+    bkc__err(c, rc == BK_ELIMIT ? BKC_ERR_MAXMEMORY : BKC_ERR_OOM);
+    return 0;
+}
+
 int bkc__open(bkc_ctx *c, bkc_str name, bkc_open_mode mode, bkc_kind want,
               bkc_key **k, bkc_value **v)
 {
