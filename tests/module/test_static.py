@@ -78,16 +78,7 @@ def aof_rewrite():
 
 def aof_replay():
     """Without a rewrite: the SF.LOADCHUNK / SF.BUILD commands as logged."""
-    with Server("--appendonly", "yes", "--appendfsync", "always") as srv:
-        r = srv.client()
-        modutil.wait_rewrite(r)
-        loaded(srv)
-        assert srv.stop(nosave=True) == 0
-        rdb = os.path.join(srv.dir, "dump.rdb")
-        if os.path.exists(rdb):
-            os.unlink(rdb)
-        srv.start()
-        same_after(srv.client())
+    modutil.after_aof_rewrite(Server, loaded, same_after, rewrite=False)
 
 
 def main():
