@@ -50,6 +50,8 @@
 #define ERR_BAD_EXPANSION "ERR bad expansion"
 #define ERR_EXPANSION_ZERO "ERR expansion should be greater or equal to 1"
 #define ERR_NONSCALING_EXPANSION "ERR nonscaling filters cannot expand"
+#define ERR_GROWABLE_NONSCALING "ERR growable filters always grow: GROWABLE takes no NONSCALING"
+#define ERR_GROWABLE_EXPANSION "ERR growable filters double: GROWABLE takes EXPANSION 2 only"
 #define ERR_FULL "ERR non scaling filter is full"
 #define ERR_MAX_STAGES "ERR filter has reached its maximum number of sub-filters"
 #define MAX_EXPANSION 32768
@@ -72,6 +74,7 @@ typedef struct bf_opts {
     int nonscaling;
     int expansion_given;
     int capacity_given;
+    int growable; /* GROWABLE (ours): a growable filter whatever the defaults */
 } bf_opts;
 
 static void opts_default(bf_opts *o)
@@ -82,6 +85,33 @@ static void opts_default(bf_opts *o)
     o->nonscaling = 0;
     o->expansion_given = 0;
     o->capacity_given = 0;
+    o->growable = 0;
+}
+
+/* The options' own conflicts (after parsing). Replies and returns 0. */
+static int opts_valid(bkc_ctx *c, const bf_opts *o)
+{
+    char msg[96];
+    if (o->nonscaling && o->expansion_given) {
+        bkc__err(c, ERR_NONSCALING_EXPANSION);
+        return 0;
+    }
+    if (!o->growable) return 1;
+    if (o->nonscaling) {
+        bkc__err(c, ERR_GROWABLE_NONSCALING);
+        return 0;
+    }
+    if (o->expansion != BF_GROWABLE_EXPANSION) {
+        bkc__err(c, ERR_GROWABLE_EXPANSION);
+        return 0;
+    }
+    if (o->error < BK_GROWABLE_MIN_FPR) {
+        snprintf(msg, sizeof(msg), "ERR growable filters take error rates from %g",
+                 BK_GROWABLE_MIN_FPR);
+        bkc__err(c, msg);
+        return 0;
+    }
+    return 1;
 }
 
 static int parse_error_rate(bkc_ctx *c, bkc_str s, double *out)
@@ -132,11 +162,13 @@ static int parse_expansion(bkc_ctx *c, bkc_str s, bf_opts *o)
  * Creating and adding
  *==========================================================================*/
 
-/* Whether an add that creates a key with o makes it growable (above). */
-static int wants_growable(const bf_opts *o)
+/* Whether a key made with o is growable (above): GROWABLE, or an add that
+ * creates it with the defaults. */
+static int wants_growable(const bf_opts *o, int by_add)
 {
-    return bkc_defaults_in_force.bf_growable && !o->nonscaling && !o->capacity_given &&
-           o->expansion == BF_GROWABLE_EXPANSION &&
+    if (o->growable) return 1;
+    return by_add && bkc_defaults_in_force.bf_growable && !o->nonscaling &&
+           !o->capacity_given && o->expansion == BF_GROWABLE_EXPANSION &&
            bk_growable_reach(o->capacity, o->error) >= BF_GROWABLE_MIN_REACH;
 }
 
@@ -178,7 +210,7 @@ static bkc_value *growable_create(bkc_ctx *c, const bf_opts *o)
  * the key). Replies on failure. */
 static bkc_value *bf_create(bkc_ctx *c, const bf_opts *o, int by_add)
 {
-    if (by_add && wants_growable(o)) return growable_create(c, o);
+    if (wants_growable(o, by_add)) return growable_create(c, o);
     /* BK_SCALABLE_BOUNDED: the whole chain stays under the error asked for,
      * however it grows (a NONSCALING filter is one stage at that error). */
     unsigned flags = BK_SCALABLE_BOUNDED | (o->nonscaling ? BK_SCALABLE_NONSCALING : 0);
@@ -297,6 +329,32 @@ static size_t bf_add_items(bkc_ctx *c, bkc_key *k, bkc_value *v, const bkc_str *
     return i;
 }
 
+/* An add that creates a key first logs how it made it, as BF.RESERVE with
+ * every setting (GROWABLE for a growable filter), so that the log and
+ * replicas make the same filter whatever their own defaults and
+ * --bf-growable say; the add's own command follows. */
+static void wrote_creation(bkc_ctx *c, bkc_str name, const bf_opts *o, int growable)
+{
+    char error[32], capacity[24], expansion[16];
+    bkc_str argv[8];
+    int n = 0;
+    argv[n++] = (bkc_str){"BF.RESERVE", 10};
+    argv[n++] = name;
+    snprintf(error, sizeof(error), "%.17g", o->error);
+    argv[n++] = (bkc_str){error, strlen(error)};
+    snprintf(capacity, sizeof(capacity), "%llu", (unsigned long long)o->capacity);
+    argv[n++] = (bkc_str){capacity, strlen(capacity)};
+    if (o->nonscaling) {
+        argv[n++] = (bkc_str){"NONSCALING", 10};
+    } else {
+        snprintf(expansion, sizeof(expansion), "%u", o->expansion);
+        argv[n++] = (bkc_str){"EXPANSION", 9};
+        argv[n++] = (bkc_str){expansion, strlen(expansion)};
+    }
+    if (growable) argv[n++] = (bkc_str){"GROWABLE", 8};
+    bkc__wrote(c, n, argv);
+}
+
 /* Open key WRITE for an add, creating it with o when missing (unless
  * nocreate). Returns the value or NULL (replied, key closed). *created. */
 static bkc_value *open_for_add(bkc_ctx *c, bkc_str name, const bf_opts *o, int nocreate,
@@ -320,6 +378,7 @@ static bkc_value *open_for_add(bkc_ctx *c, bkc_str name, const bf_opts *o, int n
         if (!bkc__store(c, *k, nv)) goto fail;
         *created = 1;
         v = c->host_vt->value(*k);
+        wrote_creation(c, name, o, bf_of(v).g != NULL);
     }
     return v;
 fail:
@@ -414,6 +473,8 @@ void bkc_cmd_bf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
     for (int i = 4; i < argc; i++) {
         if (bkc_streq(argv[i], "NONSCALING")) {
             o.nonscaling = 1;
+        } else if (bkc_streq(argv[i], "GROWABLE")) {
+            o.growable = 1;
         } else if (bkc_streq(argv[i], "EXPANSION")) {
             if (i + 1 >= argc) {
                 bkc__arity_error(c, argv);
@@ -425,10 +486,7 @@ void bkc_cmd_bf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
             return;
         }
     }
-    if (o.nonscaling && o.expansion_given) {
-        bkc__err(c, ERR_NONSCALING_EXPANSION);
-        return;
-    }
+    if (!opts_valid(c, &o)) return;
     bkc_key *k;
     bkc_value *v;
     int st = bkc__open(c, argv[1], BKC_OPEN_WRITE, BKC_KIND_BLOOM, &k, &v);
@@ -475,6 +533,8 @@ void bkc_cmd_bf_insert(bkc_ctx *c, int argc, const bkc_str *argv)
             nocreate = 1;
         } else if (bkc_streq(argv[i], "NONSCALING")) {
             o.nonscaling = 1;
+        } else if (bkc_streq(argv[i], "GROWABLE")) {
+            o.growable = 1;
         } else if (bkc_streq(argv[i], "CAPACITY") || bkc_streq(argv[i], "ERROR") ||
                    bkc_streq(argv[i], "EXPANSION")) {
             if (i + 1 >= argc) {
@@ -496,10 +556,7 @@ void bkc_cmd_bf_insert(bkc_ctx *c, int argc, const bkc_str *argv)
         bkc__arity_error(c, argv); /* no ITEMS, or nothing after it */
         return;
     }
-    if (o.nonscaling && o.expansion_given) {
-        bkc__err(c, ERR_NONSCALING_EXPANSION);
-        return;
-    }
+    if (!opts_valid(c, &o)) return;
     add_items(c, argc, argv, argv[1], &o, nocreate, &argv[i], (size_t)(argc - i), 0);
 }
 

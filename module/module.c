@@ -12,7 +12,8 @@
  *   bkc_host_vt    Redis keys holding one of our module data types:
  *                  OpenKey / KeyType / ModuleTypeGetType / GetValue /
  *                  SetValue / DeleteKey; a successful write is replicated
- *                  (and logged to the AOF) verbatim;
+ *                  (and logged to the AOF) verbatim, after the BF.RESERVE
+ *                  with which an add made its key;
  *   bkc_ctx        the calling client's protocol and Redis's clock.
  *
  * Every command of bkc_command_table that the layer implements (all but
@@ -221,11 +222,26 @@ static void host_close(bkc_key *k)
     RedisModule_Free(k);
 }
 
+/* The command itself is replicated verbatim; a command of the layer's own
+ * making (a BF key's creation, cmd_bloom.c) as its arguments, before it. */
 static void host_wrote(void *host, int argc, const bkc_str *argv)
 {
-    (void)argc;
-    (void)argv;
-    RedisModule_ReplicateVerbatim(((bkm_host *)host)->ctx);
+    bkm_host *h = host;
+    if (argv == h->argv || argc < 1) {
+        RedisModule_ReplicateVerbatim(h->ctx);
+        return;
+    }
+    char name[32];
+    if (argv[0].len >= sizeof(name)) return; /* the layer's names are short */
+    memcpy(name, argv[0].ptr, argv[0].len);
+    name[argv[0].len] = '\0';
+    int n = argc - 1;
+    RedisModuleString **args = RedisModule_Alloc((size_t)(n ? n : 1) * sizeof(*args));
+    for (int i = 0; i < n; i++)
+        args[i] = RedisModule_CreateString(h->ctx, argv[i + 1].ptr, argv[i + 1].len);
+    RedisModule_Replicate(h->ctx, name, "v", args, (size_t)n);
+    for (int i = 0; i < n; i++) RedisModule_FreeString(h->ctx, args[i]);
+    RedisModule_Free(args);
 }
 
 static size_t host_memory_left(void *host)

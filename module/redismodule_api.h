@@ -112,6 +112,7 @@ typedef int (*RedisModuleCmdFunc)(RedisModuleCtx *ctx, RedisModuleString **argv,
     X(int, ReplyWithBool, (RedisModuleCtx *ctx, int b))                                \
     X(int, ReplyWithDouble, (RedisModuleCtx *ctx, double d))                           \
     X(int, ReplicateVerbatim, (RedisModuleCtx *ctx))                                   \
+    X(int, Replicate, (RedisModuleCtx *ctx, const char *cmdname, const char *fmt, ...))  \
     X(int, GetContextFlags, (RedisModuleCtx *ctx))                                     \
     X(long long, Milliseconds, (void))                                                 \
     X(float, GetUsedMemoryRatio, (void))                                               \

@@ -107,6 +107,7 @@ typedef struct fake_host {
     size_t memory_left;
     int wrote;
     char wrote_cmd[64];
+    char wrote_log[512]; /* every wrote() argv, space-separated, one per line */
     int resized;
     bkc_open_mode last_mode[MAX_KEYS];
     bkc_open_mode first_mode; /* of the first open of the command */
@@ -207,6 +208,14 @@ static void fh_wrote(void *host, int argc, const bkc_str *argv)
     size_t n = argv[0].len < sizeof(h->wrote_cmd) - 1 ? argv[0].len : sizeof(h->wrote_cmd) - 1;
     memcpy(h->wrote_cmd, argv[0].ptr, n);
     h->wrote_cmd[n] = '\0';
+    size_t at = strlen(h->wrote_log);
+    for (int i = 0; i < argc; i++) {
+        int w = snprintf(h->wrote_log + at, sizeof(h->wrote_log) - at, "%s%.*s",
+                         i ? " " : "", (int)argv[i].len, argv[i].ptr);
+        if (w < 0 || (size_t)w >= sizeof(h->wrote_log) - at) return; /* full */
+        at += (size_t)w;
+    }
+    if (at + 1 < sizeof(h->wrote_log)) strcat(h->wrote_log, "\n");
 }
 
 static size_t fh_memory_left(void *host) { return ((fake_host *)host)->memory_left; }
@@ -450,19 +459,20 @@ static void test_bf_add_exists(void **state)
     EXPECT("BF.CARD bf", ":0\r\n");
     assert_int_equal(H.wrote, 0);
     assert_int_equal(kind_of("bf"), BKC_KIND_NONE); /* lookups create nothing */
-    /* adds try the shared lock first; creating the key takes the exclusive */
+    /* adds try the shared lock first; creating the key takes the exclusive,
+     * and logs how it made the key before the add itself */
     EXPECT("BF.ADD bf a", ":1\r\n");
     assert_int_equal(H.first_mode, BKC_OPEN_ADD);
     assert_int_equal(H.write_opens, 1);
-    assert_int_equal(H.wrote, 1);
-    assert_string_equal(H.wrote_cmd, "BF.ADD");
+    assert_int_equal(H.wrote, 2);
+    assert_string_equal(H.wrote_log, "BF.RESERVE bf 0.01 100 EXPANSION 2 GROWABLE\nBF.ADD bf a\n");
     EXPECT("BF.ADD bf a", ":0\r\n");
-    assert_int_equal(H.wrote, 1); /* nothing changed: not propagated */
+    assert_int_equal(H.wrote, 2); /* nothing changed: not propagated */
     EXPECT("BF.EXISTS bf a", ":1\r\n");
     assert_int_equal(H.first_mode, BKC_OPEN_READ);
     EXPECT("BF.EXISTS bf zz", ":0\r\n");
     EXPECT("BF.MADD bf a b c", "*3\r\n:0\r\n:1\r\n:1\r\n");
-    assert_int_equal(H.wrote, 2);
+    assert_int_equal(H.wrote, 3);
     EXPECT("BF.MEXISTS bf a b c d", "*4\r\n:1\r\n:1\r\n:1\r\n:0\r\n");
     EXPECT("BF.CARD bf", ":3\r\n");
     EXPECT("BF.MADD other x", "*1\r\n:1\r\n");
@@ -518,6 +528,50 @@ static void test_bf_growable(void **state)
     EXPECT("BF.ADD c6 a", ":1\r\n");
     bkc_defaults_in_force.bf_growable = 1;
     assert_int_equal(family_of("c6"), BK_FAMILY_SCALABLE);
+
+    /* every creating add logs its key's making: replayed or replicated
+     * under other settings, the same filter */
+    H.wrote_log[0] = '\0';
+    bkc_defaults_in_force.bf_growable = 0;
+    EXPECT("BF.ADD c7 a", ":1\r\n");
+    bkc_defaults_in_force.bf_growable = 1;
+    assert_string_equal(H.wrote_log, "BF.RESERVE c7 0.01 100 EXPANSION 2\nBF.ADD c7 a\n");
+    EXPECT("BF.RESERVE c8 0.01 100 EXPANSION 2", "+OK\r\n"); /* as replayed */
+    assert_int_equal(family_of("c8"), BK_FAMILY_SCALABLE);
+    H.wrote_log[0] = '\0';
+    EXPECT("BF.INSERT g5 ERROR 0.05 ITEMS a", "*1\r\n:1\r\n");
+    assert_string_equal(H.wrote_log, "BF.RESERVE g5 0.050000000000000003 100 EXPANSION 2 "
+                                     "GROWABLE\nBF.INSERT g5 ERROR 0.05 ITEMS a\n");
+    bkc_defaults_in_force.bf_growable = 0;
+    EXPECT("BF.RESERVE g6 0.050000000000000003 100 EXPANSION 2 GROWABLE", "+OK\r\n");
+    bkc_defaults_in_force.bf_growable = 1;
+    assert_int_equal(family_of("g6"), BK_FAMILY_GROWABLE);
+
+    /* GROWABLE (ours): a growable key whatever the defaults, at any rate it
+     * takes; it stops growing where its rate would pass the error */
+    EXPECT("BF.RESERVE e1 0.01 100 GROWABLE NONSCALING",
+           "-ERR growable filters always grow: GROWABLE takes no NONSCALING\r\n");
+    EXPECT("BF.RESERVE e1 0.01 100 EXPANSION 4 GROWABLE",
+           "-ERR growable filters double: GROWABLE takes EXPANSION 2 only\r\n");
+    EXPECT("BF.INSERT e1 ERROR 0.0005 GROWABLE ITEMS a",
+           "-ERR growable filters take error rates from 0.00071\r\n");
+    assert_int_equal(kind_of("e1"), BKC_KIND_NONE);
+    EXPECT("BF.INSERT g7 CAPACITY 5000 GROWABLE ITEMS a", "*1\r\n:1\r\n");
+    assert_int_equal(family_of("g7"), BK_FAMILY_GROWABLE);
+    EXPECT("BF.INFO g7 CAPACITY", "*1\r\n:5000\r\n");
+    EXPECT("BF.RESERVE g8 0.001 1000 GROWABLE", "+OK\r\n"); /* no doubling at 0.1% */
+    assert_int_equal(family_of("g8"), BK_FAMILY_GROWABLE);
+    int refused = -1;
+    for (int i = 0; i < 3000 && refused < 0; i++) {
+        snprintf(line, sizeof(line), "BF.ADD g8 item%d", i);
+        const char *r = run(line);
+        if (strcmp(r, "-ERR filter has reached its maximum number of sub-filters\r\n") == 0)
+            refused = i;
+        else if (strcmp(r, ":1\r\n") != 0)
+            assert_string_equal(r, ":0\r\n");
+    }
+    if (refused < 1400 || refused > 1488) fail_msg("refused at %d", refused); /* 64 x 23.25 */
+    EXPECT("BF.EXISTS g8 item0", ":1\r\n");
 
     /* BF.INFO: RedisBloom's chain for the same items (100, 300, 700, 1500
      * ...), the bytes held */
@@ -659,7 +713,11 @@ static void test_bf_insert(void **state)
     EXPECT("BF.INFO k CAPACITY", "*1\r\n:1000\r\n");
     EXPECT("BF.INFO k EXPANSION", "*1\r\n:3\r\n");
     EXPECT("BF.INSERT k NOCREATE ITEMS c", "*1\r\n:1\r\n");
-    assert_int_equal(H.wrote, 2);
+    assert_int_equal(H.wrote, 3); /* BF.RESERVE, then the two INSERTs */
+    assert_string_equal(H.wrote_log,
+                        "BF.RESERVE k 0.001 1000 EXPANSION 3\n"
+                        "BF.INSERT k CAPACITY 1000 ERROR 0.001 EXPANSION 3 ITEMS a b a\n"
+                        "BF.INSERT k NOCREATE ITEMS c\n");
     /* a full non-scaling filter: the error takes the place of the rest */
     EXPECT("BF.INSERT ns CAPACITY 3 NONSCALING ITEMS i1 i2 i3 i4 i5",
            "*4\r\n:1\r\n:1\r\n:1\r\n-ERR non scaling filter is full\r\n");
@@ -667,7 +725,7 @@ static void test_bf_insert(void **state)
     EXPECT("BF.ADD ns i1", ":0\r\n"); /* present keys still answer */
     EXPECT("BF.MADD ns i1 i8 i2", "*2\r\n:0\r\n-ERR non scaling filter is full\r\n");
     EXPECT("BF.CARD ns", ":3\r\n");
-    assert_int_equal(H.wrote, 3);
+    assert_int_equal(H.wrote, 5);
 }
 
 static void test_bf_wrongtype(void **state)

@@ -55,12 +55,40 @@ def aof_rewrite():
     modutil.after_aof_rewrite(Server, loaded, lambda r: g.check_same(r, "g"))
 
 
+def aof_under_other_setting():
+    """The AOF holds how each add made its key (BF.RESERVE ... GROWABLE):
+    loaded by a Redis whose module says BF_GROWABLE 0, the keys and a merge
+    between them come back as they were."""
+    from test_loadargs import ArgsServer
+    srv = ArgsServer([], "--appendonly", "yes", "--appendfsync", "always")
+    with srv:
+        r = srv.client()
+        modutil.wait_rewrite(r)
+        r.execute_command("BF.MADD", "a", *g.items("a", 500))
+        r.execute_command("BF.MADD", "b", *g.items("b", 3000))
+        assert r.execute_command("BF.MERGE", "a", "b") in (b"OK", True)
+        before = g.info(r, "a")
+        assert srv.stop(nosave=True) == 0
+        rdb = os.path.join(srv.dir, "dump.rdb")
+        if os.path.exists(rdb):
+            os.unlink(rdb)
+        srv.modargs = ["BF_GROWABLE", "0"]
+        srv.start()
+        r = srv.client()
+        assert g.info(r, "a") == before, (g.info(r, "a"), before)
+        assert all(r.execute_command("BF.MEXISTS", "a", *g.items("b", 3000)))
+        r.execute_command("BF.ADD", "new", "x")  # made now: a chain
+        assert g.info(r, "new")[b"Size"] == 240
+        assert srv.stop() == 0
+
+
 def main():
     run = Runner("module growable BF")
     run.check("core checks", core)
     run.check("DEBUG RELOAD", debug_reload)
     run.check("SAVE and restart", save_restart)
     run.check("BGREWRITEAOF and restart", aof_rewrite)
+    run.check("AOF loaded with BF_GROWABLE 0", aof_under_other_setting)
     run.finish()
 
 

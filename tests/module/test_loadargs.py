@@ -18,9 +18,9 @@ from harness import Runner, Server  # noqa: E402
 class ArgsServer(Server):
     """redis-server with bloomkit.so and load arguments after its path."""
 
-    def __init__(self, modargs, **kw):
+    def __init__(self, modargs, *flags, **kw):
         self.modargs = list(modargs)
-        super().__init__(**kw)
+        super().__init__(*flags, **kw)
 
     def redis_command_line(self):
         cmd = super().redis_command_line()

@@ -14,7 +14,8 @@ of different sizes holds both; into a BF.RESERVE'd key it is refused with
 the reason. Four clients adding to one new key at once lose nothing,
 while two more look keys up and read BF.INFO.
 With --bf-growable no, a key BF.ADD creates is RedisBloom's 240-byte
-chain again.
+chain again, while keys made before, replayed from the log, stay growable
+(the log holds how each add made its key).
 
 The functions taking (srv, r) also run inside Redis with bloomkit.so
 (tests/module/test_bf_growable.py imports them).
@@ -211,6 +212,29 @@ def restart_from_snapshot(srv, r):
     return r
 
 
+def replay_under_other_setting(srv, r):
+    """The log holds how each add made its key (BF.RESERVE ... GROWABLE):
+    replayed with --bf-growable no, the keys and a merge between them come
+    back as they were."""
+    from harness import Server
+    with Server() as s2:
+        c = s2.client()
+        c.execute_command("BF.MADD", "a", *items("a", 500))
+        c.execute_command("BF.MADD", "b", *items("b", 3000))
+        assert c.execute_command("BF.MERGE", "a", "b") in (b"OK", True)
+        before = info(c, "a")
+        s2.kill()
+        s2.flags = ["--bf-growable", "no"]
+        s2.start()
+        c = s2.client()
+        assert info(c, "a") == before, (info(c, "a"), before)
+        assert all(c.execute_command("BF.MEXISTS", "a", *items("b", 3000)))
+        assert all(c.execute_command("BF.MEXISTS", "a", *items("a", 500)))
+        c.execute_command("BF.ADD", "new", "x")  # made now: a chain
+        assert info(c, "new")[b"Size"] == 240
+        assert s2.stop() == 0
+
+
 def setting_off(srv, r):
     from harness import Server
     with Server("--bf-growable", "no") as s2:
@@ -223,7 +247,8 @@ def setting_off(srv, r):
 def main():
     from harness import run_steps
     return run_steps([grows_with_redisbloom_info, dump_restore, scandump_loadchunk, merge,
-                      concurrent_adds, restart_from_log, restart_from_snapshot, setting_off])
+                      concurrent_adds, restart_from_log, restart_from_snapshot,
+                      replay_under_other_setting, setting_off])
 
 
 if __name__ == "__main__":
