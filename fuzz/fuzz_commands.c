@@ -271,6 +271,8 @@ typedef struct fake_host {
     int wrote;            /* wrote() calls during the command */
     int argc;             /* the command being run */
     const bkc_str *argv;
+    int made_argc;        /* the BF.RESERVE a creating BF add reported, copied */
+    bkc_str made[8];
 } fake_host;
 
 struct bkc_key {
@@ -398,7 +400,25 @@ static void fh_close(bkc_key *k)
 static void fh_wrote(void *host, int argc, const bkc_str *argv)
 {
     fake_host *h = host;
-    CHECK(argc == h->argc && argv == h->argv); /* the command as sent */
+    if (argv != h->argv) {
+        /* a BF add that creates its key reports first the BF.RESERVE that
+         * makes the same filter (cmd_bloom.c): once, before the command's
+         * own record, for the command's key; checked in check_creation */
+        CHECK(h->made_argc == 0 && h->wrote == 0 && h->argc >= 2);
+        CHECK(argc >= 4 && argc <= 8);
+        CHECK(argv[0].len == 10 && memcmp(argv[0].ptr, "BF.RESERVE", 10) == 0);
+        CHECK(argv[1].len == h->argv[1].len &&
+              (argv[1].len == 0 || memcmp(argv[1].ptr, h->argv[1].ptr, argv[1].len) == 0));
+        for (int i = 0; i < argc; i++) {
+            char *copy = malloc(argv[i].len ? argv[i].len : 1);
+            CHECK(copy != NULL);
+            if (argv[i].len) memcpy(copy, argv[i].ptr, argv[i].len);
+            h->made[i] = (bkc_str){copy, argv[i].len};
+        }
+        h->made_argc = argc;
+        return;
+    }
+    CHECK(argc == h->argc); /* the command as sent */
     h->wrote++;
 }
 
@@ -487,6 +507,50 @@ typedef struct harness {
     sink out;
 } harness;
 
+static bkc_value *value_named(fake_host *h, bkc_str name)
+{
+    int i = find_slot(h, name, 0);
+    return i < 0 ? NULL : h->keys[i].v;
+}
+
+/* The BF.RESERVE a creating add reported, run on an empty host under the
+ * other --bf-growable setting, makes the filter the add made: same family
+ * and settings. */
+static void check_creation(fake_host *h)
+{
+    static fake_host scratch;
+    sink out;
+    memset(&out, 0, sizeof(out));
+    bkc_reply reply = {&sink_vt, &out};
+    bkc_ctx ctx = {&reply, &fake_vt, &scratch, 2, h->now_ms};
+    CHECK(h->wrote == 1); /* the add's own record followed */
+    scratch.argc = h->made_argc;
+    scratch.argv = h->made;
+    uint32_t was = bkc_defaults_in_force.bf_growable;
+    bkc_defaults_in_force.bf_growable = !was;
+    bkc_dispatch(&ctx, h->made_argc, h->made);
+    bkc_defaults_in_force.bf_growable = was;
+    CHECK(out.top == 1 && !out.top_error && scratch.wrote == 1);
+    const bkc_value *a = value_named(h, h->made[1]), *b = value_named(&scratch, h->made[1]);
+    CHECK(a != NULL && b != NULL && a->kind == BKC_KIND_BLOOM && b->kind == BKC_KIND_BLOOM);
+    bk_filter *fa = a->filters[0], *fb = b->filters[0];
+    CHECK(bk_filter_family(fa) == bk_filter_family(fb));
+    bk_growable *ga = bk_filter_as_growable(fa), *gb = bk_filter_as_growable(fb);
+    bk_scalable *sa = bk_filter_as_scalable(fa), *sb = bk_filter_as_scalable(fb);
+    if (ga != NULL) {
+        CHECK(bk_growable_error(ga) == bk_growable_error(gb));
+        CHECK(bk_growable_initial_capacity(ga) == bk_growable_initial_capacity(gb));
+    } else {
+        bk_scalable_stats x, y;
+        CHECK(bk_scalable_get_stats(sa, &x) == BK_OK && bk_scalable_get_stats(sb, &y) == BK_OK);
+        CHECK(x.error == y.error && x.initial_capacity == y.initial_capacity);
+        CHECK(x.expansion == y.expansion && x.nonscaling == y.nonscaling && x.bounded == y.bounded);
+    }
+    host_free(&scratch);
+    for (int i = 0; i < h->made_argc; i++) free((void *)h->made[i].ptr);
+    h->made_argc = 0;
+}
+
 /* Dispatch argv; returns 1 when the reply was not an error. */
 static int run_command(harness *hs, int argc, const bkc_str *argv)
 {
@@ -503,6 +567,7 @@ static int run_command(harness *hs, int argc, const bkc_str *argv)
     h->argv = argv;
 
     bkc_dispatch(&ctx, argc, argv);
+    if (h->made_argc) check_creation(h);
 
     if (trace)
         fprintf(stderr, "%.*s (%d args): %s, %zu reply bytes so far\n",
