@@ -329,30 +329,42 @@ static size_t bf_add_items(bkc_ctx *c, bkc_key *k, bkc_value *v, const bkc_str *
     return i;
 }
 
-/* An add that creates a key first logs how it made it, as BF.RESERVE with
- * every setting (GROWABLE for a growable filter), so that the log and
- * replicas make the same filter whatever their own defaults and
- * --bf-growable say; the add's own command follows. */
-static void wrote_creation(bkc_ctx *c, bkc_str name, const bf_opts *o, int growable)
+/* An add that created its key is logged (and replicated) as the BF.INSERT
+ * that makes the same filter with every setting spelled out (GROWABLE for
+ * a growable one) and the same items, so that a replay or a replica makes
+ * the same filter whatever its own defaults and --bf-growable say. One
+ * record: one change, whole or not at all. */
+static void wrote_created(bkc_ctx *c, int argc, const bkc_str *sent, const bf_opts *o,
+                          int growable, const bkc_str *items, size_t n)
 {
     char error[32], capacity[24], expansion[16];
-    bkc_str argv[8];
-    int n = 0;
-    argv[n++] = (bkc_str){"BF.RESERVE", 10};
-    argv[n++] = name;
-    snprintf(error, sizeof(error), "%.17g", o->error);
-    argv[n++] = (bkc_str){error, strlen(error)};
+    bkc_str stack[32];
+    bkc_str *argv = n + 12 <= 32 ? stack : malloc((n + 12) * sizeof(*argv));
+    if (argv == NULL) {
+        bkc__wrote(c, argc, sent); /* as sent: the same under the same settings */
+        return;
+    }
+    int k = 0;
+    argv[k++] = (bkc_str){"BF.INSERT", 9};
+    argv[k++] = sent[1];
     snprintf(capacity, sizeof(capacity), "%llu", (unsigned long long)o->capacity);
-    argv[n++] = (bkc_str){capacity, strlen(capacity)};
+    argv[k++] = (bkc_str){"CAPACITY", 8};
+    argv[k++] = (bkc_str){capacity, strlen(capacity)};
+    snprintf(error, sizeof(error), "%.17g", o->error);
+    argv[k++] = (bkc_str){"ERROR", 5};
+    argv[k++] = (bkc_str){error, strlen(error)};
     if (o->nonscaling) {
-        argv[n++] = (bkc_str){"NONSCALING", 10};
+        argv[k++] = (bkc_str){"NONSCALING", 10};
     } else {
         snprintf(expansion, sizeof(expansion), "%u", o->expansion);
-        argv[n++] = (bkc_str){"EXPANSION", 9};
-        argv[n++] = (bkc_str){expansion, strlen(expansion)};
+        argv[k++] = (bkc_str){"EXPANSION", 9};
+        argv[k++] = (bkc_str){expansion, strlen(expansion)};
     }
-    if (growable) argv[n++] = (bkc_str){"GROWABLE", 8};
-    bkc__wrote(c, n, argv);
+    if (growable) argv[k++] = (bkc_str){"GROWABLE", 8};
+    argv[k++] = (bkc_str){"ITEMS", 5};
+    for (size_t i = 0; i < n; i++) argv[k++] = items[i];
+    bkc__wrote(c, k, argv);
+    if (argv != stack) free(argv);
 }
 
 /* Open key WRITE for an add, creating it with o when missing (unless
@@ -378,7 +390,6 @@ static bkc_value *open_for_add(bkc_ctx *c, bkc_str name, const bf_opts *o, int n
         if (!bkc__store(c, *k, nv)) goto fail;
         *created = 1;
         v = c->host_vt->value(*k);
-        wrote_creation(c, name, o, bf_of(v).g != NULL);
     }
     return v;
 fail:
@@ -453,7 +464,10 @@ static void add_items(bkc_ctx *c, int argc, const bkc_str *argv, bkc_str name,
         if (err) bkc__err(c, err);
     }
     if (k != NULL) {
-        if (created || changed) bkc__wrote(c, argc, argv);
+        if (created)
+            wrote_created(c, argc, argv, o, bf_of(c->host_vt->value(k)).g != NULL, items, n);
+        else if (changed)
+            bkc__wrote(c, argc, argv);
         bkc__close(c, k);
     }
 done:

@@ -12,8 +12,8 @@
  *   bkc_host_vt    Redis keys holding one of our module data types:
  *                  OpenKey / KeyType / ModuleTypeGetType / GetValue /
  *                  SetValue / DeleteKey; a successful write is replicated
- *                  (and logged to the AOF) verbatim, after the BF.RESERVE
- *                  with which an add made its key;
+ *                  (and logged to the AOF) verbatim, or as the command
+ *                  layer rewrote it (a BF add that created its key);
  *   bkc_ctx        the calling client's protocol and Redis's clock.
  *
  * Every command of bkc_command_table that the layer implements (all but
@@ -222,8 +222,8 @@ static void host_close(bkc_key *k)
     RedisModule_Free(k);
 }
 
-/* The command itself is replicated verbatim; a command of the layer's own
- * making (a BF key's creation, cmd_bloom.c) as its arguments, before it. */
+/* The command as sent is replicated verbatim; one the layer rewrote (a BF
+ * add that created its key, cmd_bloom.c) as its arguments. */
 static void host_wrote(void *host, int argc, const bkc_str *argv)
 {
     bkm_host *h = host;
