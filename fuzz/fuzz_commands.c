@@ -534,6 +534,14 @@ static unsigned char *image_of(const bk_filter *f, size_t *len)
  * other --bf-growable setting, makes the filter the add made: the same
  * family and settings, and (when the add met no error, such as the memory
  * budget) the same bytes. */
+static void free_made(fake_host *h)
+{
+    for (int i = 0; i < h->made_argc; i++) free((void *)h->made[i].ptr);
+    free(h->made);
+    h->made = NULL;
+    h->made_argc = 0;
+}
+
 static void check_creation(fake_host *h, int failed)
 {
     static fake_host scratch;
@@ -549,6 +557,12 @@ static void check_creation(fake_host *h, int failed)
     bkc_dispatch(&ctx, h->made_argc, h->made);
     bkc_defaults_in_force.bf_growable = was;
     CHECK(out.top == 1 && scratch.wrote <= 1);
+    /* the record, run, is recorded as itself */
+    CHECK(scratch.made_argc == 0 || scratch.made_argc == h->made_argc);
+    for (int i = 0; i < scratch.made_argc; i++)
+        CHECK(scratch.made[i].len == h->made[i].len &&
+              memcmp(scratch.made[i].ptr, h->made[i].ptr, h->made[i].len) == 0);
+    free_made(&scratch);
     const bkc_value *a = value_named(h, h->made[1]), *b = value_named(&scratch, h->made[1]);
     CHECK(a != NULL && b != NULL && a->kind == BKC_KIND_BLOOM && b->kind == BKC_KIND_BLOOM);
     bk_filter *fa = a->filters[0], *fb = b->filters[0];
@@ -572,10 +586,7 @@ static void check_creation(fake_host *h, int failed)
         free(ib);
     }
     host_free(&scratch);
-    for (int i = 0; i < h->made_argc; i++) free((void *)h->made[i].ptr);
-    free(h->made);
-    h->made = NULL;
-    h->made_argc = 0;
+    free_made(h);
 }
 
 /* Dispatch argv; returns 1 when the reply was not an error. */
