@@ -260,6 +260,31 @@ class Runner:
         sys.exit(1 if self.failed else 0)
 
 
+def bf_copy_by_chunks(bf, src, dst):
+    """BF.SCANDUMP src to the end, each chunk BF.LOADCHUNK'ed into dst
+    (python-redis's bf() helpers)."""
+    chunks, it = [], 0
+    while True:
+        it, data = bf.scandump(src, it)
+        if it == 0:
+            break
+        chunks.append((it, data))
+    for it, data in chunks:
+        bf.loadchunk(dst, it, data)
+
+
+def restarted(srv, r, save):
+    """The server stopped after SAVE (save) or killed with SIGKILL, started
+    again; its new client."""
+    if save:
+        assert r.save()
+        srv.stop()
+    else:
+        srv.kill()
+    srv.start()
+    return srv.client()
+
+
 def run_steps(steps, cleanup=None):
     """Run fn(srv, r) for each step on one fresh server, in order; a step
     that restarts the server returns its new client. Prints a line per

@@ -120,15 +120,8 @@ def dump_restore(srv, r):
 
 
 def scandump_loadchunk(srv, r):
-    bf = r.bf()
-    chunks, it = [], 0
-    while True:
-        it, data = bf.scandump("g", it)
-        if it == 0:
-            break
-        chunks.append((it, data))
-    for it, data in chunks:
-        bf.loadchunk("g3", it, data)
+    from harness import bf_copy_by_chunks
+    bf_copy_by_chunks(r.bf(), "g", "g3")
     check_same(r, "g3")
     r.delete("g3")
 
@@ -196,18 +189,15 @@ def concurrent_adds(srv, r):
 
 def restart_from_log(srv, r):
     """SIGKILL: the key comes back from the append-only log alone."""
-    srv.kill()
-    srv.start()
-    r = srv.client()
+    from harness import restarted
+    r = restarted(srv, r, save=False)
     check_same(r, "g")
     return r
 
 
 def restart_from_snapshot(srv, r):
-    assert r.save()
-    srv.stop()
-    srv.start()
-    r = srv.client()
+    from harness import restarted
+    r = restarted(srv, r, save=True)
     check_same(r, "g")
     return r
 

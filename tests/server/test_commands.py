@@ -80,14 +80,8 @@ def bf_scandump_loadchunk(r):
     bf = r.bf()
     bf.create("bf:src", 0.01, 100)
     bf.madd("bf:src", *["item%d" % i for i in range(300)])
-    chunks, it = [], 0
-    while True:
-        it, data = bf.scandump("bf:src", it)
-        if it == 0:
-            break
-        chunks.append((it, data))
-    for it, data in chunks:
-        bf.loadchunk("bf:dst", it, data)
+    from harness import bf_copy_by_chunks
+    bf_copy_by_chunks(bf, "bf:src", "bf:dst")
     assert bf.mexists("bf:dst", "item0", "item299") == [1, 1]
     assert bf.info("bf:dst").insertedNum == bf.info("bf:src").insertedNum
     expect_error(lambda: bf.loadchunk("bf:bad", 99, b"xyz"), "chunk out of order")

@@ -441,19 +441,16 @@ def command_docs(srv, r):
 
 def restart_from_log(srv, r):
     """SIGKILL: the keys come back from the append-only log alone."""
-    srv.kill()
-    srv.start()
-    r = srv.client()
+    from harness import restarted
+    r = restarted(srv, r, save=False)
     answers_equal(r)
     built_keys_answer(r)
     return r
 
 
 def restart_from_snapshot(srv, r):
-    assert r.save()
-    srv.stop()
-    srv.start()
-    r = srv.client()
+    from harness import restarted
+    r = restarted(srv, r, save=True)
     answers_equal(r)
     built_keys_answer(r)
     return r
