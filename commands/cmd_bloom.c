@@ -2,7 +2,8 @@
  * cmd_bloom.c - BF.*: RedisBloom's Bloom filter commands, and BF.MERGE.
  *
  * A BF key holds one filter of one of two families:
- * - bk_growable (lib/growable.c), when an add creates the key with the
+ * - bk_growable (lib/growable.c), when BF.RESERVE or BF.INSERT says
+ *   GROWABLE (ours), or when an add creates the key with the
  *   default capacity (no CAPACITY, NONSCALING or other EXPANSION than 2)
  *   at an error rate the growable filter serves for at least
  *   BF_GROWABLE_MIN_REACH doublings (1%, RedisBloom's default, gives 26).
@@ -13,7 +14,9 @@
  *   reports Capacity and Number of filters as RedisBloom's chain would have
  *   them for the same items; Size is the bytes it holds. The setting
  *   bkc_defaults_in_force.bf_growable (server --bf-growable, module
- *   BF_GROWABLE) turns this off.
+ *   BF_GROWABLE) turns this off. An add that created its key is logged as
+ *   the BF.INSERT that makes the same filter whatever that setting says
+ *   (wrote_created).
  * - bk_scalable, every other key (BF.RESERVE, CAPACITY, NONSCALING, other
  *   expansions, lower rates): a chain of stages, stage i sized for
  *   capacity * expansion^i items, the compound rate under the error asked
