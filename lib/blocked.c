@@ -1779,9 +1779,6 @@ static int ops_incompatibility(const void *va, const void *vb, char *buf, size_t
                  (unsigned long long)(b->nblocks * BLOCK_BITS));
     else if (a->k != b->k)
         snprintf(buf, cap, "hash counts differ: %u vs %u", a->k, b->k);
-    else if (a->seed != b->seed)
-        snprintf(buf, cap, "seeds differ: %llu vs %llu",
-                 (unsigned long long)a->seed, (unsigned long long)b->seed);
     else if (a->split != b->split)
         snprintf(buf, cap, "layouts differ: %s vs %s", a->split ? "split" : "default",
                  b->split ? "split" : "default");

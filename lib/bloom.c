@@ -480,9 +480,6 @@ static int ops_incompatibility(const void *va, const void *vb, char *buf, size_t
                  (unsigned long long)a->m, (unsigned long long)b->m);
     else if (a->k != b->k)
         snprintf(buf, cap, "hash counts differ: %u vs %u", a->k, b->k);
-    else if (a->seed != b->seed)
-        snprintf(buf, cap, "seeds differ: %llu vs %llu",
-                 (unsigned long long)a->seed, (unsigned long long)b->seed);
     else
         return 0;
     return 1;

@@ -277,6 +277,13 @@ int bk_filter_incompatibility(const bk_filter *a, const bk_filter *b,
         snprintf(buf, cap, "%s filters cannot be combined", oa->name);
         return 1;
     }
+    /* every family that combines needs one seed: checked here for all */
+    uint64_t sa = oa->seed(a), sb = oa->seed(b);
+    if (sa != sb) {
+        snprintf(buf, cap, "seeds differ: %llu vs %llu", (unsigned long long)sa,
+                 (unsigned long long)sb);
+        return 1;
+    }
     return oa->incompatibility(a, b, buf, cap);
 }
 

@@ -1253,11 +1253,6 @@ static int ops_incompatibility(const void *va, const void *vb, char *buf, size_t
 {
     const bk_scalable *a = va, *b = vb;
     uint32_t na = load_nstages(a), nb = load_nstages(b);
-    if (a->seed != b->seed) {
-        snprintf(buf, cap, "seeds differ: %llu vs %llu",
-                 (unsigned long long)a->seed, (unsigned long long)b->seed);
-        return 1;
-    }
     if (na != nb) {
         snprintf(buf, cap, "stage counts differ: %u vs %u", na, nb);
         return 1;
@@ -1283,7 +1278,8 @@ static int ops_merge(void *vd, const void *vs, int op)
     bk_scalable *d = vd;
     const bk_scalable *s = vs;
     char why[8];
-    if (ops_incompatibility(d, s, why, sizeof(why))) return BK_EINCOMPAT;
+    if (bk_filter_incompatibility((const bk_filter *)d, (const bk_filter *)s, why, sizeof(why)))
+        return BK_EINCOMPAT;
     uint32_t n = load_nstages(d);
     for (uint32_t i = 0; i < n; i++) {
         stage *x = load_stage(d, i);
