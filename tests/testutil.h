@@ -298,6 +298,44 @@ static inline long tu_oom_deserialize(const unsigned char *buf, size_t len)
     return tu_oom_loop(tu__attempt_deserialize, &im);
 }
 
+/* A static family's build of a key set into *out (as a bk_filter). */
+typedef int (*tu_static_build_fn)(bk_filter **out, const tu_keyset *ks);
+
+typedef struct tu__static_oom {
+    tu_static_build_fn build;
+    const tu_keyset *ks;
+} tu__static_oom;
+
+static inline int tu__attempt_static_build(void *ctx)
+{
+    const tu__static_oom *o = ctx;
+    bk_filter *f = NULL;
+    int rc = o->build(&f, o->ks);
+    if (rc != BK_OK) return rc;
+    for (uint64_t i = 0; i < o->ks->n && rc == BK_OK; i++)
+        if (!bk_filter_contains(f, o->ks->keys[i], o->ks->lens[i])) rc = BK_EINVAL;
+    bk_filter_free(f);
+    return rc;
+}
+
+/* Allocation failures of a static family: building n keys under
+ * tu_oom_loop fails cleanly or gives a filter holding every key, over at
+ * least `min_allocations` allocations; then the image of g loads under the
+ * same failures. */
+static inline void tu_static_allocation_failures(tu_static_build_fn build, uint64_t n,
+                                                 long min_allocations, const bk_filter *g)
+{
+    tu_keyset ks;
+    tu_keyset_make(&ks, n, 0, 1);
+    tu__static_oom o = {build, &ks};
+    assert_true(tu_oom_loop(tu__attempt_static_build, &o) >= min_allocations);
+    tu_keyset_free(&ks);
+    size_t len;
+    unsigned char *buf = tu_serialize(g, &len);
+    assert_true(tu_oom_deserialize(buf, len) >= 1);
+    free(buf);
+}
+
 /* A golden file pins a format: today's code must write exactly its bytes
  * (buf). A missing one is written only with BK_WRITE_GOLDEN=1 (once, when
  * the family was added), else the test fails. Returns its bytes
