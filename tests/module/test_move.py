@@ -18,7 +18,6 @@ them); every process is killed at the end.
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -33,7 +32,7 @@ from harness import Runner, Server  # noqa: E402
 
 CLI = os.environ.get("BLOOMKIT_CLI") or os.path.join(
     modutil.ROOT, "build", "release", "cli", "bloomkit")
-TMP = tempfile.mkdtemp(prefix="bk-move-")
+TMP = harness.scratch_dir("bk-move-")
 
 
 def bloomkit_server(*flags):

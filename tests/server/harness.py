@@ -51,13 +51,21 @@ _live = []
 def _cleanup():
     for s in list(_live):
         try:
-            s.kill()
+            s.close()
         except Exception:
             pass
-        s._remove_dir()
 
 
 atexit.register(_cleanup)
+
+
+def scratch_dir(prefix):
+    """A temporary directory removed when the test process exits (kept
+    with BKS_KEEP set, like the servers' own directories)."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    if os.environ.get("BKS_KEEP") is None:
+        atexit.register(shutil.rmtree, d, True)
+    return d
 
 
 def free_port():

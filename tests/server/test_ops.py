@@ -10,13 +10,12 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import redis  # noqa: E402
-from harness import Runner, Server, redis_cli  # noqa: E402
+from harness import Runner, Server, redis_cli, scratch_dir  # noqa: E402
 
 run = Runner("test_ops")
 
@@ -286,7 +285,7 @@ def config_set_get():
 
 
 def config_rewrite():
-    d = tempfile.mkdtemp(prefix="bks-conf-")
+    d = scratch_dir("bks-conf-")
     conf = os.path.join(d, "bloomkit.conf")
     with open(conf, "w") as f:
         f.write("# my settings\nloglevel notice\nmaxclients 100\n")
@@ -408,7 +407,7 @@ def monitor_stream():
 # -- DEBUG, SIGHUP, debug logging ---------------------------------------------
 
 def debug_and_logs():
-    d = tempfile.mkdtemp(prefix="bks-log-")
+    d = scratch_dir("bks-log-")
     logfile = os.path.join(d, "server.log")
     with Server("--logfile", logfile, "--loglevel", "debug") as srv:
         r = srv.client()
