@@ -769,7 +769,7 @@ void bkc_cmd_bf_merge(bkc_ctx *c, int argc, const bkc_str *argv)
         }
     for (int i = 0; i < nd; i++) {
         int a = order[i];
-        state[a] = bkc__open(c, argv[1 + a], a == 0 ? BKC_OPEN_WRITE : BKC_OPEN_READ,
+        state[a] = bkc__open(c, argv[1 + a], a == 0 ? BKC_OPEN_WRITE : BKC_OPEN_WHOLE,
                              BKC_KIND_BLOOM, &keys[a], &vals[a]);
         if (state[a] == BKC__FAILED) {
             keys[a] = NULL;

@@ -164,10 +164,16 @@ int bkc_value_encode_range(const bkc_value *v, uint64_t from, unsigned char *out
 typedef struct bkc_key bkc_key; /* the host's open-key handle */
 
 /* How a command opens a key:
- *   READ   - lookups only. Many readers at once.
+ *   READ   - lookups only. Many readers at once, also while ADD opens
+ *            change the value (a lookup sees an add or not yet).
  *   ADD    - lock-free updates of an existing value (adds to a family
  *            whose bk_filter_info.lockfree_add is 1): many at once, but
- *            never together with a WRITE of the same key.
+ *            never together with a WRITE or WHOLE open of the same key.
+ *   WHOLE  - reads the whole value at one instant (DUMP, SCANDUMP, a
+ *            merge's sources, DEBUG OBJECT): nothing changes it while it
+ *            is open. An image taken while adds run would hold a checksum
+ *            of bytes that changed under it (or, for a table that moves
+ *            entries, a torn table). A host may make it exclusive.
  *   WRITE  - anything: create, replace, delete, grow, non-lock-free adds.
  *            Exclusive per key.
  * A command that opened with READ or ADD and finds it needs more closes the
@@ -175,7 +181,8 @@ typedef struct bkc_key bkc_key; /* the host's open-key handle */
 typedef enum bkc_open_mode {
     BKC_OPEN_READ = 0,
     BKC_OPEN_ADD = 1,
-    BKC_OPEN_WRITE = 2
+    BKC_OPEN_WRITE = 2,
+    BKC_OPEN_WHOLE = 3
 } bkc_open_mode;
 
 typedef struct bkc_host_vt {

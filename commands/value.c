@@ -462,7 +462,7 @@ void bkc__scandump(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind)
         bkc__err(c, ERR_ITERATOR);
         return;
     }
-    int st = bkc__open(c, argv[1], BKC_OPEN_READ, kind, &k, &v);
+    int st = bkc__open(c, argv[1], BKC_OPEN_WHOLE, kind, &k, &v);
     if (st == BKC__FAILED) return;
     if (st == BKC__MISSING) {
         bkc__err(c, BKC_ERR_NOT_FOUND);

@@ -328,7 +328,8 @@ static bkc_key *fh_open(void *host, bkc_str name, bkc_open_mode mode)
 {
     fake_host *h = host;
     CHECK(name.ptr != NULL || name.len == 0);
-    CHECK(mode == BKC_OPEN_READ || mode == BKC_OPEN_ADD || mode == BKC_OPEN_WRITE);
+    CHECK(mode == BKC_OPEN_READ || mode == BKC_OPEN_ADD || mode == BKC_OPEN_WRITE ||
+          mode == BKC_OPEN_WHOLE);
     if (name.len == 1 && name.ptr[0] == '!') return NULL; /* cannot be opened */
     int i = find_slot(h, name, 1);
     if (i < 0) return NULL;                               /* table full */
@@ -337,7 +338,7 @@ static bkc_key *fh_open(void *host, bkc_str name, bkc_open_mode mode)
     s->open = 1;
     s->mode = mode;
     h->open_now++;
-    if (mode != BKC_OPEN_READ) h->any_write_open = 1;
+    if (mode == BKC_OPEN_ADD || mode == BKC_OPEN_WRITE) h->any_write_open = 1;
     bkc_key *k = malloc(sizeof(*k));
     CHECK(k != NULL);
     k->h = h;

@@ -169,7 +169,10 @@ static bkc_key *host_open(void *host, bkc_str name, bkc_open_mode mode)
     bkm_host *h = host;
     bkc_key *k = RedisModule_Alloc(sizeof(*k));
     RedisModuleString *s = name_string(h, name, &k->made);
-    int rmode = mode == BKC_OPEN_READ ? REDISMODULE_READ : REDISMODULE_READ | REDISMODULE_WRITE;
+    /* Redis runs one command at a time: WHOLE is a READ here */
+    int rmode = mode == BKC_OPEN_READ || mode == BKC_OPEN_WHOLE
+                    ? REDISMODULE_READ
+                    : REDISMODULE_READ | REDISMODULE_WRITE;
     k->ctx = h->ctx;
     k->key = RedisModule_OpenKey(h->ctx, s, rmode);
     return k;

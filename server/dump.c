@@ -21,7 +21,7 @@ void bks_cmd_dump(bks_client *c, bks_session *s, bkc_reply *r, int argc, const b
 {
     (void)c;
     (void)argc;
-    bkc_key *k = bks_host_vt.open(s, argv[1], BKC_OPEN_READ);
+    bkc_key *k = bks_host_vt.open(s, argv[1], BKC_OPEN_WHOLE);   /* no adds meanwhile */
     if (!k) {   /* a key found corrupt in its snapshot file says so */
         const char *why = bks_host_vt.open_error(s);
         r->vt->error(r, why ? why : "ERR out of memory");

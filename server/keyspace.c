@@ -503,7 +503,7 @@ static ks_entry *ks_acquire(bks_keyspace *ks, bks_session *s, bkc_str name,
         atomic_fetch_add(&e->refs, 1);
         pthread_mutex_unlock(&st->mu);
 
-        if (mode == BKC_OPEN_WRITE)
+        if (mode == BKC_OPEN_WRITE || mode == BKC_OPEN_WHOLE)   /* WHOLE: no ADD at once */
             pthread_rwlock_wrlock(&e->lock);
         else
             pthread_rwlock_rdlock(&e->lock);
@@ -514,7 +514,7 @@ static ks_entry *ks_acquire(bks_keyspace *ks, bks_session *s, bkc_str name,
         }
         uint64_t now = bks_now_ms();
         if (is_expired(ks, e, now)) {
-            if (mode != BKC_OPEN_WRITE) {
+            if (mode == BKC_OPEN_READ || mode == BKC_OPEN_ADD) {
                 pthread_rwlock_unlock(&e->lock);
                 pthread_rwlock_wrlock(&e->lock);
             }
@@ -577,7 +577,7 @@ static bkc_key *host_open(void *host, bkc_str name, bkc_open_mode mode)
         }
         atomic_store(&k->e->guard, NULL);   /* verified: never asked again */
     }
-    if (mode == BKC_OPEN_READ && s->client)
+    if ((mode == BKC_OPEN_READ || mode == BKC_OPEN_WHOLE) && s->client)
         bks_ops_lookup(k->e != NULL);    /* INFO keyspace_hits / keyspace_misses */
     return k;
 }

@@ -209,7 +209,7 @@ void bks_cmd_debug(bks_client *c, bks_session *s, bkc_reply *r, int argc, const 
             ;
         R_SIMPLE("OK");
     } else if (bkc_streq(sub, "OBJECT") && argc == 3) {
-        bkc_key *k = bks_host_vt.open(s, argv[2], BKC_OPEN_READ);
+        bkc_key *k = bks_host_vt.open(s, argv[2], BKC_OPEN_WHOLE);   /* it encodes */
         if (!k) {
             const char *why = bks_host_vt.open_error(s);
             R_ERR(why ? why : "ERR out of memory");

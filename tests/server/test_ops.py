@@ -521,6 +521,61 @@ def dump_restore():
         assert srv.stop() == 0
 
 
+def dump_while_adding():
+    """DUMP of keys that other clients add to meanwhile (a chain's adds and
+    CBF.ADD share the key's lock): every payload restores, and holds every
+    item whose add was answered before the DUMP was sent."""
+    with Server(threads=2) as srv:
+        r = srv.client()
+        r.execute_command("BF.RESERVE", "bf", "0.01", "20000")
+        r.execute_command("CBF.RESERVE", "cbf", "0.01", "400000")
+        r.execute_command("BF.ADD", "bf", "first")    # the shared path needs the key
+        r.execute_command("CBF.ADD", "cbf", "first")
+        stop = threading.Event()
+        done = {}                                    # key -> items answered so far
+        lock = threading.Lock()
+        errors = []
+
+        def adder(key, cmd, tag):
+            c = srv.client()
+            i = 0
+            try:
+                while not stop.is_set() and i < 300000:
+                    items = ["%s-%d" % (tag, i + j) for j in range(100)]
+                    c.execute_command(cmd, key, *items)
+                    i += 100
+                    with lock:
+                        done[(key, tag)] = i
+            except Exception as e:                   # reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=adder, args=a) for a in
+                   (("bf", "BF.MADD", "a"), ("bf", "BF.MADD", "b"),
+                    ("cbf", "CBF.MADD", "c"))]
+        for t in threads:
+            t.start()
+        try:
+            time.sleep(0.2)
+            for n in range(60):
+                key = "bf" if n % 2 == 0 else "cbf"
+                with lock:
+                    answered = {tag: i for (k, tag), i in done.items() if k == key}
+                payload = r.dump(key)
+                r.restore("copy", 0, payload, replace=True)   # checksum, image: valid
+                check = "BF.MEXISTS" if key == "bf" else "CBF.MEXISTS"
+                for tag, i in answered.items():
+                    if i:
+                        got = r.execute_command(check, "copy", "%s-0" % tag,
+                                                "%s-%d" % (tag, i - 1))
+                        assert got == [1, 1], (key, tag, i, got)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+        assert not errors, errors
+        assert srv.stop() == 0
+
+
 def main():
     run.check("INFO: sections and the fields clients read", info_fields)
     run.check("INFO: rdb_bgsave_in_progress during a BGSAVE", bgsave_in_progress)
@@ -534,6 +589,7 @@ def main():
     run.check("MONITOR streams commands as Redis formats them", monitor_stream)
     run.check("DEBUG, debug log, SIGHUP reopens the log", debug_and_logs)
     run.check("DUMP/RESTORE: format, TTL, REPLACE, bad payloads", dump_restore)
+    run.check("DUMP while other clients add: every payload restores", dump_while_adding)
     run.finish()
 
 
