@@ -30,9 +30,11 @@
  * may grow the chain, and growth must be checked against the host's memory
  * budget (bk_scalable_set_max_bytes is exclusive) and reported (resized).
  * Adds that find the key already there first try the shared path
- * (add_shared, below) on a scalable filter; a growable filter takes every
- * add exclusively (it moves entries while it adds), and its lookups read
- * only, so READ opens may share it.
+ * (add_shared, below): bk_scalable_add_nogrow on a chain,
+ * bk_growable_add_nogrow on a growable filter, both safe with each other
+ * and with lookups; what they refuse (a new stage, a doubling, a stashed
+ * entry) goes through the exclusive path. Whole-value reads (DUMP, merge
+ * sources) open WHOLE, so no shared add runs while they copy.
  *
  * Memory: a new filter is sized with bk_scalable_estimate_bytes
  * before anything is allocated and refused when it does not fit; growth is
@@ -401,9 +403,11 @@ fail:
 }
 
 /* The shared path of an add: an existing BF key is opened BKC_OPEN_ADD, so
- * the adds and lookups of many clients run at once on the scalable filter's
- * lock-free paths; it stops at the first item that would need a new stage
- * (growth is checked against the memory budget, under the exclusive lock).
+ * the adds and lookups of many clients run at once (the chain's lock-free
+ * adds; the growable filter's adds take turns inside it for a few stores);
+ * it stops at the first item that would need a new stage, a doubling or
+ * the stash (growth is checked against the memory budget, under the
+ * exclusive lock).
  * Fills results[0 .. done) and returns done: n when the whole command ran
  * here (the key was then logged while still open), 0 when the key is
  * missing or of another kind (the exclusive path answers those), or -1 when
@@ -416,11 +420,13 @@ static long add_shared(bkc_ctx *c, int argc, const bkc_str *argv, bkc_str name,
     int st = bkc__open(c, name, BKC_OPEN_ADD, BKC_KIND_BLOOM, &k, &v);
     if (st == BKC__FAILED) return -1;
     size_t i = 0;
-    if (st == BKC__FOUND && bf_of(v).s != NULL) {
-        bk_scalable *s = bf_of(v).s;
+    if (st == BKC__FOUND) {
+        bf_filter f = bf_of(v);
         for (; i < n; i++) {
-            int rc = bk_scalable_add_nogrow(s, items[i].ptr, items[i].len);
-            if (rc < 0) break; /* needs a stage (or is full): exclusive path */
+            /* < 0: needs a stage, a doubling or the stash: exclusive path */
+            int rc = f.s ? bk_scalable_add_nogrow(f.s, items[i].ptr, items[i].len)
+                         : bk_growable_add_nogrow(f.g, items[i].ptr, items[i].len);
+            if (rc < 0) break;
             results[i] = rc;
             if (rc == 1) *changed = 1;
         }

@@ -1331,9 +1331,13 @@ BK_API bk_scalable *bk_filter_as_scalable(bk_filter *f);
  * Keys are hashed with XXH3-64 (as the blocked filter's split layout).
  * A bk_filter like the others (saved, loaded, `bloomkit create --type
  * growable`); what a BF key auto-created by BF.ADD / BF.MADD / BF.INSERT
- * holds in the server and the module (docs/COMMANDS.md). Adds are
- * not thread-safe; lookups may run concurrently with each other, not with
- * adds.
+ * holds in the server and the module (docs/COMMANDS.md).
+ *
+ * Threads: lookups, statistics and bk_growable_add_nogrow may all run at
+ * once. bk_growable_add (and the batch add), merges, saving, copying,
+ * clearing and freeing need the filter to themselves: bloomkit-server adds
+ * with bk_growable_add_nogrow under a key's shared lock and takes the
+ * exclusive one only for what that call refuses (a doubling, the stash).
  *==========================================================================*/
 
 /* The lowest rate a growable filter takes: its first table filled to the
@@ -1373,6 +1377,16 @@ BK_API int bk_growable_set_max_bytes(bk_growable *f, size_t max_bytes);
  * error no key is added or lost (the table may have doubled). A doubling
  * moves every entry: O(n), amortised O(1) per add. */
 BK_API int bk_growable_add(bk_growable *f, const void *key, size_t len);
+
+/* As bk_growable_add, but safe to call from many threads at once (and
+ * with lookups), and it never doubles the table or stashes an entry: a new
+ * key that would need either gets BK_EFULL and nothing changes; add it with
+ * bk_growable_add when no other call runs. Adders take turns for the few
+ * stores of one add (a spin lock); keys already present are answered
+ * without it. Keys added this way double the table after the same count as
+ * bk_growable_add would. */
+BK_API int bk_growable_add_nogrow(bk_growable *f, const void *key, size_t len);
+BK_API int bk_growable_add_nogrow_hash(bk_growable *f, uint64_t h);
 
 /* 1 if the key may be present, 0 if it is certainly absent. */
 BK_API int bk_growable_contains(const bk_growable *f, const void *key, size_t len);

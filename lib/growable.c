@@ -48,9 +48,19 @@
  *   for. The lowest rate it takes is BK_GROWABLE_MIN_FPR (a first table
  *   filled to 75%); at 1% it doubles about 27 times (1e2 -> 1e10 keys).
  *
- * Concurrency: not thread-safe for adds; lookups may run concurrently with
- * each other (they only read).
+ * Concurrency
+ *   bk_growable_add_nogrow runs in many threads at once, and with lookups.
+ *   It never doubles the table nor touches the stash: a key that needs
+ *   either gets BK_EFULL, and the caller adds it with bk_growable_add
+ *   while nothing else runs. Adders take turns under a spin lock (`adding`)
+ *   for the few stores of one add: a lock-free lookup first answers the
+ *   keys already there without it. Lookups take no lock: an entry is
+ *   stored before the bucket's count that makes it visible (release), and
+ *   lookups read the count first (acquire), so a lookup sees an add whole
+ *   or not at all. Everything else (bk_growable_add, merges, saving,
+ *   copying) needs the filter to itself.
  */
+#include <sched.h>  /* sched_yield */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* qsort */
 #include <string.h> /* memset, memmove */
@@ -94,11 +104,12 @@ struct bk_growable {
     uint32_t q;
     uint32_t doublings;
     uint64_t items;       /* keys added (answers of 1) */
-    double weight;        /* W: the sum of 2^(15 - L) over every entry */
+    uint64_t weight;      /* W: the sum of 2^(15 - L) over every entry */
     double target;        /* the rate it was created for */
     uint64_t capacity;    /* asked at creation */
     uint64_t seed;
     size_t max_bytes;     /* 0: no limit */
+    uint32_t adding;      /* 1 while a bk_growable_add_nogrow stores */
     bk__xxh64_keys keys;  /* the seed's share of XXH3-64, worked out once */
 };
 
@@ -125,6 +136,25 @@ __attribute__((always_inline)) static inline uint64_t hash_key(const bk_growable
                                   : bk__xxh64(key, len, f->seed);
 }
 
+/* Lanes and metadata as bk_growable_add_nogrow publishes them (see
+ * Concurrency above): plain moves on x86. */
+static inline unsigned meta_load(const uint16_t *x)
+{
+    return __atomic_load_n(&x[SLOTS], __ATOMIC_ACQUIRE);
+}
+static inline void meta_store(uint16_t *x, unsigned meta)
+{
+    __atomic_store_n(&x[SLOTS], (uint16_t)meta, __ATOMIC_RELEASE);
+}
+static inline unsigned lane_load(const uint16_t *x, unsigned i)
+{
+    return __atomic_load_n(&x[i], __ATOMIC_RELAXED);
+}
+static inline void lane_store(uint16_t *x, unsigned i, uint16_t e)
+{
+    __atomic_store_n(&x[i], e, __ATOMIC_RELAXED);
+}
+
 static inline uint32_t lanes_between(unsigned from, unsigned to)
 {
     return (uint32_t)(((uint64_t)1 << to) - ((uint64_t)1 << from));
@@ -135,7 +165,7 @@ static inline int test_scalar(const uint16_t *line, uint16_t tag, uint32_t lanes
 {
     int hit = 0;
     for (unsigned i = 0; i < SLOTS; i++) {
-        unsigned e = line[i];
+        unsigned e = lane_load(line, i);
         uint16_t care = (uint16_t)(0u - ((e & (0u - e)) << 1));
         hit |= (int)((lanes >> i) & 1u) & (((e ^ tag) & care) == 0);
     }
@@ -252,7 +282,7 @@ __attribute__((noinline)) static int overflow_hit(const bk_growable *f, uint64_t
     int hit = 0;
     if (meta & SPILLED) {
         const uint16_t *y = f->t + ((b + 1) & (nbuckets(f->q) - 1)) * LANES;
-        unsigned fo = foreign_of(y[SLOTS]);
+        unsigned fo = foreign_of(meta_load(y));
         hit |= test_lanes(y, tag, lanes_between(SLOTS - fo, SLOTS), simd);
     }
     if (meta & STASHED)
@@ -271,7 +301,7 @@ __attribute__((always_inline)) static inline int contains_body(const bk_growable
     uint64_t b = bucket_of(f->q, h);
     const uint16_t *x = f->t + b * LANES;
     uint16_t tag = tag_of(f->q, h);
-    unsigned meta = x[SLOTS];
+    unsigned meta = meta_load(x);
     int hit = test_lanes(x, tag, lanes_between(0, own_of(meta)), simd);
     if (meta & (SPILLED | STASHED)) hit |= overflow_hit(f, b, tag, meta, simd);
     return hit;
@@ -310,26 +340,35 @@ static inline int contains_h(const bk_growable *f, uint64_t h)
 }
 
 /* Put e (of home bucket b) into table t of 2^q buckets: b itself, else the
- * next bucket, else the stash (kept sorted when `sorted`). The stash must
- * have room for one more. */
-static void place(uint16_t *t, uint32_t q, stashed *stash, size_t *nstash, uint64_t b,
-                  uint16_t e, int sorted)
+ * next bucket. 0 when both are full. Each entry is stored before the count
+ * that shows it, a foreign one before its bucket's SPILLED flag. */
+static int place_in_table(uint16_t *t, uint32_t q, uint64_t b, uint16_t e)
 {
     uint16_t *x = t + b * LANES;
     unsigned meta = x[SLOTS];
     if (own_of(meta) + foreign_of(meta) < SLOTS) {
-        x[own_of(meta)] = e;
-        x[SLOTS] = (uint16_t)(meta + 1);
-        return;
+        lane_store(x, own_of(meta), e);
+        meta_store(x, meta + 1);
+        return 1;
     }
     uint16_t *y = t + ((b + 1) & (nbuckets(q) - 1)) * LANES;
     unsigned ym = y[SLOTS];
     if (y != x && own_of(ym) + foreign_of(ym) < SLOTS) {
-        y[SLOTS - 1 - foreign_of(ym)] = e;
-        y[SLOTS] = (uint16_t)(ym + FOREIGN_ONE);
-        x[SLOTS] = (uint16_t)(meta | SPILLED);
-        return;
+        lane_store(y, SLOTS - 1 - foreign_of(ym), e);
+        meta_store(y, ym + FOREIGN_ONE);
+        meta_store(x, meta | SPILLED);
+        return 1;
     }
+    return 0;
+}
+
+/* Put e as place_in_table, else into the stash (kept sorted when
+ * `sorted`), which must have room for one more. */
+static void place(uint16_t *t, uint32_t q, stashed *stash, size_t *nstash, uint64_t b,
+                  uint16_t e, int sorted)
+{
+    if (place_in_table(t, q, b, e)) return;
+    uint16_t *x = t + b * LANES;
     size_t at = *nstash;
     if (sorted) {
         while (at > 0 && stash[at - 1] > ST_MAKE(b, e)) at--;
@@ -375,7 +414,7 @@ static size_t total_bytes(const bk_growable *f)
  * buckets, and each key added after it adds 1. */
 static double rate_after_doubling(const bk_growable *f)
 {
-    double w = 2.0 * f->weight + (double)(load_limit(f->q + 1) - f->items);
+    double w = 2.0 * (double)f->weight + (double)(load_limit(f->q + 1) - f->items);
     return w / ((double)(1u << FP_BITS) * (double)nbuckets(f->q + 1));
 }
 
@@ -415,7 +454,7 @@ static int double_table(bk_growable *f)
     f->stash = stash;
     f->nstash = n;
     f->stash_cap = cap;
-    f->weight *= 2.0;
+    f->weight *= 2;
     f->doublings++;
     return BK_OK;
 
@@ -437,10 +476,42 @@ static int add_h(bk_growable *f, uint64_t h)
     place(f->t, f->q, f->stash, &f->nstash, bucket_of(f->q, h),
           (uint16_t)(tag_of(f->q, h) | 1u), 1);
     f->items++;
-    f->weight += 1.0;
+    f->weight++;
     /* a long stash doubles early; if it cannot, the key stays in the stash */
     if (f->nstash > stash_limit(f->items)) (void)double_table(f);
     return 1;
+}
+
+static void adders_lock(bk_growable *f)
+{
+    while (__atomic_exchange_n(&f->adding, 1, __ATOMIC_ACQUIRE))
+        for (unsigned spins = 0; __atomic_load_n(&f->adding, __ATOMIC_RELAXED); spins++)
+            if (spins >= 64) sched_yield(); /* the holder may be descheduled */
+}
+
+static void adders_unlock(bk_growable *f) { __atomic_store_n(&f->adding, 0, __ATOMIC_RELEASE); }
+
+/* add_h without doubling or stashing (see Concurrency above); the counts
+ * change as in add_h, so a filter filled this way doubles after the same
+ * number of keys as one filled by add_h. */
+static int add_nogrow_h(bk_growable *f, uint64_t h)
+{
+    if (contains_h(f, h)) return 0;
+    int rc;
+    adders_lock(f);
+    if (contains_h(f, h)) {
+        rc = 0; /* another adder put it there meanwhile */
+    } else if (f->items + 1 > load_limit(f->q) ||
+               !place_in_table(f->t, f->q, bucket_of(f->q, h),
+                               (uint16_t)(tag_of(f->q, h) | 1u))) {
+        rc = BK_EFULL;
+    } else {
+        __atomic_store_n(&f->items, f->items + 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&f->weight, f->weight + 1, __ATOMIC_RELAXED);
+        rc = 1;
+    }
+    adders_unlock(f);
+    return rc;
 }
 
 /*==========================================================================
@@ -530,6 +601,18 @@ int bk_growable_add_hash(bk_growable *f, uint64_t h)
 {
     if (f == NULL) return BK_EINVAL;
     return add_h(f, h);
+}
+
+int bk_growable_add_nogrow(bk_growable *f, const void *key, size_t len)
+{
+    if (f == NULL || (key == NULL && len != 0)) return BK_EINVAL;
+    return add_nogrow_h(f, hash_key(f, key, len));
+}
+
+int bk_growable_add_nogrow_hash(bk_growable *f, uint64_t h)
+{
+    if (f == NULL) return BK_EINVAL;
+    return add_nogrow_h(f, h);
 }
 
 int bk_growable_contains_hash(const bk_growable *f, uint64_t h)
@@ -624,7 +707,10 @@ int64_t bk_growable_contains_batch(const bk_growable *f, const void *const *keys
     return batch_scalar(f, keys, lens, n, results);
 }
 
-uint64_t bk_growable_items(const bk_growable *f) { return f ? f->items : 0; }
+uint64_t bk_growable_items(const bk_growable *f)
+{
+    return f ? __atomic_load_n(&f->items, __ATOMIC_RELAXED) : 0;
+}
 uint64_t bk_growable_capacity(const bk_growable *f) { return f ? load_limit(f->q) : 0; }
 uint64_t bk_growable_initial_capacity(const bk_growable *f) { return f ? f->capacity : 0; }
 uint32_t bk_growable_doublings(const bk_growable *f) { return f ? f->doublings : 0; }
@@ -636,7 +722,8 @@ size_t bk_growable_stashed(const bk_growable *f) { return f ? f->nstash : 0; }
 double bk_growable_fpr_now(const bk_growable *f)
 {
     if (f == NULL) return 0.0;
-    return f->weight / ((double)(1u << FP_BITS) * (double)nbuckets(f->q));
+    return (double)__atomic_load_n(&f->weight, __ATOMIC_RELAXED) /
+           ((double)(1u << FP_BITS) * (double)nbuckets(f->q));
 }
 
 /*==========================================================================
@@ -683,8 +770,10 @@ static int ops_info(const void *vf, bk_filter_info *out)
 {
     const bk_growable *f = vf;
     uint64_t used = 0, slots = nbuckets(f->q) * SLOTS;
+    uint64_t items = __atomic_load_n(&f->items, __ATOMIC_RELAXED);
+    uint64_t weight = __atomic_load_n(&f->weight, __ATOMIC_RELAXED);
     for (uint64_t b = 0; b < nbuckets(f->q); b++) {
-        unsigned meta = f->t[b * LANES + SLOTS];
+        unsigned meta = meta_load(f->t + b * LANES);
         used += own_of(meta) + foreign_of(meta);
     }
     /* capacity: what the table holds before it doubles (the file keeps the
@@ -692,10 +781,10 @@ static int ops_info(const void *vf, bk_filter_info *out)
     out->seed = f->seed;
     out->capacity = load_limit(f->q);
     out->target_fpr = f->target;
-    out->items = f->items;
-    out->estimated_items = (double)f->items;
-    out->fpr_now = bk_growable_fpr_now(f);
-    out->fpr_at_capacity = (f->weight + (double)(load_limit(f->q) - f->items)) /
+    out->items = items;
+    out->estimated_items = (double)items;
+    out->fpr_now = (double)weight / ((double)(1u << FP_BITS) * (double)nbuckets(f->q));
+    out->fpr_at_capacity = ((double)weight + (double)(load_limit(f->q) - items)) /
                            ((double)(1u << FP_BITS) * (double)nbuckets(f->q));
     out->fill = (double)used / (double)slots;
     out->bytes = total_bytes(f);
@@ -737,7 +826,7 @@ static void ops_clear(void *vf)
     memset(f->t, 0, table_bytes(f->q));
     f->nstash = 0;
     f->items = 0;
-    f->weight = 0.0;
+    f->weight = 0;
 }
 
 /* 1 when entry d's bits are a prefix of entry e's: d matches every key e
@@ -765,7 +854,7 @@ static int join_entry(bk_growable *x, uint64_t b, uint16_t e, uint64_t *added, i
     }
     if (hit != NULL) {
         if (!covers(*hit, e)) {
-            x->weight += (double)(e & (0u - e)) - (double)(*hit & (0u - *hit));
+            x->weight += (uint64_t)(e & (0u - e)) - (uint64_t)(*hit & (0u - *hit));
             *hit = e;
         }
         return BK_OK;
@@ -776,7 +865,7 @@ static int join_entry(bk_growable *x, uint64_t b, uint16_t e, uint64_t *added, i
             uint16_t d = ST_ENTRY(x->stash[i]);
             if (covers(d, e)) return BK_OK;
             if (covers(e, d)) {
-                x->weight += (double)(e & (0u - e)) - (double)(d & (0u - d));
+                x->weight += (uint64_t)(e & (0u - e)) - (uint64_t)(d & (0u - d));
                 x->stash[i] = ST_MAKE(b, e);
                 *resort = 1;
                 return BK_OK;
@@ -784,7 +873,7 @@ static int join_entry(bk_growable *x, uint64_t b, uint16_t e, uint64_t *added, i
         }
     if (stash_reserve(&x->stash, &x->stash_cap, x->nstash + 1) != BK_OK) return BK_ENOMEM;
     place(x->t, x->q, x->stash, &x->nstash, b, e, 1);
-    x->weight += (double)(e & (0u - e)); /* 2^(15 - L) */
+    x->weight += e & (0u - e); /* 2^(15 - L) */
     (*added)++;
     return BK_OK;
 }
@@ -830,7 +919,7 @@ static int ops_merge(void *vd, const void *vs, int op)
     x->items += added;
     while (rc == BK_OK && x->items > load_limit(x->q)) rc = double_table(x);
     if (rc != BK_OK) goto out;
-    if (x->weight > x->target * (double)(1u << FP_BITS) * (double)nbuckets(x->q)) {
+    if ((double)x->weight > x->target * (double)(1u << FP_BITS) * (double)nbuckets(x->q)) {
         rc = BK_EFULL;
         goto out;
     }
@@ -879,7 +968,7 @@ static int ops_describe(const void *vf, bk__image *img)
     img->items = p->items = f->items;
     img->hash = BK__HASH_XXH3_64;
     img->param[0] = f->doublings;
-    img->param[1] = (uint64_t)f->weight;
+    img->param[1] = f->weight;
     p->m = nbuckets(f->q);
     p->width = 16;
     p->slots = SLOTS;
@@ -967,7 +1056,7 @@ static int ops_restore(const bk__image *img, void **out)
     f->q = (uint32_t)p->param;
     f->doublings = (uint32_t)img->param[0];
     f->items = img->items;
-    f->weight = (double)img->param[1];
+    f->weight = img->param[1];
     f->target = img->fpr;
     f->capacity = img->capacity;
     f->seed = img->seed;

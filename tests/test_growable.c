@@ -223,6 +223,77 @@ static void test_spill_and_stash(void **state)
     bk_growable_free(f);
 }
 
+/* bk_growable_add_nogrow, with bk_growable_add for what it refuses (as
+ * bloomkit-server runs them), answers every key as bk_growable_add alone
+ * and leaves the same filter, byte for byte, through many doublings. */
+static void test_add_nogrow_as_add(void **state)
+{
+    (void)state;
+    bk_growable *a, *b;
+    assert_int_equal(bk_growable_create(&a, 100, 0.01, 8), BK_OK);
+    assert_int_equal(bk_growable_create(&b, 100, 0.01, 8), BK_OK);
+    char k[TU_KEY_LEN];
+    uint64_t refused = 0;
+    for (uint64_t i = 0; i < 60000; i++) {
+        key_of(k, i % 50000, 1); /* the last 10000 again: answered 0 */
+        int want = bk_growable_add(a, k, sizeof(k));
+        int got = bk_growable_add_nogrow(b, k, sizeof(k));
+        if (got == BK_EFULL) {
+            refused++;
+            assert_int_equal(bk_growable_items(b), bk_growable_items(a) - (uint64_t)want);
+            got = bk_growable_add(b, k, sizeof(k));
+        }
+        assert_int_equal(got, want);
+    }
+    print_message("%u doublings, %llu keys refused by add_nogrow\n", bk_growable_doublings(a),
+                  (unsigned long long)refused);
+    assert_true(bk_growable_doublings(a) >= 8);
+    assert_true(refused >= bk_growable_doublings(a)); /* each doubling was one */
+    assert_int_equal(bk_growable_doublings(b), bk_growable_doublings(a));
+    assert_int_equal(bk_growable_items(b), bk_growable_items(a));
+    size_t la, lb;
+    unsigned char *sa = tu_serialize(bk_growable_as_filter(a), &la);
+    unsigned char *sb = tu_serialize(bk_growable_as_filter(b), &lb);
+    assert_int_equal(la, lb);
+    assert_memory_equal(sa, sb, la);
+    free(sa);
+    free(sb);
+    assert_int_equal(bk_growable_add_nogrow(NULL, k, sizeof(k)), BK_EINVAL);
+    assert_int_equal(bk_growable_add_nogrow(b, NULL, 1), BK_EINVAL);
+    assert_int_equal(bk_growable_add_nogrow_hash(NULL, 1), BK_EINVAL);
+    bk_growable_free(a);
+    bk_growable_free(b);
+}
+
+/* add_nogrow fills a bucket and spills into the next, then refuses the
+ * entry only the stash could take, changing nothing; bk_growable_add
+ * stashes it, after which add_nogrow finds it. */
+static void test_add_nogrow_refuses_the_stash(void **state)
+{
+    (void)state;
+    bk_growable *f;
+    assert_int_equal(bk_growable_create(&f, 1000, 0.01, 5), BK_OK);
+    uint64_t cap = bk_growable_capacity(f);
+    uint32_t q = 0;
+    while ((UINT64_C(31) << q) * 3 / 4 < cap) q++;
+    uint64_t h[63];
+    for (int i = 0; i < 63; i++) h[i] = ((uint64_t)(2 * i + 1) << (64 - q - 15)) | 0x5a5a;
+    for (int i = 0; i < 62; i++) assert_int_equal(bk_growable_add_nogrow_hash(f, h[i]), 1);
+    assert_int_equal(bk_growable_add_nogrow_hash(f, h[0]), 0);
+    assert_int_equal(bk_growable_items(f), 62);
+    double rate = bk_growable_fpr_now(f);
+    assert_int_equal(bk_growable_add_nogrow_hash(f, h[62]), BK_EFULL);
+    assert_int_equal(bk_growable_items(f), 62);
+    assert_true(bk_growable_fpr_now(f) == rate);
+    assert_int_equal(bk_growable_stashed(f), 0);
+    assert_int_equal(bk_growable_contains_hash(f, h[62]), 0);
+    assert_int_equal(bk_growable_add_hash(f, h[62]), 1);
+    assert_int_equal(bk_growable_stashed(f), 1);
+    assert_int_equal(bk_growable_add_nogrow_hash(f, h[62]), 0);
+    for (int i = 0; i < 63; i++) assert_int_equal(bk_growable_contains_hash(f, h[i]), 1);
+    bk_growable_free(f);
+}
+
 /* Batches answer as single calls; keys of every length, the long ones by
  * the out-of-line hash. */
 static void test_batches_and_lengths(void **state)
@@ -580,6 +651,8 @@ int main(void)
         cmocka_unit_test(test_max_bytes),
         cmocka_unit_test(test_entries_out_of_bits),
         cmocka_unit_test(test_spill_and_stash),
+        cmocka_unit_test(test_add_nogrow_as_add),
+        cmocka_unit_test(test_add_nogrow_refuses_the_stash),
         cmocka_unit_test(test_batches_and_lengths),
         cmocka_unit_test(test_allocation_failures),
         cmocka_unit_test(test_generic_handle),

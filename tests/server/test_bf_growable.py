@@ -157,20 +157,23 @@ def concurrent_adds(srv, r):
 
     stop = []
 
-    def reader():
-        """Lookups while the table doubles under the adds: a key a client
-        was told was added must be found from then on."""
+    def reader(n):
+        """Lookups while the adds share the key and the table doubles under
+        them: a key a client was told was added must be found from then on.
+        A DUMP meanwhile must restore (the adds wait for it)."""
         try:
             c = srv.client()
             while not stop:
                 c.execute_command("BF.MEXISTS", "together", "w0:0", "w1:0", "nothing")
                 c.execute_command("BF.INFO", "together")
+                c.restore("together-copy%d" % n, 0, c.dump("together"), replace=True)
+                assert c.execute_command("BF.EXISTS", "together-copy%d" % n, "w0:0") == 1
         except Exception as e:  # noqa: BLE001 (reported below)
             errors.append(e)
 
     r.execute_command("BF.ADD", "together", "w0:0")  # the readers find a key
     threads = [threading.Thread(target=worker, args=(w,)) for w in range(4)]
-    readers = [threading.Thread(target=reader) for _ in range(2)]
+    readers = [threading.Thread(target=reader, args=(n,)) for n in range(2)]
     for t in threads + readers:
         t.start()
     for t in threads:
@@ -184,7 +187,7 @@ def concurrent_adds(srv, r):
         assert all(got), "client %d lost an item" % w
     card = r.execute_command("BF.CARD", "together")
     assert 8000 * (1 - RATE) <= card <= 8000, card
-    r.delete("together")
+    r.delete("together", "together-copy0", "together-copy1")
 
 
 def restart_from_log(srv, r):
