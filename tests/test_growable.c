@@ -193,6 +193,17 @@ static void test_entries_out_of_bits(void **state)
     bk_growable_free(f);
 }
 
+/* n hashes of bucket 0 of f's table with distinct tags (2i + 1) and low
+ * bits that do not matter; returns the table's bucket bits q. */
+static uint32_t one_bucket(const bk_growable *f, uint64_t *h, int n)
+{
+    uint64_t cap = bk_growable_capacity(f);
+    uint32_t q = 0;
+    while ((UINT64_C(31) << q) * 3 / 4 < cap) q++;
+    for (int i = 0; i < n; i++) h[i] = ((uint64_t)(2 * i + 1) << (64 - q - 15)) | 0x5a5a;
+    return q;
+}
+
 /* Hashes chosen to land in one bucket: 31 fill it, 31 more spill into the
  * next, the rest go to the stash; all are found, before and after the
  * table doubles, and other tags of that bucket are not. */
@@ -201,16 +212,10 @@ static void test_spill_and_stash(void **state)
     (void)state;
     bk_growable *f;
     assert_int_equal(bk_growable_create(&f, 1000, 0.01, 5), BK_OK);
-    uint64_t cap = bk_growable_capacity(f);
-    uint32_t q = 0;
-    while ((UINT64_C(31) << q) * 3 / 4 < cap) q++; /* the table's bucket bits */
     const int n = 70;
     uint64_t h[70];
-    for (int i = 0; i < n; i++) {
-        /* bucket 0, tag 2i + 1 (distinct), low bits anything */
-        h[i] = ((uint64_t)(2 * i + 1) << (64 - q - 15)) | 0x5a5a;
-        assert_int_equal(bk_growable_add_hash(f, h[i]), 1);
-    }
+    uint32_t q = one_bucket(f, h, n);
+    for (int i = 0; i < n; i++) assert_int_equal(bk_growable_add_hash(f, h[i]), 1);
     assert_int_equal(bk_growable_stashed(f), (size_t)(n - 62));
     for (int i = 0; i < n; i++) assert_int_equal(bk_growable_contains_hash(f, h[i]), 1);
     for (int i = 0; i < n; i++)
@@ -273,11 +278,8 @@ static void test_add_nogrow_refuses_the_stash(void **state)
     (void)state;
     bk_growable *f;
     assert_int_equal(bk_growable_create(&f, 1000, 0.01, 5), BK_OK);
-    uint64_t cap = bk_growable_capacity(f);
-    uint32_t q = 0;
-    while ((UINT64_C(31) << q) * 3 / 4 < cap) q++;
     uint64_t h[63];
-    for (int i = 0; i < 63; i++) h[i] = ((uint64_t)(2 * i + 1) << (64 - q - 15)) | 0x5a5a;
+    one_bucket(f, h, 63);
     for (int i = 0; i < 62; i++) assert_int_equal(bk_growable_add_nogrow_hash(f, h[i]), 1);
     assert_int_equal(bk_growable_add_nogrow_hash(f, h[0]), 0);
     assert_int_equal(bk_growable_items(f), 62);
