@@ -78,7 +78,8 @@ static const opt options[] = {
     {"maxclients", NULL, OPT_U32, F(maxclients), 1, 0x7fffffff,
      "most clients connected at once (10000)"},
     {"client-output-buffer-limit", "max-output-buffer", OPT_SIZE, F(max_output_buffer), 1024, 0,
-     "pending replies of one client before it is disconnected (256mb)"},
+     "unread replies of one client: past half of this (at most 16mb) its requests wait "
+     "until it reads; past this, it is disconnected (256mb)"},
     {"maxmemory-clients", NULL, OPT_SIZE, F(maxmemory_clients), 0, 0,
      "query-buffer bytes of all clients together; the client that would pass it is "
      "disconnected, 0: no cap (2gb)"},

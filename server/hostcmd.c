@@ -1300,17 +1300,20 @@ static void run_coalesced(bks_client *c, bks_session *s, bks_outbuf *out, int re
         bks_execute(c, s, &real, resp, argcs[k], argvs[k]);
 }
 
-void bks_execute_batch(bks_client *c, bks_session *s, bks_outbuf *out, int resp,
-                       int nreq, const int *argcs, const bkc_str *const *argvs)
+int bks_execute_batch(bks_client *c, bks_session *s, bks_outbuf *out, int resp,
+                      int nreq, const int *argcs, const bkc_str *const *argvs, size_t out_stop)
 {
     bks_encoder enc;
     bkc_reply r;
     /* MONITOR shows each request as sent: no coalescing while one watches */
     int can_batch = !(c && g_srv.cfg.requirepass[0] && !bks_client_authed(c)) &&
                     atomic_load_explicit(&bks_monitors, memory_order_relaxed) == 0;
-    for (int i = 0; i < nreq;) {
+    int i = 0;
+    while (i < nreq) {
         if (c && bks_client_closing(c))
-            break;      /* QUIT, SHUTDOWN: nothing after it runs */
+            return nreq;   /* QUIT, SHUTDOWN: nothing after it runs */
+        if (out->len >= out_stop)
+            break;         /* the rest waits until the client reads (net.c) */
         int add = 0;
         /* after MULTI every request is queued, one by one */
         if (can_batch && argcs[i] == 3 && !bks_multi_queueing(c) &&
@@ -1340,4 +1343,5 @@ void bks_execute_batch(bks_client *c, bks_session *s, bks_outbuf *out, int resp,
         }
         i++;
     }
+    return i;
 }

@@ -27,12 +27,20 @@
  * BF.ADD / BF.EXISTS runs into batched calls), and all the replies go out
  * in one write. What is left (a partial request) moves to the front.
  *
+ * Replies a client has not read yet hold it back: once they pass
+ * out_hold() (16 MiB, or half of client-output-buffer-limit if that is
+ * less), its next request waits, and the server stops reading from it,
+ * until they are written out. So a pipeline of DUMPs of large keys runs
+ * at the pace the client reads, within bounded memory, and its requests
+ * wait in the kernel's socket buffers and the client.
+ *
  * Limits: the query buffer never exceeds client-query-buffer-limit; a
  * protocol error is answered and the connection closed once the answer is
- * written; replies not yet taken by a slow reader beyond
- * client-output-buffer-limit get the client disconnected (the others never
- * notice); maxclients; protected mode (DENIED for non-loopback peers when
- * there is no password and the server listens beyond loopback).
+ * written; replies not yet taken beyond client-output-buffer-limit (one
+ * reply larger than it: the hold above keeps a pipeline under it) get the
+ * client disconnected (the others never notice); maxclients; protected
+ * mode (DENIED for non-loopback peers when there is no password and the
+ * server listens beyond loopback).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -101,6 +109,8 @@ struct bks_client {
     int *argcs;
     const bkc_str **argvs;
     int nreq, req_cap;
+    int next_req;                /* [next_req, nreq) parsed, waiting for the output */
+    int held;                    /* replies pending past out_hold(): reading stopped */
     /* output: out accumulates, wbuf is being written */
     bks_outbuf out, wbuf;
     size_t woff;
@@ -445,7 +455,23 @@ static void client_close(bks_client *c)
     uv_close(&c->h.handle, on_client_closed);
 }
 
+/* Reply bytes not yet written to the client. */
+static size_t pending_out(const bks_client *c)
+{
+    return c->out.len + (c->writing ? c->wbuf.len - c->woff : 0);
+}
+
+/* Pending replies past which a client's next request waits (see top). */
+static size_t out_hold(void)
+{
+    size_t half = g_srv.cfg.max_output_buffer / 2;
+    return half < ((size_t)16 << 20) ? half : (size_t)16 << 20;
+}
+
 static void client_flush(bks_client *c);
+static void client_process(bks_client *c);
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
 static void on_write_done(uv_write_t *req, int status)
 {
@@ -458,6 +484,14 @@ static void on_write_done(uv_write_t *req, int status)
         return;
     }
     client_flush(c);
+    if (c->held && !c->closed && !c->closing && pending_out(c) < out_hold()) {
+        c->held = 0;   /* the client read its replies: run what waits, read again */
+        if (uv_read_start(&c->h.stream, on_alloc, on_read) < 0) {
+            client_close(c);
+            return;
+        }
+        client_process(c);
+    }
 }
 
 static void client_flush(bks_client *c)
@@ -586,23 +620,37 @@ static int batch_push(bks_client *c, int argc, const bkc_str *argv)
     return 0;
 }
 
-static void batch_run(bks_client *c)
+/* Run the parsed requests that have not run, while the client's pending
+ * replies stay under out_hold(). 1 when all ran, 0 when some wait. */
+static int batch_run(bks_client *c)
 {
-    if (c->nreq == 0)
-        return;
-    for (int i = 0; i < c->nreq; i++)
-        c->argvs[i] = c->pool + c->req_off[i];
-    bks_execute_batch(c, &c->session, &c->out, c->resp, c->nreq, c->argcs, c->argvs);
+    if (c->next_req < c->nreq) {
+        for (int i = c->next_req; i < c->nreq; i++)
+            c->argvs[i] = c->pool + c->req_off[i];
+        size_t pending = pending_out(c), hold = out_hold();
+        size_t stop = c->out.len + (pending < hold ? hold - pending : 0);
+        c->next_req += bks_execute_batch(c, &c->session, &c->out, c->resp,
+                                         c->nreq - c->next_req, c->argcs + c->next_req,
+                                         c->argvs + c->next_req, stop);
+        if (c->next_req < c->nreq)
+            return 0;
+    }
     c->nreq = 0;
+    c->next_req = 0;
     c->pool_len = 0;
+    return 1;
 }
 
-static void client_process(bks_client *c)
+/* Parse and run what the client sent; stop (c->held) once its pending
+ * replies pass out_hold(). */
+static void client_run(bks_client *c)
 {
     const bks_config *cfg = &g_srv.cfg;
     bks_worker *w = c->w;
     exec_lock(w);
-    for (;;) {
+    if (!batch_run(c))   /* requests parsed earlier, waiting for the output */
+        c->held = 1;
+    while (!c->held) {
         int argc;
         const bkc_str *argv;
         const char *err = NULL;
@@ -630,9 +678,17 @@ static void client_process(bks_client *c)
                 break;
             }
         }
-        batch_run(c);
+        if (rc == BKS_PARSE_NOMEM) {   /* a parsed request could not be kept */
+            client_fail(c, "ERR out of memory");
+            break;
+        }
+        int all = batch_run(c);
         if (c->closing || c->closed)
             break;
+        if (!all) {
+            c->held = 1;   /* the parser stays where it is: nothing is lost */
+            break;
+        }
         if (rc == BKS_PARSE_ERROR) {
             atomic_fetch_add(&g_srv.protocol_errors, 1);
             if (unauthed && err && strstr(err, "invalid multibulk length"))
@@ -643,28 +699,26 @@ static void client_process(bks_client *c)
             client_fail(c, err);
             break;
         }
-        if (rc == BKS_PARSE_NOMEM) {
-            client_fail(c, "ERR out of memory");
-            break;
-        }
+        /* no more requests (or BATCH_MAX reached: run the next batch),
+         * unless the replies wait to be read */
+        if (pending_out(c) >= out_hold())
+            c->held = 1;
         if (rc == BKS_PARSE_MORE) {
             c->need = need;
             break;
         }
-        /* BATCH_MAX reached: run the next batch */
-        if (c->out.len + c->wbuf.len > cfg->max_output_buffer)
-            break;
     }
     exec_unlock(w);
 
-    /* move the partial request to the front */
-    size_t used = bks_parser_consumed(&c->parser);
+    /* move the partial request to the front (not while parsed requests,
+     * which point into qbuf, wait to run) */
+    size_t used = c->nreq ? 0 : bks_parser_consumed(&c->parser);
     if (used) {
         memmove(c->qbuf, c->qbuf + used, c->qlen - used);
         c->qlen -= used;
         bks_parser_shift(&c->parser, used);
     }
-    if (c->qlen == 0 && c->qcap > QBUF_KEEP && !c->closing) {
+    if (c->qlen == 0 && c->nreq == 0 && c->qcap > QBUF_KEEP && !c->closing) {
         /* a large request is done: give its buffer back */
         atomic_fetch_sub(&g_client_qbytes, c->qcap);
         free(c->qbuf);
@@ -681,7 +735,7 @@ static void client_process(bks_client *c)
         client_close(c);
         return;
     }
-    if (c->out.len + (c->writing ? c->wbuf.len - c->woff : 0) > cfg->max_output_buffer) {
+    if (pending_out(c) > cfg->max_output_buffer) {
         atomic_fetch_add(&g_srv.output_limit_disconnects, 1);
         bks_log(BKS_LOG_WARNING,
                 "client %s: %zu bytes of replies not read (client-output-buffer-limit): "
@@ -691,6 +745,20 @@ static void client_process(bks_client *c)
         return;
     }
     client_flush(c);
+}
+
+static void client_process(bks_client *c)
+{
+    for (;;) {
+        client_run(c);
+        if (c->closed || c->closing || !c->held)
+            return;
+        if (pending_out(c) >= out_hold()) {
+            uv_read_stop(&c->h.stream);   /* on_write_done goes on */
+            return;
+        }
+        c->held = 0;   /* written at once: go on */
+    }
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)

@@ -105,9 +105,11 @@ void bks_execute(bks_client *c, bks_session *s, bkc_reply *r, int resp,
 
 /* Execute a run of requests parsed from one read (pipelining): consecutive
  * BF.ADD / BF.EXISTS on the same key are coalesced into one batched
- * BF.MADD / BF.MEXISTS and their replies split again. */
-void bks_execute_batch(bks_client *c, bks_session *s, bks_outbuf *out, int resp,
-                       int nreq, const int *argcs, const bkc_str *const *argvs);
+ * BF.MADD / BF.MEXISTS and their replies split again. Stops before a
+ * request once out holds out_stop bytes; returns how many ran (all of them
+ * once the client is closing). */
+int bks_execute_batch(bks_client *c, bks_session *s, bks_outbuf *out, int resp,
+                      int nreq, const int *argcs, const bkc_str *const *argvs, size_t out_stop);
 
 /*==========================================================================
  * Transactions (multi.c)

@@ -576,6 +576,28 @@ def dump_while_adding():
         assert srv.stop() == 0
 
 
+def copy_past_output_limit():
+    """bloomkit copy pipelines DUMPs whose replies together pass the
+    source's client-output-buffer-limit many times over: the source holds
+    the pipeline back until the client reads, so every key is copied."""
+    cli = os.environ.get("BLOOMKIT_CLI") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "release", "cli",
+        "bloomkit")
+    with Server("--client-output-buffer-limit", "1mb") as src, Server() as dst:
+        r = src.client()
+        for i in range(60):
+            r.execute_command("BF.RESERVE", "k%d" % i, "0.01", "100000")   # 120 KB each
+            r.execute_command("BF.ADD", "k%d" % i, "v%d" % i)
+        p = subprocess.run([cli, "copy", "127.0.0.1:%d" % src.port, "127.0.0.1:%d" % dst.port],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0 and p.stdout.strip() == "copied 60 keys", (p.stdout, p.stderr)
+        d = dst.client()
+        for i in range(60):
+            assert d.execute_command("BF.EXISTS", "k%d" % i, "v%d" % i) == 1
+        assert int(r.info("stats")["client_output_buffer_limit_disconnections"]) == 0
+        assert src.stop() == 0 and dst.stop() == 0
+
+
 def main():
     run.check("INFO: sections and the fields clients read", info_fields)
     run.check("INFO: rdb_bgsave_in_progress during a BGSAVE", bgsave_in_progress)
@@ -590,6 +612,8 @@ def main():
     run.check("DEBUG, debug log, SIGHUP reopens the log", debug_and_logs)
     run.check("DUMP/RESTORE: format, TTL, REPLACE, bad payloads", dump_restore)
     run.check("DUMP while other clients add: every payload restores", dump_while_adding)
+    run.check("bloomkit copy of more than the output limit in one pipeline",
+              copy_past_output_limit)
     run.finish()
 
 

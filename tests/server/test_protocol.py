@@ -6,6 +6,7 @@ import os
 import random
 import socket
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -237,43 +238,70 @@ run.check("pipelined BF.ADD on a wrong type: one error each", pipelined_wrongtyp
 
 
 def slow_reader():
-    slow = srv.raw(timeout=30)
-    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    big = b"x" * 60000
-    req = b"*2\r\n$4\r\nECHO\r\n$%d\r\n%s\r\n" % (len(big), big)
+    """A client that pipelines requests without reading is held back, not
+    disconnected: once its unread replies pass half the output limit the
+    server stops running its requests and reading from it (its sends then
+    block), others are served meanwhile, and when it reads it gets every
+    reply, in order."""
+    slow = srv.raw(timeout=60)
+    n, size = 2000, 60000          # 120 MB of replies against a 1 MB limit
+    reqs = b"".join(b"*2\r\n$4\r\nECHO\r\n$%d\r\n%s\r\n" % (size, (b"%05d" % i) * (size // 5))
+                    for i in range(n))
     before = int(watcher.info("stats")["client_output_buffer_limit_disconnections"])
-    closed = False
-    deadline = time.time() + 30
-    sent = 0
-    while time.time() < deadline and sent < 2000:
+    sent = []
+
+    def sender():
         try:
-            slow.sendall(req * 10)
-            sent += 10
-        except (BrokenPipeError, ConnectionResetError):
-            closed = True
-            break
-        except TimeoutError:
-            break   # the server stopped reading us: the counter tells why
-        if sent % 100 == 0:
-            alive()   # the others are served meanwhile
+            slow.sendall(reqs)
+            sent.append(len(reqs))
+        except OSError as e:
+            sent.append(e)
 
-    def disconnections():
-        return int(watcher.info("stats")["client_output_buffer_limit_disconnections"])
-
-    # The server may still be working through the requests already sent (a
-    # slow build, a loaded machine): the disconnection is counted when the
-    # unread replies pass the limit, so wait for it rather than sample once.
-    wait_until = time.time() + 30
-    after = disconnections()
-    while after <= before and time.time() < wait_until:
-        time.sleep(0.1)
-        after = disconnections()
+    t = threading.Thread(target=sender)
+    t.start()
+    time.sleep(2)
+    assert not sent, ("the server read 120 MB of requests whose replies were not read", sent)
+    for c in watcher.client_list():
+        assert int(c["omem"]) <= 1 << 20, c
+    alive()
+    # now read: every reply arrives, in order
+    buf = b""
+    for i in range(n):
+        want = b"$%d\r\n%s\r\n" % (size, (b"%05d" % i) * (size // 5))
+        while len(buf) < len(want):
+            chunk = slow.recv(1 << 20)
+            assert chunk, "disconnected after %d replies" % i
+            buf += chunk
+        assert buf[:len(want)] == want, (i, buf[:40])
+        buf = buf[len(want):]
+    t.join()
+    assert sent == [len(reqs)], sent
     slow.close()
-    assert after > before, ("slow reader was never disconnected", closed, sent, before, after)
+    after = int(watcher.info("stats")["client_output_buffer_limit_disconnections"])
+    assert after == before, (before, after)
     alive()
 
 
-run.check("a client that does not read is disconnected", slow_reader)
+run.check("a client that does not read is held back, then gets every reply", slow_reader)
+
+
+def reply_over_limit():
+    """One reply larger than client-output-buffer-limit still disconnects
+    (a DUMP of a 1.2 MB filter against the 1 MB limit), counted in INFO."""
+    watcher.execute_command("BF.RESERVE", "big-dump", "0.01", "1000000")
+    before = int(watcher.info("stats")["client_output_buffer_limit_disconnections"])
+    s = srv.raw()
+    s.sendall(b"*2\r\n$4\r\nDUMP\r\n$8\r\nbig-dump\r\n")
+    data, eof = recv_all(s, 10)
+    s.close()
+    assert eof, "not disconnected"
+    assert len(data) < 1200000, len(data)
+    assert int(watcher.info("stats")["client_output_buffer_limit_disconnections"]) == before + 1
+    watcher.delete("big-dump")
+    alive()
+
+
+run.check("one reply over client-output-buffer-limit disconnects", reply_over_limit)
 
 
 def query_buffer_limit():
