@@ -219,12 +219,19 @@ static void writer_free(writer *w)
     w->meta = NULL;
 }
 
-static int writer_open(writer *w, const bk_filter *f)
+/* The layout alone: enough to copy payload bytes, not the header. */
+static int writer_layout(writer *w, const bk_filter *f)
 {
     w->meta = NULL;
     if (f == NULL) return BK_EINVAL;
-    int rc = layout_build(f, &w->lay);
-    if (rc != BK_OK) return rc;
+    return layout_build(f, &w->lay);
+}
+
+/* The header and descriptors, with the payload's checksum: a pass over
+ * every part, so that a caller copying pieces of the payload alone
+ * (bk_filter_dump_chunk past the header) does not pay for it per piece. */
+static int writer_meta(writer *w)
+{
     w->meta = bk__malloc((size_t)w->lay.payload_offset);
     if (w->meta == NULL) {
         writer_free(w);
@@ -232,6 +239,12 @@ static int writer_open(writer *w, const bk_filter *f)
     }
     write_meta(&w->lay, w->meta, payload_checksum(&w->lay));
     return BK_OK;
+}
+
+static int writer_open(writer *w, const bk_filter *f)
+{
+    int rc = writer_layout(w, f);
+    return rc == BK_OK ? writer_meta(w) : rc;
 }
 
 static uint64_t writer_total(const writer *w)
@@ -532,8 +545,11 @@ int bk_filter_dump_chunk(const bk_filter *f, uint64_t *cursor, void *buf,
     writer w;
     if (cursor == NULL || len == NULL || (buf == NULL && cap > 0)) return BK_EINVAL;
     *len = 0;
-    int rc = writer_open(&w, f);
+    int rc = writer_layout(&w, f);
     if (rc != BK_OK) return rc;
+    /* the checksum is in the header: only a piece that holds some of it
+     * needs it */
+    if (*cursor < w.lay.payload_offset && (rc = writer_meta(&w)) != BK_OK) return rc;
     uint64_t total = writer_total(&w), from = *cursor;
     if (from > total) {
         rc = BK_EINVAL;
