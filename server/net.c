@@ -494,13 +494,28 @@ static void on_write_done(uv_write_t *req, int status)
     }
 }
 
+/* Close a client whose last reply is written (QUIT, a protocol error).
+ * Requests it sent after that, which a held client has not had read, are
+ * read and dropped first: closing a TCP socket with unread input resets
+ * the connection, and the peer may then lose replies still in flight. */
+static void client_close_written(bks_client *c)
+{
+    uv_os_fd_t fd;
+    if (uv_fileno(&c->h.handle, &fd) == 0) {
+        char sink[65536];
+        for (int i = 0; i < 256 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++)
+            ;
+    }
+    client_close(c);
+}
+
 static void client_flush(bks_client *c)
 {
     if (c->closed || c->writing)
         return;
     if (c->out.len == 0) {
         if (c->closing)
-            client_close(c);
+            client_close_written(c);
         return;
     }
     uv_buf_t b = uv_buf_init(c->out.p, (unsigned)(c->out.len > 0x7fffffff ? 0x7fffffff
@@ -514,7 +529,7 @@ static void client_flush(bks_client *c)
     if (done == c->out.len) {
         c->out.len = 0;
         if (c->closing)
-            client_close(c);
+            client_close_written(c);
         return;
     }
     /* the rest goes out asynchronously: swap buffers so out can grow */

@@ -285,6 +285,25 @@ def slow_reader():
 run.check("a client that does not read is held back, then gets every reply", slow_reader)
 
 
+def held_pipeline_then_quit():
+    """A pipeline held back by its unread replies and ending in QUIT: every
+    reply, then +OK, then the connection closes."""
+    size = 60000
+    s = srv.raw(timeout=30)
+    s.sendall(b"".join(b"*2\r\n$4\r\nECHO\r\n$%d\r\n%s\r\n" % (size, (b"%05d" % i) * (size // 5))
+                       for i in range(100)) + b"*1\r\n$4\r\nQUIT\r\n")
+    time.sleep(0.5)   # held meanwhile: 6 MB of replies against the 1 MB limit
+    data, eof = recv_all(s, 20)
+    s.close()
+    want = b"".join(b"$%d\r\n%s\r\n" % (size, (b"%05d" % i) * (size // 5)) for i in range(100))
+    assert data == want + b"+OK\r\n", (len(data), data[-40:])
+    assert eof
+    alive()
+
+
+run.check("a held pipeline ending in QUIT gets every reply", held_pipeline_then_quit)
+
+
 def reply_over_limit():
     """One reply larger than client-output-buffer-limit still disconnects
     (a DUMP of a 1.2 MB filter against the 1 MB limit), counted in INFO."""
