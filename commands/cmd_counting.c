@@ -340,7 +340,7 @@ void bkc_cmd_cbf_info(bkc_ctx *c, int argc, const bkc_str *argv)
         bkc__err(c, BKC_ERR_NOT_FOUND);
     } else if (st == BKC__WRONG) {
         bkc__err(c, BKC_ERR_WRONGTYPE);
-    } else if (bk_filter_get_info(v->filters[0], &info) != BK_OK) {
+    } else if (bk_filter_get_summary(v->filters[0], &info) != BK_OK) {   /* O(1) */
         bkc__lib_error(c, BK_EINVAL);
     } else {
         bkc__reply_info(c, argc, argv, info_fields, F_COUNT, info_value, &info);

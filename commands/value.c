@@ -101,7 +101,7 @@ int bkc_value_push(bkc_value *v, bk_filter *f)
     if (fam != BK_FAMILY_SCALABLE && fam != BK_FAMILY_WINDOW && fam != BK_FAMILY_CUCKOO &&
         fam != BK_FAMILY_GROWABLE) {
         bk_filter_info info;
-        if (bk_filter_get_info(f, &info) == BK_OK) v->fixed_bytes += info.bytes;
+        if (bk_filter_get_summary(f, &info) == BK_OK) v->fixed_bytes += info.bytes;
     }
     return BK_OK;
 }

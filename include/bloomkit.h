@@ -2150,6 +2150,14 @@ typedef struct bk_filter_info {
  * Returns BK_OK or BK_EINVAL. */
 BK_API int bk_filter_get_info(const bk_filter *f, bk_filter_info *out);
 
+/* As bk_filter_get_info, in O(1) where the family can: family, seed,
+ * capacity, target_fpr, items, fpr_at_capacity, bytes, parts and the flags
+ * are as there; the fields that need a pass over the table (fill, fpr_now,
+ * estimated_items) may be 0. For CBF.INFO-like callers that report sizes
+ * and counts of large filters often. The counting filter answers in O(1);
+ * other families answer as bk_filter_get_info. */
+BK_API int bk_filter_get_summary(const bk_filter *f, bk_filter_info *out);
+
 /* Choose the write mode of f (see "Write modes" under the blocked filter):
  * 1 single-writer, 0 concurrent (the default of every created, loaded,
  * mapped or cloned filter; not stored in files). Returns BK_OK, BK_EINVAL

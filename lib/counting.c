@@ -1115,6 +1115,23 @@ static int ops_contains(const void *f, bk_hash h) { return bk_counting_contains_
 static int ops_remove(void *f, bk_hash h) { return bk_counting_remove_hash(f, h); }
 static int64_t ops_count(const void *f, bk_hash h) { return bk_counting_count_hash(f, h); }
 
+/* ops_info's fields that need no pass over the counters. */
+static int ops_summary(const void *vf, bk_filter_info *out)
+{
+    const bk_counting *f = vf;
+    out->seed = f->seed;
+    out->capacity = f->capacity;
+    out->target_fpr = f->target_fpr;
+    out->items = bk__load64(&f->items);
+    out->fpr_at_capacity = f->capacity ? bk_counting_fpr(f->capacity, f->blocks,
+                                                         f->width->bits, f->k)
+                                       : 0.0;
+    out->bytes = bk_counting_bytes(f);
+    out->parts = 1;
+    out->single_writer = f->single_writer;
+    return BK_OK;
+}
+
 static int ops_info(const void *vf, bk_filter_info *out)
 {
     bk_counting_stats st;
@@ -1204,6 +1221,7 @@ static const bk__family_ops counting_ops = {
     .seed = ops_seed,
     .destroy = ops_destroy,
     .info = ops_info,
+    .summary = ops_summary,
     .create = ops_create,
     .clone = ops_clone,
     .clear = ops_clear,

@@ -170,18 +170,26 @@ int64_t bk_filter_contains_batch(const bk_filter *f, const void *const *keys,
     return hits;
 }
 
-int bk_filter_get_info(const bk_filter *f, bk_filter_info *out)
+/* info or summary, and the fields every family shares. */
+static int get_info(const bk_filter *f, bk_filter_info *out, int summary)
 {
     if (f == NULL || out == NULL) return BK_EINVAL;
     const bk__object *o = OBJ(f);
     memset(out, 0, sizeof(*out));
-    int rc = o->ops->info(f, out);
+    int rc = summary && o->ops->summary ? o->ops->summary(f, out) : o->ops->info(f, out);
     out->family = o->ops->family;
     out->can_remove = o->ops->remove != NULL;
     out->lockfree_add = o->ops->lockfree_add && !out->single_writer;
     out->mapped = o->block_kind == BK__BLOCK_MAP;
     out->read_only = o->read_only;
     return rc;
+}
+
+int bk_filter_get_info(const bk_filter *f, bk_filter_info *out) { return get_info(f, out, 0); }
+
+int bk_filter_get_summary(const bk_filter *f, bk_filter_info *out)
+{
+    return get_info(f, out, 1);
 }
 
 /*==========================================================================

@@ -106,6 +106,8 @@ struct bk__family_ops {
     uint64_t (*seed)(const void *f);
     void (*destroy)(void *f);                   /* the family's free */
     int (*info)(const void *f, bk_filter_info *out);
+    /* info's O(1) fields without a pass over the table (NULL: info) */
+    int (*summary)(const void *f, bk_filter_info *out);
     /* whole-filter operations (NULL: BK_ENOTSUP) */
     int (*create)(const bk_filter_config *cfg, void **out);
     int (*clone)(const void *f, void **out);

@@ -123,6 +123,21 @@ static void test_every_family_basic(void **state)
         assert_true(info.target_fpr == 0.01);
         assert_true(info.bytes > 0 && info.parts >= 1);
         assert_false(info.mapped || info.read_only);
+        /* the summary agrees on every field it promises */
+        bk_filter_info sum;
+        assert_int_equal(bk_filter_get_summary(f, &sum), BK_OK);
+        assert_int_equal(sum.family, info.family);
+        assert_int_equal(sum.seed, info.seed);
+        assert_int_equal(sum.capacity, info.capacity);
+        assert_true(sum.target_fpr == info.target_fpr);
+        assert_int_equal(sum.items, info.items);
+        assert_true(sum.fpr_at_capacity == info.fpr_at_capacity);
+        assert_int_equal(sum.bytes, info.bytes);
+        assert_int_equal(sum.parts, info.parts);
+        assert_int_equal(sum.can_remove, info.can_remove);
+        assert_int_equal(sum.lockfree_add, info.lockfree_add);
+        assert_int_equal(sum.single_writer, info.single_writer);
+        assert_int_equal(sum.mapped, info.mapped);
 
         int rc = bk_filter_remove(f, "a", 1);
         if (c->can_remove && rc == BK_EUNDELETABLE) {
@@ -277,6 +292,7 @@ static void test_errors(void **state)
     assert_int_equal(bk_filter_clear(NULL), BK_EINVAL);
     assert_int_equal(bk_filter_merge(NULL, NULL), BK_EINVAL);
     assert_int_equal(bk_filter_get_info(NULL, NULL), BK_EINVAL);
+    assert_int_equal(bk_filter_get_summary(NULL, NULL), BK_EINVAL);
     assert_int_equal(bk_filter_family(NULL), 0);
     char why[64];
     assert_int_equal(bk_filter_incompatibility(NULL, NULL, why, sizeof(why)), 1);
