@@ -693,13 +693,13 @@ static void client_run(bks_client *c)
                 break;
             }
         }
+        int all = batch_run(c);
+        if (c->closing || c->closed)
+            break;
         if (rc == BKS_PARSE_NOMEM) {   /* a parsed request could not be kept */
             client_fail(c, "ERR out of memory");
             break;
         }
-        int all = batch_run(c);
-        if (c->closing || c->closed)
-            break;
         if (!all) {
             c->held = 1;   /* the parser stays where it is: nothing is lost */
             break;
