@@ -9,7 +9,6 @@ server is unavailable.
 """
 import os
 import sys
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -82,33 +81,8 @@ def survives_restart(srv, r):
 
 
 def main():
-    try:
-        from harness import Server
-        srv = Server()
-        r = srv.client()
-    except Exception as e:  # harness or server missing: not a pass
-        print("harness/server unavailable: %s" % e)
-        print("0 passed, 0 failed (not run)")
-        return 2
-    passed = failed = 0
-    try:
-        for fn in TESTS:
-            try:
-                fn(srv, srv.client())
-                passed += 1
-                print("ok   %s" % fn.__name__)
-            except Exception:
-                failed += 1
-                print("FAIL %s" % fn.__name__)
-                traceback.print_exc()
-    finally:
-        try:
-            srv.stop()
-        except Exception:
-            pass
-        srv._remove_dir()
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    from harness import run_steps
+    return run_steps(TESTS)
 
 
 if __name__ == "__main__":

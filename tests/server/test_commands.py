@@ -9,19 +9,12 @@ non-zero on any failure; exits 2 when the harness or server is unavailable.
 """
 import os
 import sys
-import traceback
+import functools
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import redis  # noqa: E402
 from redis.exceptions import ResponseError  # noqa: E402
-
-
-def get_client():
-    """A redis.Redis connected to a fresh server, and a stop function."""
-    from harness import Server  # the server engineer's harness
-    srv = Server()
-    return srv.client(), srv.stop
 
 
 TESTS = []
@@ -219,30 +212,14 @@ def our_additions(r):
 
 
 def main():
-    try:
-        r, stop = get_client()
-    except Exception as e:  # harness or server missing: not a pass
-        print("harness/server unavailable: %s" % e)
-        print("0 passed, 0 failed (not run)")
-        return 2
-    passed = failed = 0
-    try:
-        for fn in TESTS:
-            try:
-                fn(r)
-                passed += 1
-                print("ok   %s" % fn.__name__)
-            except Exception:
-                failed += 1
-                print("FAIL %s" % fn.__name__)
-                traceback.print_exc()
-    finally:
-        try:
-            stop()
-        except Exception:
-            pass
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    from harness import run_steps
+
+    def step(fn):
+        @functools.wraps(fn)
+        def run(srv, r):
+            fn(r)
+        return run
+    return run_steps([step(fn) for fn in TESTS])
 
 
 if __name__ == "__main__":
