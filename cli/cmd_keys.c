@@ -41,7 +41,7 @@ static int create_filter(const char *path, const cli_options *o,
     if (rc == BK_EFPR && o->config.family == BK_FAMILY_GROWABLE && o->config.fpr > 0.0 &&
         o->config.fpr < BK_GROWABLE_MIN_FPR)
         cli_error("%s: cannot create a growable filter: --error %g is below the lowest "
-                  "rate its 15-bit fingerprints reach (%g); use --type scalable",
+                  "rate its 11-bit fingerprints reach (%g); use --type scalable",
                   path, o->config.fpr, BK_GROWABLE_MIN_FPR);
     else if (rc != BK_OK)
         cli_error("%s: cannot create a %s filter: %s", path,

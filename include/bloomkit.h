@@ -1311,43 +1311,52 @@ BK_API bk_filter *bk_scalable_as_filter(bk_scalable *f);
 BK_API bk_scalable *bk_filter_as_scalable(bk_filter *f);
 
 /*==========================================================================
- * Growable filter: a fingerprint table that doubles
+ * Growable filter: a quotient filter that doubles
  *
  * For sets of unknown size, like the scalable filter, but every lookup
  * reads one cache line however often the filter grew (the scalable filter
- * reads one per stage: 17 for a filter grown from 100 keys to 1e7). A key
- * keeps a 15-bit fingerprint in one of 2^q 64-byte buckets (31 entries);
- * at 75% load the table doubles and each entry moves to one of its
- * bucket's two children, its fingerprint's first bit becoming the bucket's
- * last bit. Entries made long ago so keep fewer bits, and the rate grows
- * slowly with the doublings: about 0.07% for the first table, then about
- * 0.035% more per doubling (0.6% after 16). The filter tracks that rate
+ * reads one per stage: 17 for a filter grown from 100 keys to 1e7), in
+ * fewer bytes: about 16 bits per key when a level is full, 24 on average.
+ * A key's hash picks one of N = 75 x 2^level "minis" and an 11-bit
+ * fingerprint; a mini's entries are kept together, so the mini is free
+ * fingerprint bits. Level k holds 100 x 2^k keys: the sizes where
+ * RedisBloom's chain from its defaults adds a stage, so that a filter
+ * grown from 100 keys never holds more bytes than RedisBloom's and holds
+ * 0.74x at 1e5, 0.56x at 1e6, 0.49x at 1e7 (bench/RESULTS.md). Up to 6,400
+ * keys the filter is one packed list (96 bytes with one key, 240 with
+ * 100, adds shift it); above, 64-byte blocks of 37 12-bit entries and 24
+ * minis. When it doubles, each entry moves to one of its mini's two
+ * children and gives up one fingerprint bit, so the rate grows slowly
+ * with the doublings: about 0.065% for a full first level, then about
+ * 0.033% more per doubling (0.6% after 17). The filter tracks that rate
  * exactly (bk_growable_fpr_now) and refuses to double past the rate it was
- * created for (BK_EFULL), so at 1% it grows about 26 times (from 100 keys
- * to ~5e9); lower rates grow fewer times, and below BK_GROWABLE_MIN_FPR it
- * cannot be created. Memory moves between 22 and 44 bits per key over each
- * doubling (bench/RESULTS.md section 15).
+ * created for (BK_EFULL): at 1% it doubles 28 times (from 100 keys to
+ * 2.7e10); lower rates grow fewer times, and below BK_GROWABLE_MIN_FPR it
+ * cannot be created.
  *
  * Keys are hashed with XXH3-64 (as the blocked filter's split layout).
  * A bk_filter like the others (saved, loaded, `bloomkit create --type
  * growable`); what a BF key auto-created by BF.ADD / BF.MADD / BF.INSERT
- * holds in the server and the module (docs/COMMANDS.md).
+ * holds in the server and the module (docs/COMMANDS.md). Files of the
+ * first layout (16-bit entries) load, converted.
  *
  * Threads: lookups, statistics and bk_growable_add_nogrow may all run at
  * once. bk_growable_add (and the batch add), merges, saving, copying,
  * clearing and freeing need the filter to themselves: bloomkit-server adds
  * with bk_growable_add_nogrow under a key's shared lock and takes the
- * exclusive one only for what that call refuses (a doubling, the stash).
+ * exclusive one only for what that call refuses (a new key of a list, a
+ * full block, a doubling).
  *==========================================================================*/
 
-/* The lowest rate a growable filter takes: its first table filled to the
- * doubling load (23.25 of 31 entries of 15 bits per bucket). */
-#define BK_GROWABLE_MIN_FPR 0.00071
+/* The lowest rate a growable filter takes: its first level full
+ * (100 keys' 11-bit entries in 75 minis). */
+#define BK_GROWABLE_MIN_FPR 0.00066
 
 typedef struct bk_growable bk_growable;
 
-/* Create a filter holding `capacity` keys before it first doubles, that
- * grows while its rate stays at or under `fpr`. Returns BK_OK, BK_EINVAL
+/* Create a filter holding at least `capacity` keys before it first
+ * doubles (the first level of 100 x 2^k keys that does), that grows while
+ * its rate stays at or under `fpr`. Returns BK_OK, BK_EINVAL
  * (out NULL), BK_ECAPACITY (0), BK_EFPR (fpr not in [BK_GROWABLE_MIN_FPR,
  * 1)), BK_ESIZE or BK_ENOMEM. */
 BK_API int bk_growable_create(bk_growable **out, uint64_t capacity, double fpr,
@@ -1361,9 +1370,9 @@ BK_API int bk_growable_estimate_bytes(uint64_t capacity, size_t *bytes);
 /* How many times a filter created for `capacity` at `fpr` can double when
  * filled from empty: the rule that refuses a doubling (BK_EFULL), applied
  * ahead of time. It then holds about capacity x 2^reach keys (at 1% from
- * 100 keys: 25 doublings, ~6e9 keys). 0 for parameters bk_growable_create
- * refuses. A long stash can double the table early, so a filter may stop
- * growing a doubling sooner; that has not been seen at the 75% load. */
+ * 100 keys: 28 doublings, ~2.7e10 keys). 0 for parameters
+ * bk_growable_create refuses. A long stash (only hostile keys make one)
+ * doubles the table early, so such a filter may stop growing sooner. */
 BK_API uint32_t bk_growable_reach(uint64_t capacity, double fpr);
 BK_API void bk_growable_free(bk_growable *f);
 
@@ -1373,15 +1382,16 @@ BK_API int bk_growable_set_max_bytes(bk_growable *f, size_t max_bytes);
 
 /* Add a key: 1 when it was new, 0 when the filter (probably) held it
  * already (nothing written), or BK_EFULL (a doubling would pass the rate),
- * BK_ELIMIT (max_bytes, or 2^48 buckets), BK_ENOMEM, BK_EINVAL; on an
- * error no key is added or lost (the table may have doubled). A doubling
+ * BK_ELIMIT (max_bytes, or the last level: 1e11 keys), BK_ENOMEM,
+ * BK_EINVAL; on an error no key is added or lost (the filter may have
+ * doubled). A doubling
  * moves every entry: O(n), amortised O(1) per add. */
 BK_API int bk_growable_add(bk_growable *f, const void *key, size_t len);
 
 /* As bk_growable_add, but safe to call from many threads at once (and
- * with lookups), and it never doubles the table or stashes an entry: a new
- * key that would need either gets BK_EFULL and nothing changes; add it with
- * bk_growable_add when no other call runs. Adders take turns for the few
+ * with lookups), and it only adds to a block with room: a new key of a
+ * list, of a full block, or one that needs a doubling gets BK_EFULL and
+ * nothing changes; add it with bk_growable_add when no other call runs. Adders take turns for the few
  * stores of one add (a spin lock); keys already present are answered
  * without it. Keys added this way double the table after the same count as
  * bk_growable_add would. */
@@ -1393,7 +1403,9 @@ BK_API int bk_growable_contains(const bk_growable *f, const void *key, size_t le
 
 /* Batches: results[i] as the single calls (results may be NULL). Return
  * the keys added (found), or BK_EINVAL. Lookups hash 32 keys ahead and
- * prefetch their lines. */
+ * prefetch their blocks. Where the CPU has them, lookups use AVX-512 VBMI
+ * or BMI2 (chosen once, when the library is loaded); the answers are the
+ * same every way. */
 BK_API int64_t bk_growable_add_batch(bk_growable *f, const void *const *keys,
                                      const size_t *lens, size_t n, int *results);
 BK_API int64_t bk_growable_contains_batch(const bk_growable *f, const void *const *keys,
@@ -1405,10 +1417,12 @@ BK_API int bk_growable_add_hash(bk_growable *f, uint64_t h);
 BK_API int bk_growable_contains_hash(const bk_growable *f, uint64_t h);
 
 /* Statistics, O(1): keys added; keys it holds before the next doubling;
- * the capacity it was created for; doublings so far; the seed; the rate asked; bytes held; entries in the
- * stash (those neither their bucket nor the next could hold); and the
- * expected rate of a lookup of an absent key now (the sum of 2^-bits over
- * the entries, per bucket: an upper bound by the union bound). */
+ * the capacity it was created for; doublings so far; the seed; the rate
+ * asked; bytes held (the handle, the list or the table, the stash);
+ * entries in the stash (those neither their block nor the next could
+ * hold); and the expected rate of a lookup of an absent key now (the sum
+ * of 2^-bits over the entries, per mini: an upper bound by the union
+ * bound). */
 BK_API uint64_t bk_growable_items(const bk_growable *f);
 BK_API uint64_t bk_growable_capacity(const bk_growable *f);
 BK_API uint64_t bk_growable_initial_capacity(const bk_growable *f);
@@ -1424,8 +1438,9 @@ BK_API double bk_growable_fpr_now(const bk_growable *f);
  * filter copies its payload, also from a mapping, since a doubling
  * replaces the table); no remove or write modes; adds through the handle
  * are not thread-safe either. bk_filter_merge (union) takes two growable
- * filters of one seed whatever their sizes: the smaller table is doubled
- * to the larger's, then every entry of the source that the destination
+ * filters of one seed whatever their sizes: the smaller is doubled to the
+ * larger's level (the destination itself, or the source's entries as
+ * they are read), then every entry of the source that the destination
  * does not hold joins it; BK_EFULL when the union would pass the
  * destination's rate, and then nothing changes. Intersection: BK_ENOTSUP. */
 BK_API bk_filter *bk_growable_as_filter(bk_growable *f);
@@ -2157,6 +2172,15 @@ BK_API int bk_filter_get_info(const bk_filter *f, bk_filter_info *out);
  * and counts of large filters often. The counting filter answers in O(1);
  * other families answer as bk_filter_get_info. */
 BK_API int bk_filter_get_summary(const bk_filter *f, bk_filter_info *out);
+
+/* What f costs the allocator: the sum over every block of memory it holds
+ * of usable(ctx, ptr), ptr as the allocator returned it (malloc_usable_size,
+ * RedisModule_MallocSize ...), or of the bytes asked when usable is NULL.
+ * Memory f shares with other filters (parameters kept once for many) is
+ * not counted. A family that cannot list its blocks answers its
+ * bk_filter_info.bytes. 0 for NULL. */
+BK_API size_t bk_filter_memory_usage(const bk_filter *f,
+                                     size_t (*usable)(void *ctx, const void *ptr), void *ctx);
 
 /* Choose the write mode of f (see "Write modes" under the blocked filter):
  * 1 single-writer, 0 concurrent (the default of every created, loaded,

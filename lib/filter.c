@@ -192,6 +192,35 @@ int bk_filter_get_summary(const bk_filter *f, bk_filter_info *out)
     return get_info(f, out, 1);
 }
 
+typedef struct usage_sum {
+    size_t (*usable)(void *ctx, const void *ptr);
+    void *ctx;
+    size_t total;
+} usage_sum;
+
+static void add_usage(void *vs, const void *ptr, size_t asked)
+{
+    usage_sum *s = vs;
+    s->total += s->usable ? s->usable(s->ctx, ptr) : asked;
+}
+
+size_t bk_filter_memory_usage(const bk_filter *f, size_t (*usable)(void *ctx, const void *ptr),
+                              void *ctx)
+{
+    if (f == NULL) return 0;
+    const bk__object *o = (const bk__object *)f;
+    if (o->ops->allocations == NULL) {
+        bk_filter_info info;
+        return bk_filter_get_summary(f, &info) == BK_OK ? info.bytes : 0;
+    }
+    usage_sum s = {usable, ctx, 0};
+    o->ops->allocations(f, add_usage, &s);
+    /* a payload loaded into the heap and kept there (not a mapping) */
+    if (o->block_kind == BK__BLOCK_HEAP)
+        add_usage(&s, bk__aligned_raw(o->block), bk__aligned_asked(o->block_len));
+    return s.total;
+}
+
 /*==========================================================================
  * Whole filters
  *==========================================================================*/

@@ -73,6 +73,11 @@ enum bk__block_kind { BK__BLOCK_NONE = 0, BK__BLOCK_HEAP, BK__BLOCK_MAP };
 
 typedef struct bk__family_ops bk__family_ops;
 
+/* What an allocations op calls for each block: ptr as the allocator
+ * returned it (for bk__calloc_aligned blocks, bk__aligned_raw), and the
+ * bytes asked for it. */
+typedef void (*bk__visit_fn)(void *ctx, const void *ptr, size_t asked);
+
 typedef struct bk__object {
     const bk__family_ops *ops;
     void *block;            /* payload memory borrowed by the family */
@@ -108,6 +113,10 @@ struct bk__family_ops {
     int (*info)(const void *f, bk_filter_info *out);
     /* info's O(1) fields without a pass over the table (NULL: info) */
     int (*summary)(const void *f, bk_filter_info *out);
+    /* every block of memory the filter holds, as the allocator returned it,
+     * with the bytes asked (NULL: bk_filter_memory_usage answers info's
+     * bytes) */
+    void (*allocations)(const void *f, bk__visit_fn visit, void *ctx);
     /* whole-filter operations (NULL: BK_ENOTSUP) */
     int (*create)(const bk_filter_config *cfg, void **out);
     int (*clone)(const void *f, void **out);
@@ -148,6 +157,9 @@ extern const bk__family_ops *const bk__bumped_family;
 BK_HIDDEN void bk__blocked_describe_part(const bk_blocked *f, bk__part *p);
 BK_HIDDEN int bk__blocked_restore_part(const bk__part *p, uint64_t seed,
                                        int allow_split, bk_blocked **out);
+/* The blocks a blocked filter holds (its handle; its bits unless they are
+ * borrowed), for the families that embed blocked filters. */
+BK_HIDDEN void bk__blocked_allocations(const bk_blocked *f, bk__visit_fn visit, void *ctx);
 
 /* The two public casts of a family, bk_<fam>_as_filter and
  * bk_filter_as_<fam> (NULL when f is of another family): the family struct

@@ -59,6 +59,11 @@ BK_HIDDEN void bk__free(void *ptr);
 BK_HIDDEN void *bk__calloc_aligned(size_t size);
 BK_HIDDEN void bk__free_aligned(void *ptr);
 
+/* The allocation behind an aligned block, and the bytes asked for it (for
+ * bk_filter_memory_usage). */
+static inline const void *bk__aligned_raw(const void *ptr) { return ((void *const *)ptr)[-1]; }
+static inline size_t bk__aligned_asked(size_t size) { return size + 64 + sizeof(void *); }
+
 /* Ask for transparent huge pages over the 2 MiB pages wholly inside
  * [p, p + len) (Linux, THP in "madvise" mode). Filters and construction
  * arrays are read at random: with 4 KiB pages nearly every access of a

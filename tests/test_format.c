@@ -91,10 +91,12 @@ static bk_filter *make_blocked_split(void)
     return bk_blocked_as_filter(f);
 }
 
-/* Grown from 100 keys (four doublings), then 70 keys' hashes chosen to
- * land in bucket 0: it fills, spills into bucket 1, and the rest go to the
- * stash, so the file has both parts. */
-static bk_filter *make_growable(void)
+/* Growable filters (family 18), as the second layout writes them: a list
+ * (2,000 keys from RedisBloom's default of 100: level 5), and a table of
+ * blocks (made for 12,800: level 7) into which 70 hashes are aimed at
+ * mini 0, so that block 0 fills, 15 go to block 1 as pairs and the rest to
+ * the stash: the file has both parts. */
+static bk_filter *make_growable_list(void)
 {
     bk_growable *f;
     assert_int_equal(bk_growable_create(&f, 100, 0.01, 59), BK_OK);
@@ -103,9 +105,22 @@ static bk_filter *make_growable(void)
         tu_key(key, i, 1);
         assert_true(bk_growable_add(f, key, sizeof(key)) >= 0);
     }
-    assert_int_equal(bk_growable_doublings(f), 4); /* 2^7 buckets */
-    for (uint64_t i = 0; i < 70; i++)
-        assert_true(bk_growable_add_hash(f, (2 * i + 1) << (64 - 7 - 15)) >= 0);
+    assert_int_equal(bk_growable_doublings(f), 5);
+    return bk_growable_as_filter(f);
+}
+
+static bk_filter *make_growable(void)
+{
+    bk_growable *f;
+    assert_int_equal(bk_growable_create(&f, 12800, 0.01, 59), BK_OK);
+    char key[TU_KEY_LEN];
+    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
+        tu_key(key, i, 1);
+        assert_true(bk_growable_add(f, key, sizeof(key)) >= 0);
+    }
+    uint64_t minis = bk_growable_capacity(f) / 4 * 3;
+    for (unsigned i = 0; i < 70; i++)
+        assert_true(bk_growable_add_hash(f, tu_growable_hash(minis, 0, 2 * i + 1)) >= 0);
     assert_true(bk_growable_stashed(f) > 0);
     return bk_growable_as_filter(f);
 }
@@ -197,7 +212,8 @@ static const sample samples[] = {
     {"bloom-v1.bkf", make_bloom},
     {"blocked-v1.bkf", make_blocked},
     {"blocked-split-v1.bkf", make_blocked_split},
-    {"growable-v1.bkf", make_growable},
+    {"growable-v2.bkf", make_growable},
+    {"growable-list-v2.bkf", make_growable_list},
     {"counting-v1.bkf", make_counting},
     {"counting8-v1.bkf", make_counting8},
     {"deletable-v1.bkf", make_deletable},
@@ -556,6 +572,126 @@ static void test_golden_scalable_legacy(void **state)
     free(golden);
 }
 
+/* growable-v1.bkf was written by the growable filter's first layout (2^q
+ * buckets of 31 16-bit entries, docs/FORMAT.md): 2,000 keys from 100
+ * (4 doublings, q = 7), then 70 hashes aimed at bucket 0, so it has a
+ * stash. It loads converted to the second layout: every key it held is
+ * still there, every absent key it answered 1 still answers 1 (entries
+ * are rounded outwards, never inwards), few more do, and the converted
+ * filter saves in the second layout and loads back. The first layout's
+ * lookup is done here by hand from the file's bytes. */
+typedef struct old_growable {
+    const unsigned char *table, *stash;
+    uint64_t nstash;
+    uint32_t q;
+} old_growable;
+
+static uint64_t le64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+static unsigned lane16(const unsigned char *bucket, unsigned i)
+{
+    return (unsigned)bucket[2 * i] | (unsigned)bucket[2 * i + 1] << 8;
+}
+
+static int old_matches(unsigned e, unsigned tag)
+{
+    unsigned care = (0u - ((e & (0u - e)) << 1)) & 0xFFFFu;
+    return ((e ^ tag) & care) == 0;
+}
+
+static int old_contains(const old_growable *g, uint64_t h)
+{
+    uint64_t nb = UINT64_C(1) << g->q, b = g->q ? h >> (64 - g->q) : 0;
+    unsigned tag = (unsigned)(((h << g->q) >> 49) << 1);
+    const unsigned char *x = g->table + 64 * b;
+    unsigned meta = lane16(x, 31), own = meta & 31;
+    for (unsigned i = 0; i < own; i++)
+        if (old_matches(lane16(x, i), tag)) return 1;
+    if (meta & 0x8000) {
+        const unsigned char *y = g->table + 64 * ((b + 1) % nb);
+        unsigned fo = (lane16(y, 31) >> 5) & 31;
+        for (unsigned i = 31 - fo; i < 31; i++)
+            if (old_matches(lane16(y, i), tag)) return 1;
+    }
+    if (meta & 0x4000)
+        for (uint64_t i = 0; i < g->nstash; i++) {
+            uint64_t w = le64(g->stash + 8 * i);
+            if (w >> 16 == b && old_matches((unsigned)(w & 0xFFFF), tag)) return 1;
+        }
+    return 0;
+}
+
+static void test_golden_growable_legacy(void **state)
+{
+    (void)state;
+    char path[512], key[TU_KEY_LEN];
+    snprintf(path, sizeof(path), "%s/growable-v1.bkf", GOLDEN_DIR);
+    size_t glen;
+    unsigned char *file = tu_read_file(path, &glen);
+    if (file == NULL) fail_msg("missing golden file %s", path);
+    uint64_t payload = le64(file + 96);
+    uint32_t nparts = (uint32_t)(file[16] | file[17] << 8);
+    assert_int_equal(nparts, 2);
+    old_growable old = {file + payload + le64(file + 128), file + payload + le64(file + 192),
+                        le64(file + 192 + 16), (uint32_t)le64(file + 128 + 56)};
+    assert_int_equal(old.q, 7);
+    bk_filter *g;
+    assert_int_equal(bk_filter_load(&g, path), BK_OK);
+    bk_growable *gg = bk_filter_as_growable(g);
+    assert_non_null(gg);
+    assert_int_equal(bk_growable_items(gg), le64(file + 48));
+    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
+        tu_key(key, i, 1);
+        uint64_t h = bk_growable_hash_key(gg, key, sizeof(key));
+        assert_int_equal(old_contains(&old, h), 1);
+        assert_int_equal(bk_growable_contains(gg, key, sizeof(key)), 1);
+    }
+    for (uint64_t i = 0; i < 70; i++) {
+        uint64_t h = (2 * i + 1) << (64 - 7 - 15);
+        assert_int_equal(old_contains(&old, h), 1);
+        assert_int_equal(bk_growable_contains_hash(gg, h), 1);
+    }
+    uint64_t trials = 200000, old_fp = 0, new_fp = 0;
+    for (uint64_t i = 0; i < trials; i++) {
+        tu_key(key, i, 2);
+        uint64_t h = bk_growable_hash_key(gg, key, sizeof(key));
+        int was = old_contains(&old, h), now = bk_growable_contains_hash(gg, h);
+        if (was && !now) fail_msg("absent key %llu: the old layout matched, the new does not",
+                                  (unsigned long long)i);
+        old_fp += (uint64_t)was;
+        new_fp += (uint64_t)now;
+    }
+    print_message("legacy growable: %.4f%% of absent keys before, %.4f%% converted\n",
+                  100.0 * (double)old_fp / (double)trials, 100.0 * (double)new_fp / (double)trials);
+    assert_true((double)new_fp <= 3.0 * (double)old_fp + 0.002 * (double)trials);
+    assert_true(bk_growable_fpr_now(gg) <= bk_growable_error(gg));
+    /* the second layout from here on: saved, loaded, the same answers */
+    size_t len;
+    unsigned char *buf = tu_serialize(g, &len);
+    assert_int_equal(le64(buf + 72), 1); /* param[2]: the shape */
+    bk_filter *back;
+    assert_int_equal(bk_filter_deserialize(&back, buf, len), BK_OK);
+    assert_same_answers(g, back);
+    /* and it goes on growing */
+    for (uint64_t i = 0; i < 20000; i++) {
+        tu_key(key, i, 3);
+        assert_true(bk_filter_add(back, key, sizeof(key)) >= 0);
+    }
+    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
+        tu_key(key, i, 1);
+        assert_int_equal(bk_filter_contains(back, key, sizeof(key)), 1);
+    }
+    bk_filter_free(back);
+    free(buf);
+    bk_filter_free(g);
+    free(file);
+}
+
 /*--------------------------------------------------------------------------
  * Damage: truncation, flipped bytes, foreign files
  *--------------------------------------------------------------------------*/
@@ -834,6 +970,7 @@ int main(void)
         cmocka_unit_test(test_round_trip_beyond_2_32_bits),
         cmocka_unit_test(test_golden_files),
         cmocka_unit_test(test_golden_scalable_legacy),
+        cmocka_unit_test(test_golden_growable_legacy),
         cmocka_unit_test(test_truncation),
         cmocka_unit_test(test_flipped_header_bytes),
         cmocka_unit_test(test_specific_errors),

@@ -45,6 +45,18 @@ static inline void tu_key(char out[TU_KEY_LEN], uint64_t i, uint64_t tag)
     }
 }
 
+/* A hash that the growable filter (lib/growable.c, docs/FORMAT.md family
+ * 18) puts in mini q of a level of n minis with fingerprint fp (11 bits):
+ * the 128-bit product h * n has q above bit 64 and fp in the top 11 bits
+ * below (n < 2^52). A level's minis are 3/4 of its keys
+ * (bk_growable_capacity). */
+static inline uint64_t tu_growable_hash(uint64_t n, uint64_t q, unsigned fp)
+{
+    unsigned __int128 want = ((unsigned __int128)q << 64) | ((unsigned __int128)fp << 53) |
+                             ((unsigned __int128)1 << 52);
+    return (uint64_t)((want + n - 1) / n);
+}
+
 /* The tolerance of a measured rate: `sigmas` binomial standard deviations of
  * `trials` Bernoulli trials with success probability p. */
 static inline double tu_tolerance(double p, uint64_t trials, double sigmas)
