@@ -66,6 +66,7 @@ typedef struct options {
 #define SEC_SCALABLE 4u
 #define SEC_WINDOW 8u
 #define SEC_SIZES 16u
+#define SEC_DEFAULT 32u
 
 static void usage(FILE *out)
 {
@@ -81,7 +82,8 @@ static void usage(FILE *out)
         "                     (default 1e6)\n"
         "  --seed S           key generator seed (default 1)\n"
         "  --only LIST        sections to run, comma-separated: redisbloom,\n"
-        "                     lookups, scalable, window, sizes (default: all)\n"
+        "                     lookups, scalable, window, sizes, default\n"
+        "                     (default: all)\n"
         "  --help             this text\n"
         "Keys take 16 bytes each: n + windows * window-items + absent.\n");
 }
@@ -106,7 +108,8 @@ static int parse_options(int argc, char **argv, options *o)
     o->generations = 4;
     o->absent = 1000000;
     o->seed = 1;
-    o->sections = SEC_REDISBLOOM | SEC_LOOKUPS | SEC_SCALABLE | SEC_WINDOW | SEC_SIZES;
+    o->sections = SEC_REDISBLOOM | SEC_LOOKUPS | SEC_SCALABLE | SEC_WINDOW | SEC_SIZES |
+                  SEC_DEFAULT;
     for (int i = 1; i < argc; i += 2) { /* option, value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t g;
@@ -121,13 +124,13 @@ static int parse_options(int argc, char **argv, options *o)
         else if (strcmp(a, "--seed") == 0) bad = parse_u64(v, &o->seed);
         else if (strcmp(a, "--only") == 0) {
             static const char *const names[] = {"redisbloom", "lookups", "scalable", "window",
-                                                "sizes"};
+                                                "sizes", "default"};
             char list[128];
             snprintf(list, sizeof(list), "%s", v);
             o->sections = 0;
             for (char *t = strtok(list, ","); t != NULL; t = strtok(NULL, ",")) {
                 unsigned bit = 0;
-                for (unsigned j = 0; j < 5; j++)
+                for (unsigned j = 0; j < 6; j++)
                     if (strcmp(t, names[j]) == 0) bit = 1u << j;
                 if (bit == 0) return -1;
                 o->sections |= bit;
@@ -838,6 +841,125 @@ static void run_sizes(const keyset *in)
     free(h);
 }
 
+/*==========================================================================
+ * The default paths beside RedisBloom's (issue 29)
+ *==========================================================================*/
+
+/* RedisBloom 2.6.28's BF.INFO Size of a key BF.ADD made, after n distinct
+ * items, from its public sizing (stage i: 100 x 2^i items at error
+ * 0.005 x 0.5^i, floor(items x -ln(error) / ln(2)^2) bits in 64-bit
+ * words, 32 bytes for the chain, 64 per stage). It reproduces every size
+ * the issue measured (240, 2,976, 29,584, 289,488, 5,804,920) and
+ * docs/COMMANDS.md's 12,199,968 for 3e6. */
+static uint64_t rb_bf_size(uint64_t n)
+{
+    uint64_t total = 0, held = 0, cap = 100, stages = 0;
+    double err = 0.005;
+    do {
+        uint64_t bits = (uint64_t)((double)cap * (-log(err) / 0.480453013918201));
+        total += (bits + 63) / 64 * 8;
+        held += cap;
+        stages++;
+        cap *= 2;
+        err *= 0.5;
+    } while (held < n);
+    return total + 32 + 64 * stages;
+}
+
+/* RedisBloom's CF.INFO Size after CF.RESERVE k n (bucket size 2): n / 2
+ * buckets rounded up to a power of two, a byte per slot, 56 bytes. */
+static uint64_t rb_cf_reserve_size(uint64_t n)
+{
+    uint64_t buckets = 1;
+    while (buckets < n / 2) buckets <<= 1;
+    return 2 * buckets + 56;
+}
+
+/* Keys 0..n-1 into a key an add created, BF.INFO Size and the rate on the
+ * absent keys, at each size of the issue; RedisBloom's size beside. */
+static void run_default(const keyset *in, const keyset *out)
+{
+    static const uint64_t marks[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
+    /* what the issue measured of RedisBloom, where it did */
+    static const double measured[] = {240, 240, 240, 2976, 29584, 289488, 5804920, 0};
+    host *h = calloc(1, sizeof(*h));
+    capture cap;
+    if (h == NULL) exit(1);
+    uint64_t absent = out->n < 200000 ? out->n : 200000;
+    printf("\nBF default path (issue 29): keys by BF.MADD into a key the first add created "
+           "(RedisBloom's defaults); Size = BF.INFO Size; RedisBloom's from its sizing "
+           "(the issue's measurement beside); FPR by BF.MEXISTS of %.3g absent keys\n\n",
+           (double)absent);
+    printf("| %10s | %13s | %13s | %12s | %6s | %8s | %s |\n", "items", "RedisBloom B",
+           "(measured)", "bloomkit B", "ratio", "FPR", "verdict");
+    printf("|-----------:|--------------:|--------------:|-------------:|-------:|---------:|---|\n");
+    uint64_t done = 0;
+    for (size_t m = 0; m < sizeof(marks) / sizeof(marks[0]) && marks[m] <= in->n; m++) {
+        run_batches(h, "BF.MADD", "d", in, done, marks[m] - done);
+        done = marks[m];
+        uint64_t fp = run_batches(h, "BF.MEXISTS", "d", out, 0, absent);
+        run_words(h, &cap, "BF.INFO d");
+        double size = (double)info_field(&cap, "Size"), rb = (double)rb_bf_size(marks[m]);
+        double fpr = (double)fp / (double)absent, limit = marks[m] >= 100000 ? 0.75 : 1.0;
+        int ok = size <= limit * rb && fpr <= 0.01 &&
+                 (measured[m] == 0 || (double)rb_bf_size(marks[m]) == measured[m]);
+        verdict_rows_failed += !ok;
+        char meas[24] = "-";
+        if (measured[m] > 0) snprintf(meas, sizeof(meas), "%.0f", measured[m]);
+        printf("| %10llu | %13.0f | %13s | %12.0f | %6.3f | %7.3f%% | %s |\n",
+               (unsigned long long)marks[m], rb, meas, size, size / rb, 100 * fpr,
+               ok ? "ok" : "MISSED");
+    }
+    drop_key(h, "d");
+    printf("\ntargets: <= RedisBloom's bytes below 1e5 items, <= 0.75x from 1e5, FPR <= 1%%; "
+           "%d row(s) missed\n", verdict_rows_failed);
+
+    /* CF.ADD one key at a time into a key the first add created; every
+     * error counted; CF.INFO Size against RedisBloom's CF.RESERVE of the
+     * same count */
+    static const uint64_t cf_marks[] = {1000, 100000, 10000000};
+    printf("\nCF default path (issue 29): items by CF.ADD into a key the first add created "
+           "(RedisBloom's defaults: capacity 1024, bucket size 2, expansion 1); "
+           "Size = CF.INFO Size; the bound is RedisBloom's CF.RESERVE of the same count "
+           "x 1.25; FPR by CF.EXISTS of %.3g absent keys\n\n", (double)absent);
+    printf("| %10s | %10s | %14s | %12s | %6s | %8s | %s |\n", "items", "errors",
+           "1.25 x RB res.", "bloomkit B", "ratio", "FPR", "verdict");
+    printf("|-----------:|-----------:|---------------:|-------------:|-------:|---------:|---|\n");
+    static bkc_str argv[3];
+    argv[0] = (bkc_str){"CF.ADD", 6};
+    argv[1] = (bkc_str){"c", 1};
+    int missed = 0;
+    uint64_t at = 0, errors = 0;
+    for (size_t m = 0; m < sizeof(cf_marks) / sizeof(cf_marks[0]) && cf_marks[m] <= in->n; m++) {
+        for (; at < cf_marks[m]; at++) {
+            argv[2] = (bkc_str){key(in, at), KEY_LEN};
+            run_argv(h, &cap, 3, argv);
+            errors += cap.error[0] != 0;
+        }
+        uint64_t fp = 0;
+        argv[0] = (bkc_str){"CF.EXISTS", 9};
+        for (uint64_t i = 0; i < absent; i++) {
+            argv[2] = (bkc_str){key(out, i), KEY_LEN};
+            run_argv(h, &cap, 3, argv);
+            fp += cap.ones;
+        }
+        argv[0] = (bkc_str){"CF.ADD", 6};
+        run_words(h, &cap, "CF.INFO c");
+        double size = (double)info_field(&cap, "Size");
+        double bound = 1.25 * (double)rb_cf_reserve_size(cf_marks[m]);
+        double fpr = (double)fp / (double)absent;
+        int ok = errors == 0 && fpr <= 0.03 && size <= bound;
+        missed += !ok;
+        printf("| %10llu | %10llu | %14.0f | %12.0f | %6.3f | %7.3f%% | %s |\n",
+               (unsigned long long)cf_marks[m], (unsigned long long)errors, bound, size,
+               size / bound, 100 * fpr, ok ? "ok" : "MISSED");
+    }
+    drop_key(h, "c");
+    printf("\ntargets: no error, FPR <= 3%%, Size <= 1.25 x RedisBloom's CF.RESERVE; "
+           "%d row(s) missed\n", missed);
+    free(h);
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -858,6 +980,7 @@ int main(int argc, char **argv)
     if (o.sections & SEC_REDISBLOOM) run_redisbloom(&in, &out);
     if (o.sections & SEC_LOOKUPS) run_lookups(&in, &out, &o);
     if (o.sections & SEC_SIZES) run_sizes(&in);
+    if (o.sections & SEC_DEFAULT) run_default(&in, &out);
     row r;
     uint64_t bits;
     if (!(o.sections & SEC_SCALABLE)) goto window;

@@ -1411,6 +1411,29 @@ BK_API int64_t bk_growable_add_batch(bk_growable *f, const void *const *keys,
 BK_API int64_t bk_growable_contains_batch(const bk_growable *f, const void *const *keys,
                                           const size_t *lens, size_t n, uint8_t *results);
 
+/* Multisets: what a CF key an add creates holds (docs/COMMANDS.md). The
+ * same filter, but a key may be there many times: bk_growable_insert adds
+ * a copy whether or not one is there (BK_OK, or the errors of
+ * bk_growable_add), bk_growable_count counts the entries that match the
+ * key (its copies, and at the filter's rate others'), bk_growable_remove
+ * takes one copy away (1, or 0 when none matches; BK_ENOTSUP on a set).
+ * Removing a key that was never added can take away another key's entry
+ * (as in every cuckoo filter); the longest matching entry goes, so a key
+ * that was added is never lost to its own removal. bk_growable_add and
+ * bk_growable_contains work on a multiset as on a set (add: only when
+ * absent). Not merged (BK_ENOTSUP). Through the generic handle a multiset
+ * adds copies, removes and counts. bk_growable_insert and
+ * bk_growable_remove need the filter to themselves. bk_growable_fpr_now
+ * counts every copy (copies of one key are one value several times), so
+ * with copies it is an upper bound. */
+BK_API int bk_growable_create_multiset(bk_growable **out, uint64_t capacity, double fpr,
+                                       uint64_t seed);
+BK_API int bk_growable_is_multiset(const bk_growable *f);
+BK_API int bk_growable_insert(bk_growable *f, const void *key, size_t len);
+BK_API int bk_growable_insert_hash(bk_growable *f, uint64_t h);
+BK_API int64_t bk_growable_count(const bk_growable *f, const void *key, size_t len);
+BK_API int bk_growable_remove(bk_growable *f, const void *key, size_t len);
+
 /* The key hash (XXH3-64 of the key and the seed) and the calls on it. */
 BK_API uint64_t bk_growable_hash_key(const bk_growable *f, const void *key, size_t len);
 BK_API int bk_growable_add_hash(bk_growable *f, uint64_t h);

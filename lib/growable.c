@@ -116,9 +116,13 @@ typedef struct gfmt {
     uint32_t list_top; /* the highest level kept as a list */
     uint64_t n0;       /* minis at level 0 */
     uint64_t base;     /* keys held at level 0: level k holds base << k */
+    int multiset;      /* copies kept, counted and removed (CF keys) */
 } gfmt;
 
-static const gfmt SET_FORMAT = {1, 37, 24, 6, 75, 100};
+/* A set (BF keys) and a multiset (CF keys) of the same shape: lookups
+ * need not ask which. */
+static const gfmt SET_FORMAT = {1, 37, 24, 6, 75, 100, 0};
+static const gfmt MULTISET_FORMAT = {2, 37, 24, 6, 75, 100, 1};
 
 /*==========================================================================
  * Parameters shared between filters
@@ -215,7 +219,12 @@ static void params_ref(const gparams *cp)
  * The handle
  *==========================================================================*/
 
-static const bk__family_ops growable_ops; /* at the end of this file */
+static const bk__family_ops growable_ops, multiset_ops; /* at the end of this file */
+
+static const bk__family_ops *ops_of(const gparams *p)
+{
+    return p->fmt->multiset ? &multiset_ops : &growable_ops;
+}
 
 /* A block table's first line: the stash, then unused room (blocks follow,
  * so that they start on a line). */
@@ -337,7 +346,8 @@ static void insert_bits(uint64_t *a, uint64_t pos, uint64_t end, unsigned n, uin
         uint64_t to = pos + n, stop = end + n; /* [to, stop) receives [pos, end) */
         uint64_t first = to >> 6, last = (stop - 1) >> 6;
         uint64_t hi_mask = bits_from((unsigned)(stop - 64 * last)), keep_hi = a[last] & hi_mask;
-        for (uint64_t w = last; w > first; w--) a[w] = (a[w] << n) | (a[w - 1] >> (64 - n));
+        for (uint64_t w = last; w > first; w--) /* a double shift (SHLD) a word */
+            a[w] = (uint64_t)((((unsigned __int128)a[w] << 64) | a[w - 1]) >> ((64 - n) & 63));
         uint64_t shifted = a[first] << n;
         if (first > 0) shifted |= a[first - 1] >> (64 - n);
         uint64_t m = bits_from((unsigned)(to & 63));
@@ -356,7 +366,8 @@ static void delete_bits(uint64_t *a, uint64_t pos, uint64_t end, unsigned n)
         uint64_t first = pos >> 6, last = (stop - 1) >> 6, endw = (end - 1) >> 6;
         uint64_t lo_mask = bits_from((unsigned)(pos & 63)), keep_lo = a[first] & ~lo_mask;
         uint64_t hi_mask = bits_from((unsigned)(end - 64 * endw)), keep_hi = a[endw] & hi_mask;
-        for (uint64_t w = first; w < last; w++) a[w] = (a[w] >> n) | (a[w + 1] << (64 - n));
+        for (uint64_t w = first; w < last; w++)
+            a[w] = (uint64_t)((((unsigned __int128)a[w + 1] << 64) | a[w]) >> (n & 63));
         uint64_t shifted = a[last] >> n;
         if (last < endw) shifted |= a[last + 1] << (64 - n);
         a[last] = shifted;
@@ -1136,8 +1147,13 @@ static int list_insert(bk_growable *f, uint64_t q, unsigned e)
     list_run(a, q, &lo, &hi);
     for (at = lo; at < hi && list_entry(a, base, lw, at) <= e; at++) {}
     unsigned v = lw == FP_BITS ? e >> 1 : e;
-    insert_bits(a, base + (uint64_t)lw * at, base + (uint64_t)lw * cnt, lw, v);
-    insert_bits(a, q + at, base + (uint64_t)lw * (cnt + 1), 1, 1);
+    /* one pass over what follows the mini's run: the lanes after the new
+     * one move up by its bits and the unary 1, the rest up to them by the
+     * 1 alone */
+    uint64_t pl = base + (uint64_t)lw * at, pm = q + at;
+    insert_bits(a, pl, base + (uint64_t)lw * cnt, lw + 1, 0);
+    insert_bits(a, pm, pl, 1, 1);
+    put_bits(a, pl + 1, lw, v);
     if (a != f->t) {
         bk__free(f->t);
         f->t = a;
@@ -1591,6 +1607,79 @@ static int add_nogrow_h(bk_growable *f, uint64_t h)
     return rc;
 }
 
+/*--------------------------------------------------------------------------
+ * Multisets: copies, counts, removals (exclusive, as every change but
+ * bk_growable_add_nogrow)
+ *--------------------------------------------------------------------------*/
+
+/* Where an entry of mini q sits: kind 0 list, 1 own lane, 2 pair, 3
+ * stash slot (-1 before the first); `at` its index. */
+typedef struct gspot {
+    int kind;
+    uint64_t at;
+    unsigned e;
+} gspot;
+
+static int next_of_mini(const bk_growable *f, uint64_t q, gspot *s); /* below */
+static void remove_spot(bk_growable *f, uint64_t q, const gspot *s);
+
+/* The mini and fingerprint of h at the filter's level. */
+static uint64_t mini_here(const bk_growable *f, uint64_t h, unsigned *fp)
+{
+    const gfmt *F = f->p->fmt;
+    if (!f->blocks) return mini_of(h, minis_at(F, f->level), fp);
+    uint64_t r, b = block_of(h, f->nb, &r);
+    return b * F->M + mini_in_block(r, F->M, fp);
+}
+
+/* A copy of h, whether or not one is there: BK_OK, or the errors of a
+ * doubling or an allocation (nothing changed). */
+static int insert_h(bk_growable *f, uint64_t h)
+{
+    if (!f->p->fmt->multiset) return BK_ENOTSUP;
+    if (f->items + 1 > keys_at(f->p->fmt, f->level)) {
+        int rc = grow(f);
+        if (rc != BK_OK) return rc;
+    }
+    int rc = place_new(f, h);
+    if (rc != BK_OK) return rc;
+    f->items++;
+    f->weight++;
+    if (f->blocks && header_of(f)->nstash > stash_limit(f->items)) (void)grow(f);
+    return BK_OK;
+}
+
+/* The entries of h's mini that match it. */
+static int64_t count_h(const bk_growable *f, uint64_t h)
+{
+    unsigned fp;
+    uint64_t q = mini_here(f, h, &fp);
+    gspot s = {-1, 0, 0};
+    int64_t n = 0;
+    while (next_of_mini(f, q, &s)) n += entry_matches(s.e, fp);
+    return n;
+}
+
+/* Removes the longest entry of h's mini that matches it: 1, or 0 when
+ * none does. The longest: if h was added, its own entry matches, and an
+ * entry longer than that one which also matches h belongs to a key whose
+ * first bits are h's, that h's entry matches in turn (so no other key is
+ * lost). */
+static int remove_h(bk_growable *f, uint64_t h)
+{
+    if (!f->p->fmt->multiset) return BK_ENOTSUP;
+    unsigned fp;
+    uint64_t q = mini_here(f, h, &fp);
+    gspot s = {-1, 0, 0}, best = {-1, 0, 0};
+    while (next_of_mini(f, q, &s))
+        if (entry_matches(s.e, fp) && (best.kind < 0 || (s.e & (0u - s.e)) < (best.e & (0u - best.e))))
+            best = s;
+    if (best.kind < 0) return 0;
+    remove_spot(f, q, &best);
+    f->items--;
+    return 1;
+}
+
 /*==========================================================================
  * API
  *==========================================================================*/
@@ -1601,7 +1690,7 @@ static bk_growable *filter_new(const gparams *p, unsigned level)
     const gfmt *F = p->fmt;
     bk_growable *f = bk__calloc(1, sizeof(*f));
     if (f == NULL) return NULL;
-    bk__object_init(&f->obj, &growable_ops);
+    bk__object_init(&f->obj, ops_of(p));
     f->p = p;
     f->std_seed = p->seed == BK_DEFAULT_SEED;
     f->level = (uint8_t)level;
@@ -1649,9 +1738,9 @@ uint32_t bk_growable_reach(uint64_t capacity, double fpr)
     return d;
 }
 
-int bk_growable_create(bk_growable **out, uint64_t capacity, double fpr, uint64_t seed)
+static int create_as(const gfmt *F, bk_growable **out, uint64_t capacity, double fpr,
+                     uint64_t seed)
 {
-    const gfmt *F = &SET_FORMAT;
     if (out == NULL) return BK_EINVAL;
     *out = NULL;
     if (capacity == 0) return BK_ECAPACITY;
@@ -1667,6 +1756,42 @@ int bk_growable_create(bk_growable **out, uint64_t capacity, double fpr, uint64_
     }
     *out = f;
     return BK_OK;
+}
+
+int bk_growable_create(bk_growable **out, uint64_t capacity, double fpr, uint64_t seed)
+{
+    return create_as(&SET_FORMAT, out, capacity, fpr, seed);
+}
+
+int bk_growable_create_multiset(bk_growable **out, uint64_t capacity, double fpr, uint64_t seed)
+{
+    return create_as(&MULTISET_FORMAT, out, capacity, fpr, seed);
+}
+
+int bk_growable_is_multiset(const bk_growable *f) { return f != NULL && f->p->fmt->multiset; }
+
+int bk_growable_insert(bk_growable *f, const void *key, size_t len)
+{
+    if (f == NULL || (key == NULL && len != 0)) return BK_EINVAL;
+    return insert_h(f, hash_key(f, key, len));
+}
+
+int bk_growable_insert_hash(bk_growable *f, uint64_t h)
+{
+    if (f == NULL) return BK_EINVAL;
+    return insert_h(f, h);
+}
+
+int64_t bk_growable_count(const bk_growable *f, const void *key, size_t len)
+{
+    if (f == NULL || (key == NULL && len != 0)) return BK_EINVAL;
+    return count_h(f, hash_key(f, key, len));
+}
+
+int bk_growable_remove(bk_growable *f, const void *key, size_t len)
+{
+    if (f == NULL || (key == NULL && len != 0)) return BK_EINVAL;
+    return remove_h(f, hash_key(f, key, len));
 }
 
 void bk_growable_free(bk_growable *f)
@@ -1874,13 +1999,6 @@ static void list_remove(bk_growable *f, uint64_t q, uint64_t i)
     }
 }
 
-/* Where an entry of mini q sits, for merges: kind 0 list, 1 own lane,
- * 2 pair, 3 stash slot; `at` its index. */
-typedef struct gspot {
-    int kind;
-    uint64_t at;
-    unsigned e;
-} gspot;
 
 /* Entries of mini q, one by one: returns 1 and fills *s while there are
  * more (s->kind < 0 starts). */
@@ -1994,7 +2112,14 @@ static int join_entry(bk_growable *x, uint64_t q, unsigned e, uint64_t *added)
  * The generic handle
  *==========================================================================*/
 
-BK__FAMILY_CASTS(growable, growable_ops)
+/* The public casts: a set and a multiset are both growable filters. */
+bk_filter *bk_growable_as_filter(bk_growable *f) { return (bk_filter *)(void *)f; }
+bk_growable *bk_filter_as_growable(bk_filter *f)
+{
+    if (f == NULL) return NULL;
+    const bk__family_ops *ops = ((bk__object *)(void *)f)->ops;
+    return ops == &growable_ops || ops == &multiset_ops ? (bk_growable *)(void *)f : NULL;
+}
 
 static bk_hash ops_hash(const void *f, const void *key, size_t len)
 {
@@ -2126,7 +2251,7 @@ static int ops_clone(const void *vf, void **out)
     bk_growable *f = bk__calloc(1, sizeof(*f));
     if (f == NULL) return BK_ENOMEM;
     *f = *src;
-    bk__object_init(&f->obj, &growable_ops);
+    bk__object_init(&f->obj, ops_of(src->p));
     f->adding = 0;
     f->t = storage_copy(src);
     if (f->t == NULL) {
@@ -2201,7 +2326,7 @@ static int ops_merge(void *vd, const void *vs, int op)
     bk_growable *d = vd;
     const bk_growable *s = vs;
     bk_growable *x = NULL;
-    if (op) return BK_ENOTSUP;
+    if (op || d->p->fmt->multiset) return BK_ENOTSUP;
     if (d->p->seed != s->p->seed || d->p->fmt != s->p->fmt) return BK_EINCOMPAT;
     int rc = ops_clone(d, (void **)&x);
     if (rc != BK_OK) return rc;
@@ -2237,7 +2362,7 @@ static int ops_incompatibility(const void *va, const void *vb, char *buf, size_t
 {
     const bk_growable *a = va, *b = vb;
     if (a->p->fmt == b->p->fmt) return 0;
-    if (buf != NULL && cap > 0) snprintf(buf, cap, "growable shapes differ");
+    if (buf != NULL && cap > 0) snprintf(buf, cap, "a growable set and a growable multiset");
     return 1;
 }
 
@@ -2388,10 +2513,11 @@ static int legacy_restore(const bk__image *img, void **out);
  * handle the only owner of what it frees). */
 static int ops_restore(const bk__image *img, void **out)
 {
-    const gfmt *F = &SET_FORMAT;
     if (img->hash != BK__HASH_XXH3_64 || img->nparts < 1 || img->nparts > 2) return BK_ECORRUPT;
     if (img->param[2] == 0) return legacy_restore(img, out);
-    if (img->param[2] != F->id || img->param[3] != 0 || img->flags != 0) return BK_ECORRUPT;
+    const gfmt *F = img->param[2] == SET_FORMAT.id ? &SET_FORMAT
+                    : img->param[2] == MULTISET_FORMAT.id ? &MULTISET_FORMAT : NULL;
+    if (F == NULL || img->param[3] != 0 || img->flags != 0) return BK_ECORRUPT;
     if (img->capacity == 0 || !(img->fpr >= BK_GROWABLE_MIN_FPR && img->fpr < 1.0))
         return BK_ECORRUPT;
     int start = level_for(F, img->capacity);
@@ -2426,7 +2552,7 @@ static int ops_restore(const bk__image *img, void **out)
     if (params == NULL) return BK_ENOMEM;
     f = bk__calloc(1, sizeof(*f));
     if (f == NULL) goto nomem;
-    bk__object_init(&f->obj, &growable_ops);
+    bk__object_init(&f->obj, ops_of(params));
     f->p = params;
     f->std_seed = params->seed == BK_DEFAULT_SEED;
     f->level = (uint8_t)level;
@@ -2584,7 +2710,7 @@ static int legacy_restore(const bk__image *img, void **out)
     if (params == NULL) goto fail;
     f = bk__calloc(1, sizeof(*f));
     if (f == NULL) goto fail;
-    bk__object_init(&f->obj, &growable_ops);
+    bk__object_init(&f->obj, ops_of(params));
     f->p = params;
     f->std_seed = params->seed == BK_DEFAULT_SEED;
     f->level = (uint8_t)level;
@@ -2637,6 +2763,57 @@ static void ops_allocations(const void *vf, void (*visit)(void *ctx, const void 
     const gheader *hd = header_of(f);
     if (hd->slots) visit(ctx, hd->slots, (size_t)8 << hd->log_cap);
 }
+
+/* Multisets through the generic handle: an add inserts a copy (1), a
+ * remove takes one away, a count counts them. */
+static int ops_insert(void *f, bk_hash h)
+{
+    int rc = insert_h(f, h.lo);
+    return rc == BK_OK ? 1 : rc;
+}
+static int ops_remove(void *f, bk_hash h)
+{
+    int rc = remove_h(f, h.lo);
+    return rc == 1 ? BK_OK : rc == 0 ? BK_ENOTFOUND : rc;
+}
+static int64_t ops_count(const void *f, bk_hash h) { return count_h(f, h.lo); }
+
+static int64_t ops_insert_batch(void *f, const void *const *keys, const size_t *lens, size_t n,
+                                uint8_t *results)
+{
+    for (size_t i = 0; i < n; i++) {
+        int r = insert_h(f, bk_growable_hash_key(f, keys[i], lens[i]));
+        if (r < 0) return r;
+        if (results != NULL) results[i] = 1;
+    }
+    return (int64_t)n;
+}
+
+static const bk__family_ops multiset_ops = {
+    .family = BK_FAMILY_GROWABLE,
+    .name = "growable",
+    .hash = ops_hash,
+    .add = ops_insert,
+    .contains = ops_contains,
+    .remove = ops_remove,
+    .count = ops_count,
+    .add_batch = ops_insert_batch,
+    .contains_batch = ops_contains_batch,
+    .lockfree_add = 0,
+    .seed = ops_seed,
+    .destroy = ops_destroy,
+    .info = ops_info,
+    .summary = ops_summary,
+    .allocations = ops_allocations,
+    .create = ops_create,
+    .clone = ops_clone,
+    .clear = ops_clear,
+    .merge = ops_merge,
+    .incompatibility = ops_incompatibility,
+    .nparts = ops_nparts,
+    .describe = ops_describe,
+    .restore = ops_restore,
+};
 
 static const bk__family_ops growable_ops = {
     .family = BK_FAMILY_GROWABLE,

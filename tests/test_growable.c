@@ -930,6 +930,137 @@ static void test_generic_allocation_failures(void **state)
     bk_filter_free(f);
 }
 
+/*--------------------------------------------------------------------------
+ * Multisets (CF keys)
+ *--------------------------------------------------------------------------*/
+
+/* Against an exact multiset of key ids: inserts (with copies), removes of
+ * present keys, from a list through doublings into blocks with spills and
+ * a stash; a key with copies left is always found and counts at least
+ * them; a removal of a present key succeeds; the item count is exact;
+ * the rate of absent keys stays what the filter reports. The same after a
+ * save and a load. */
+static void test_multiset_model(void **state)
+{
+    (void)state;
+    const size_t universe = 60000;
+    tu_multiset m;
+    tu_multiset_init(&m, universe, 400000);
+    bk_growable *f;
+    assert_int_equal(bk_growable_create_multiset(&f, 1024, 0.01, 21), BK_OK);
+    assert_true(bk_growable_is_multiset(f));
+    assert_int_equal(bk_growable_capacity(f), 1600);
+    uint64_t rng = 99;
+    char k[TU_KEY_LEN];
+    for (int step = 0; step < 300000; step++) {
+        uint64_t r = tu_next(&rng);
+        if (m.size > 0 && r % 4 == 0) {
+            uint64_t id = tu_multiset_take(&m, (size_t)(tu_next(&rng) % m.size));
+            key_of(k, id, 1);
+            assert_int_equal(bk_growable_remove(f, k, sizeof(k)), 1);
+        } else {
+            /* ids drawn from a range that widens: many copies early on */
+            uint64_t id = tu_next(&rng) % (1000 + (uint64_t)step / 5);
+            tu_multiset_add(&m, id);
+            key_of(k, id, 1);
+            assert_int_equal(bk_growable_insert(f, k, sizeof(k)), BK_OK);
+        }
+        if (step % 50000 == 49999 || step == 2000) {
+            assert_int_equal(bk_growable_items(f), m.size);
+            for (uint64_t id = 0; id < universe; id++) {
+                if (m.count[id] == 0) continue;
+                key_of(k, id, 1);
+                int64_t c = bk_growable_count(f, k, sizeof(k));
+                if (c < m.count[id])
+                    fail_msg("step %d: key %llu counts %lld of its %u copies", step,
+                             (unsigned long long)id, (long long)c, m.count[id]);
+                assert_int_equal(bk_growable_contains(f, k, sizeof(k)), 1);
+            }
+        }
+    }
+    print_message("%llu copies, %u doublings, %zu stashed, rate %.4f%%\n",
+                  (unsigned long long)m.size, bk_growable_doublings(f), bk_growable_stashed(f),
+                  100 * bk_growable_fpr_now(f));
+    assert_true(bk_growable_doublings(f) >= 7);
+    /* absent keys: at most the rate reported (5 sigma); copies of one key
+     * are one entry value twice, which the report counts twice */
+    uint64_t hits = 0, trials = 400000;
+    for (uint64_t i = 0; i < trials; i++) {
+        key_of(k, i, 2);
+        hits += (uint64_t)bk_growable_contains(f, k, sizeof(k));
+    }
+    double want = bk_growable_fpr_now(f), got = (double)hits / (double)trials;
+    print_message("absent keys: measured %.4f%%, reported %.4f%%\n", 100 * got, 100 * want);
+    assert_true(got <= want + tu_tolerance(want, trials, 5));
+    assert_true(hits > 0 && want <= 0.01);
+    /* saved and loaded: the same counts */
+    size_t len;
+    unsigned char *buf = tu_serialize(bk_growable_as_filter(f), &len);
+    bk_filter *g;
+    assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_OK);
+    bk_growable *gg = bk_filter_as_growable(g);
+    assert_true(bk_growable_is_multiset(gg));
+    for (uint64_t id = 0; id < universe; id += 7) {
+        key_of(k, id, 1);
+        assert_int_equal(bk_growable_count(gg, k, sizeof(k)), bk_growable_count(f, k, sizeof(k)));
+    }
+    /* every copy removed: the filter is empty again */
+    while (m.size > 0) {
+        uint64_t id = tu_multiset_take(&m, m.size - 1);
+        key_of(k, id, 1);
+        assert_int_equal(bk_growable_remove(gg, k, sizeof(k)), 1);
+    }
+    assert_int_equal(bk_growable_items(gg), 0);
+    assert_true(bk_growable_fpr_now(gg) == 0.0);
+    free(buf);
+    bk_filter_free(g);
+    tu_multiset_free(&m);
+    bk_growable_free(f);
+}
+
+/* Through the generic handle a multiset adds copies, counts and removes;
+ * what a set refuses; what is not offered. */
+static void test_multiset_generic(void **state)
+{
+    (void)state;
+    bk_growable *f, *s;
+    assert_int_equal(bk_growable_create_multiset(&f, 100, 0.01, 4), BK_OK);
+    assert_int_equal(bk_growable_create(&s, 100, 0.01, 4), BK_OK);
+    bk_filter *ff = bk_growable_as_filter(f), *fs = bk_growable_as_filter(s);
+    assert_ptr_equal(bk_filter_as_growable(ff), f);
+    assert_int_equal(bk_filter_add(ff, "a", 1), 1);
+    assert_int_equal(bk_filter_add(ff, "a", 1), 1);
+    assert_int_equal(bk_filter_count(ff, "a", 1), 2);
+    assert_int_equal(bk_growable_add(f, "a", 1), 0); /* add: only when absent */
+    assert_int_equal(bk_filter_remove(ff, "a", 1), BK_OK);
+    assert_int_equal(bk_filter_count(ff, "a", 1), 1);
+    assert_int_equal(bk_filter_remove(ff, "b", 1), BK_ENOTFOUND);
+    bk_filter_info info;
+    assert_int_equal(bk_filter_get_info(ff, &info), BK_OK);
+    assert_int_equal(info.can_remove, 1);
+    assert_int_equal(info.items, 1);
+    assert_int_equal(bk_filter_get_info(fs, &info), BK_OK);
+    assert_int_equal(info.can_remove, 0);
+    assert_int_equal(bk_growable_insert(s, "a", 1), BK_ENOTSUP);
+    assert_int_equal(bk_growable_remove(s, "a", 1), BK_ENOTSUP);
+    assert_int_equal(bk_filter_remove(fs, "a", 1), BK_ENOTSUP);
+    assert_int_equal(bk_filter_merge(ff, ff), BK_ENOTSUP);
+    char why[96];
+    assert_int_equal(bk_filter_incompatibility(ff, fs, why, sizeof(why)), 1);
+    assert_int_equal(bk_filter_merge(fs, ff), BK_EINCOMPAT);
+    bk_filter *c;
+    assert_int_equal(bk_filter_clone(&c, ff), BK_OK);
+    assert_int_equal(bk_filter_count(c, "a", 1), 1);
+    assert_true(bk_growable_is_multiset(bk_filter_as_growable(c)));
+    bk_filter_free(c);
+    assert_int_equal(bk_growable_insert(NULL, "a", 1), BK_EINVAL);
+    assert_int_equal(bk_growable_count(f, NULL, 1), BK_EINVAL);
+    assert_int_equal(bk_growable_remove(f, NULL, 1), BK_EINVAL);
+    assert_int_equal(bk_growable_is_multiset(NULL), 0);
+    bk_growable_free(f);
+    bk_growable_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -953,6 +1084,8 @@ int main(void)
         cmocka_unit_test(test_corrupt_images),
         cmocka_unit_test(test_stash_in_the_file),
         cmocka_unit_test(test_generic_allocation_failures),
+        cmocka_unit_test(test_multiset_model),
+        cmocka_unit_test(test_multiset_generic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
