@@ -612,7 +612,9 @@ static int bmi2_fast(void)
  * take run_of_bmi2, 0: run_of, -1: not decided yet. */
 static int select_mode = -1;
 
+#if !defined(__SANITIZE_THREAD__)
 static int vbmi_ok(void);
+#endif
 
 static int decide_select(int allowed)
 {
@@ -1849,7 +1851,17 @@ int bk_growable_add(bk_growable *f, const void *key, size_t len)
 
 /* The two lookups are chosen once, where the loader allows it (a GNU
  * indirect function: no dispatch per call), else per call. */
-#if defined(__linux__) && defined(__ELF__) && GROWABLE_BMI2
+/* Not under the sanitizers: a resolver runs before their runtime starts,
+ * and their instrumentation of it crashes. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#  define GROWABLE_SANITIZED 1
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+      __has_feature(memory_sanitizer)
+#    define GROWABLE_SANITIZED 1
+#  endif
+#endif
+#if defined(__linux__) && defined(__ELF__) && GROWABLE_BMI2 && !defined(GROWABLE_SANITIZED)
 #  define GROWABLE_IFUNC 1
 static contains_fn resolve_contains(void) { return contains_way(decide_select(2)); }
 static contains_batch_fn resolve_contains_batch(void)
@@ -2197,7 +2209,9 @@ static int ops_info(const void *vf, bk_filter_info *out)
         used = 0;
         for (uint64_t b = 0; b < nb; b++) {
             const uint64_t *x = blocks_of(f) + b * BLOCK_WORDS;
-            used += block_own(__atomic_load_n(&x[0], __ATOMIC_RELAXED)) + 2.0 * block_pairs(x);
+            /* word 7 as bk_growable_add_nogrow stores it (its pairs never change then) */
+            used += block_own(__atomic_load_n(&x[0], __ATOMIC_RELAXED)) +
+                    2.0 * (double)(__atomic_load_n(&x[7], __ATOMIC_RELAXED) >> FOREIGN_SHIFT);
         }
         used += (double)header_of(f)->nstash;
     }

@@ -943,7 +943,7 @@ static void test_generic_allocation_failures(void **state)
 static void test_multiset_model(void **state)
 {
     (void)state;
-    const size_t universe = 60000;
+    const size_t universe = 1000 + 300000 / 5;
     tu_multiset m;
     tu_multiset_init(&m, universe, 400000);
     bk_growable *f;
