@@ -77,10 +77,10 @@ uint64_t bkc__cf_stage_bytes(uint64_t capacity, uint32_t bucket_size)
 /* Capacity of stage i, or 0 when it overflows. */
 static uint64_t stage_capacity(const bkc_value *v, uint32_t i)
 {
-    uint64_t cap = v->cf_capacity;
+    uint64_t cap = v->cf->capacity;
     for (uint32_t j = 0; j < i; j++) {
-        if (v->cf_expansion > 1 && cap > UINT64_MAX / v->cf_expansion) return 0;
-        cap *= v->cf_expansion ? v->cf_expansion : 1;
+        if (v->cf->expansion > 1 && cap > UINT64_MAX / v->cf->expansion) return 0;
+        cap *= v->cf->expansion ? v->cf->expansion : 1;
     }
     return cap;
 }
@@ -89,7 +89,7 @@ static uint64_t stage_capacity(const bkc_value *v, uint32_t i)
 static uint64_t stage_buckets_of(const bkc_value *v, uint32_t i)
 {
     uint64_t capacity = stage_capacity(v, i);
-    return capacity ? stage_buckets(capacity, v->cf_bucket_size) : 0;
+    return capacity ? stage_buckets(capacity, v->cf->bucket_size) : 0;
 }
 
 int bkc__cf_stage_create(const bkc_value *v, uint32_t stage, bk_filter **out)
@@ -98,8 +98,8 @@ int bkc__cf_stage_create(const bkc_value *v, uint32_t stage, bk_filter **out)
     uint64_t buckets = stage_buckets_of(v, stage);
     *out = NULL;
     if (buckets == 0) return BK_ESIZE;
-    int rc = bk_cuckoo_create_params(&f, buckets, v->cf_bucket_size, CF_FP_BITS,
-                                     v->cf_max_iterations, BK_DEFAULT_SEED);
+    int rc = bk_cuckoo_create_params(&f, buckets, v->cf->bucket_size, CF_FP_BITS,
+                                     v->cf->max_iterations, BK_DEFAULT_SEED);
     if (rc == BK_OK) *out = bk_cuckoo_as_filter(f);
     return rc;
 }
@@ -124,12 +124,12 @@ static const char *grow(bkc_ctx *c, bkc_key *k, bkc_value *v)
 {
     bk_cuckoo *cf = cf_of(v);
     uint32_t stages = bk_cuckoo_stages(cf);
-    if (v->cf_expansion == 0) return ERR_FULL;
+    if (v->cf->expansion == 0) return ERR_FULL;
     if (stages >= BKC_CF_MAX_STAGES || stages >= bkc_defaults_in_force.cf_max_expansions)
         return ERR_MAX_EXPANSIONS;
     uint64_t cap = stage_capacity(v, stages);
     if (cap == 0) return ERR_FULL;
-    const char *err = fit_error(c, bkc__cf_stage_bytes(cap, v->cf_bucket_size));
+    const char *err = fit_error(c, bkc__cf_stage_bytes(cap, v->cf->bucket_size));
     if (err) return err;
     int rc = bk_cuckoo_add_stage(cf, stage_buckets_of(v, stages));
     if (rc == BK_ESIZE) return BKC_ERR_TOO_LARGE;
@@ -208,10 +208,10 @@ static bkc_value *cf_create(bkc_ctx *c, const cf_opts *o)
         bkc__err(c, BKC_ERR_OOM);
         return NULL;
     }
-    v->cf_capacity = o->capacity;
-    v->cf_bucket_size = o->bucket_size;
-    v->cf_max_iterations = o->max_iterations;
-    v->cf_expansion = o->expansion;
+    v->cf->capacity = o->capacity;
+    v->cf->bucket_size = o->bucket_size;
+    v->cf->max_iterations = o->max_iterations;
+    v->cf->expansion = o->expansion;
     bk_filter *f = NULL;
     int rc = bkc__cf_stage_create(v, 0, &f);
     if (rc == BK_OK && bkc_value_push(v, f) != BK_OK) {
@@ -383,14 +383,14 @@ static void insert(bkc_ctx *c, int argc, const bkc_str *argv, int nx)
     bkc_key *k;
     int created, attempted = 0;
     size_t n = (size_t)(argc - i);
-    int *res = malloc(n * sizeof(int));
+    int *res = bkc__malloc(n * sizeof(int));
     if (res == NULL) {
         bkc__err(c, BKC_ERR_OOM);
         return;
     }
     bkc_value *v = open_for_add(c, argv[1], &o, nocreate, &k, &created);
     if (v == NULL) {
-        free(res);
+        bkc__free(res);
         return;
     }
     const char *err;
@@ -404,7 +404,7 @@ static void insert(bkc_ctx *c, int argc, const bkc_str *argv, int nx)
     }
     if (created || attempted) bkc__wrote(c, argc, argv);
     bkc__close(c, k);
-    free(res);
+    bkc__free(res);
 }
 
 void bkc_cmd_cf_insert(bkc_ctx *c, int argc, const bkc_str *argv)
@@ -478,7 +478,7 @@ void bkc_cmd_cf_del(bkc_ctx *c, int argc, const bkc_str *argv)
         /* the newest stage holding the item loses one copy */
         int removed = bk_filter_remove(v->filters[0], argv[2].ptr, argv[2].len) == BK_OK;
         if (removed) {
-            v->cf_deleted++;
+            v->cf->deleted++;
             bkc__wrote(c, argc, argv);
         }
         bkc__bool(c, removed);
@@ -498,15 +498,15 @@ void bkc_cmd_cf_del(bkc_ctx *c, int argc, const bkc_str *argv)
 static int waste_note(const bkc_value *v, char *buf, size_t cap)
 {
     uint64_t buckets = stage_buckets_of(v, 0);
-    uint64_t slots = buckets * v->cf_bucket_size;
-    if (buckets == 0 || v->cf_capacity * 100 >= slots * CF_WASTE_BELOW_PERCENT) return 0;
+    uint64_t slots = buckets * v->cf->bucket_size;
+    if (buckets == 0 || v->cf->capacity * 100 >= slots * CF_WASTE_BELOW_PERCENT) return 0;
     snprintf(buf, cap,
              "capacity %llu fills %llu%% of %llu slots (%llu buckets of %u: bucket "
              "counts are powers of two); a capacity of up to %llu costs the same",
-             (unsigned long long)v->cf_capacity,
-             (unsigned long long)(v->cf_capacity * 100 / slots), (unsigned long long)slots,
-             (unsigned long long)buckets, v->cf_bucket_size,
-             (unsigned long long)(slots + v->cf_bucket_size - 1));
+             (unsigned long long)v->cf->capacity,
+             (unsigned long long)(v->cf->capacity * 100 / slots), (unsigned long long)slots,
+             (unsigned long long)buckets, v->cf->bucket_size,
+             (unsigned long long)(slots + v->cf->bucket_size - 1));
     return 1;
 }
 
@@ -535,13 +535,13 @@ void bkc_cmd_cf_info(bkc_ctx *c, int argc, const bkc_str *argv)
         bkc__simple(c, "Number of items inserted");
         bkc__int(c, (long long)bk_cuckoo_items(cf));
         bkc__simple(c, "Number of items deleted");
-        bkc__int(c, (long long)v->cf_deleted);
+        bkc__int(c, (long long)v->cf->deleted);
         bkc__simple(c, "Bucket size");
-        bkc__int(c, (long long)v->cf_bucket_size);
+        bkc__int(c, (long long)v->cf->bucket_size);
         bkc__simple(c, "Expansion rate");
-        bkc__int(c, (long long)v->cf_expansion);
+        bkc__int(c, (long long)v->cf->expansion);
         bkc__simple(c, "Max iterations");
-        bkc__int(c, (long long)v->cf_max_iterations);
+        bkc__int(c, (long long)v->cf->max_iterations);
         if (noted) {
             bkc__simple(c, "Warning");
             c->reply->vt->bulk(c->reply, note, strlen(note));

@@ -106,6 +106,18 @@ static inline void bkc__wrote(bkc_ctx *c, int argc, const bkc_str *argv)
  * Memory
  *==========================================================================*/
 
+/* The command layer's allocations, through bkc_set_allocator's functions
+ * (value.c). Counts of zero are allowed (a 1-byte block). */
+void *bkc__malloc(size_t size);
+void *bkc__calloc(size_t count, size_t size);
+void *bkc__realloc(void *ptr, size_t size);
+void bkc__free(void *ptr);
+
+/* What a block of the command layer's costs: the allocator's size_fn, or
+ * `asked` without one. The visitor of bkc__keyset_allocations. */
+size_t bkc__block_bytes(const void *ptr, size_t asked);
+typedef void (*bkc__visit_fn)(void *ctx, const void *ptr, size_t asked);
+
 /* The most bytes a value may grow by now: the host's memory_left, and never
  * more than the machine's physical memory. */
 uint64_t bkc__memory_budget(bkc_ctx *c);
@@ -207,7 +219,9 @@ BKC__HANDLER(bkc_cmd_sf_scandump);
  * body_decode validates everything and builds a new set. */
 typedef struct bkc_keyset bkc_keyset;
 void bkc__keyset_free(bkc_keyset *s);
-size_t bkc__keyset_bytes(const bkc_keyset *s);
+/* Every block the set holds (itself, its table, its records), with the
+ * bytes asked for it. */
+void bkc__keyset_allocations(const bkc_keyset *s, bkc__visit_fn visit, void *ctx);
 uint64_t bkc__keyset_body_size(const bkc_keyset *s);
 int bkc__keyset_body_range(const bkc_keyset *s, uint64_t from, unsigned char *out, size_t n);
 int bkc__keyset_body_decode(const unsigned char *p, size_t n, bkc_keyset **out);

@@ -56,7 +56,6 @@
  * (nothing is cached: an estimator cannot forget a removed id).
  */
 #include <stdio.h>  /* snprintf */
-#include <stdlib.h> /* malloc, calloc, free */
 #include <string.h> /* memcpy */
 
 #include "cmd_internal.h"
@@ -124,12 +123,12 @@ static uint64_t ks_home(const bkc_keyset *s, uint64_t id)
 
 static bkc_keyset *ks_new(uint64_t seed, uint64_t slots)
 {
-    bkc_keyset *s = calloc(1, sizeof(*s));
+    bkc_keyset *s = bkc__calloc(1, sizeof(*s));
     if (s == NULL) return NULL;
     s->seed = seed;
-    s->slots = calloc((size_t)slots, sizeof(ks_slot));
+    s->slots = bkc__calloc((size_t)slots, sizeof(ks_slot));
     if (s->slots == NULL) {
-        free(s);
+        bkc__free(s);
         return NULL;
     }
     s->mask = slots - 1;
@@ -139,15 +138,16 @@ static bkc_keyset *ks_new(uint64_t seed, uint64_t slots)
 void bkc__keyset_free(bkc_keyset *s)
 {
     if (s == NULL) return;
-    free(s->slots);
-    free(s->arena);
-    free(s);
+    bkc__free(s->slots);
+    bkc__free(s->arena);
+    bkc__free(s);
 }
 
-size_t bkc__keyset_bytes(const bkc_keyset *s)
+void bkc__keyset_allocations(const bkc_keyset *s, bkc__visit_fn visit, void *ctx)
 {
-    if (s == NULL) return 0;
-    return sizeof(*s) + (size_t)(s->mask + 1) * sizeof(ks_slot) + s->cap;
+    visit(ctx, s, sizeof(*s));
+    visit(ctx, s->slots, (size_t)(s->mask + 1) * sizeof(ks_slot));
+    if (s->arena != NULL) visit(ctx, s->arena, s->cap ? s->cap : 1);
 }
 
 /* The slot holding id, or NULL. */
@@ -187,7 +187,7 @@ static uint64_t ks_slots_for(uint64_t n)
 
 static int ks_rehash(bkc_keyset *s, uint64_t slots)
 {
-    ks_slot *ns = calloc((size_t)slots, sizeof(ks_slot));
+    ks_slot *ns = bkc__calloc((size_t)slots, sizeof(ks_slot));
     if (ns == NULL) return BK_ENOMEM;
     ks_slot *old = s->slots;
     uint64_t old_slots = s->mask + 1;
@@ -195,7 +195,7 @@ static int ks_rehash(bkc_keyset *s, uint64_t slots)
     s->mask = slots - 1;
     for (uint64_t i = 0; i < old_slots; i++)
         if (old[i].ref != 0) ks_place(ns, s->mask, s, old[i].id, old[i].ref);
-    free(old);
+    bkc__free(old);
     return BK_OK;
 }
 
@@ -226,7 +226,7 @@ static int ks_add(bkc_keyset *s, const void *item, size_t len)
     if (s->cap - s->len < len + 4) {
         size_t cap = s->cap ? s->cap : 256;
         while (cap - s->len < len + 4) cap *= 2;
-        unsigned char *p = realloc(s->arena, cap);
+        unsigned char *p = bkc__realloc(s->arena, cap);
         if (p == NULL) return BK_ENOMEM;
         s->arena = p;
         s->cap = cap;
@@ -246,7 +246,7 @@ static int ks_add(bkc_keyset *s, const void *item, size_t len)
 static int ks_compact(bkc_keyset *s)
 {
     size_t live = s->len - s->removed, cap = live ? live : 1, out = 0;
-    unsigned char *na = malloc(cap);
+    unsigned char *na = bkc__malloc(cap);
     if (na == NULL) return BK_ENOMEM;
     for (size_t at = 0; at < s->len;) {
         uint32_t word = ks_get32(s->arena + at);
@@ -259,7 +259,7 @@ static int ks_compact(bkc_keyset *s)
         }
         at += len + 4;
     }
-    free(s->arena);
+    bkc__free(s->arena);
     s->arena = na;
     s->len = live;
     s->cap = cap;
@@ -353,7 +353,7 @@ int bkc__keyset_body_decode(const unsigned char *p, size_t n, bkc_keyset **out)
     int rc = BK_ENOMEM;
     /* the records are kept as they are, removed ones included, so that the
      * value encodes to the same bytes again (DEBUG DIGEST, replicas) */
-    s->arena = malloc(len ? (size_t)len : 1);
+    s->arena = bkc__malloc(len ? (size_t)len : 1);
     if (s->arena == NULL) goto fail;
     if (len > 0) memcpy(s->arena, rec, (size_t)len);
     s->len = s->cap = (size_t)len;
@@ -716,11 +716,11 @@ void bkc_cmd_rs_strata(bkc_ctx *c, int argc, const bkc_str *argv)
         bk_strata *st = build_strata(c, s);
         if (st != NULL) {
             size_t n = bk_strata_serialized_size(st);
-            unsigned char *buf = malloc(n);
+            unsigned char *buf = bkc__malloc(n);
             int rc = buf ? bk_strata_serialize(st, buf, n) : BK_ENOMEM;
             if (rc != BK_OK) bkc__lib_error(c, rc);
             else c->reply->vt->bulk(c->reply, buf, n);
-            free(buf);
+            bkc__free(buf);
             bk_strata_free(st);
         }
     }
@@ -797,10 +797,10 @@ void bkc_cmd_rs_iblt(bkc_ctx *c, int argc, const bkc_str *argv)
         int rc = build_iblt(s, cells, 0, &t);
         if (rc == BK_OK) {
             size_t n = bk_iblt_serialized_size(t);
-            unsigned char *buf = malloc(n);
+            unsigned char *buf = bkc__malloc(n);
             rc = buf ? bk_iblt_serialize(t, buf, n) : BK_ENOMEM;
             if (rc == BK_OK) c->reply->vt->bulk(c->reply, buf, n);
-            free(buf);
+            bkc__free(buf);
         }
         if (rc != BK_OK) bkc__lib_error(c, rc);
         bk_iblt_free(t);
@@ -844,8 +844,8 @@ void bkc_cmd_rs_diff(bkc_ctx *c, int argc, const bkc_str *argv)
         bkc__lib_error(c, rc);
         goto done;
     }
-    only_a = malloc((size_t)cells * sizeof(uint64_t));
-    only_b = malloc((size_t)cells * sizeof(uint64_t));
+    only_a = bkc__malloc((size_t)cells * sizeof(uint64_t));
+    only_b = bkc__malloc((size_t)cells * sizeof(uint64_t));
     if (only_a == NULL || only_b == NULL) {
         bkc__err(c, BKC_ERR_OOM);
         goto done;
@@ -883,8 +883,8 @@ void bkc_cmd_rs_diff(bkc_ctx *c, int argc, const bkc_str *argv)
     bkc__array(c, nb);
     for (size_t i = 0; i < nb; i++) reply_hex_id(c, only_b[i]);
 done:
-    free(only_a);
-    free(only_b);
+    bkc__free(only_a);
+    bkc__free(only_b);
     bk_iblt_free(ours);
     bk_iblt_free(theirs);
     close_key(c, k);

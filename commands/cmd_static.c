@@ -29,7 +29,6 @@
  * whole value; the build itself runs before the key is opened).
  */
 #include <stdio.h>  /* snprintf */
-#include <stdlib.h> /* malloc */
 #include <string.h>
 
 #include "cmd_internal.h"
@@ -378,8 +377,8 @@ void bkc_cmd_sf_build(bkc_ctx *c, int argc, const bkc_str *argv)
     uint64_t n = (uint64_t)(argc - a.items_at);
     uint64_t temp = a.bumped ? bk_bumped_build_memory(n) : bk_static_build_memory(n);
     if (!bkc__fits(c, build_bytes(temp, n, a.bits))) return;
-    const void **keys = malloc(n * sizeof(*keys));
-    size_t *lens = malloc(n * sizeof(*lens));
+    const void **keys = bkc__malloc(n * sizeof(*keys));
+    size_t *lens = bkc__malloc(n * sizeof(*lens));
     bk_filter *f = NULL;
     int rc = BK_ENOMEM;
     if (keys != NULL && lens != NULL) {
@@ -397,8 +396,8 @@ void bkc_cmd_sf_build(bkc_ctx *c, int argc, const bkc_str *argv)
             f = bk_static_as_filter(s);
         }
     }
-    free(keys);
-    free(lens);
+    bkc__free(keys);
+    bkc__free(lens);
     if (rc != BK_OK) {
         bkc__lib_error(c, rc);
         return;
@@ -430,9 +429,9 @@ void bkc_cmd_sf_buildmap(bkc_ctx *c, int argc, const bkc_str *argv)
     }
     if (!bkc__fits(c, build_bytes(bk_map_build_memory(n), n, value_bits + a.check_bits)))
         return;
-    const void **keys = malloc(n * sizeof(*keys));
-    size_t *lens = malloc(n * sizeof(*lens));
-    uint32_t *values = malloc(n * sizeof(*values));
+    const void **keys = bkc__malloc(n * sizeof(*keys));
+    size_t *lens = bkc__malloc(n * sizeof(*lens));
+    uint32_t *values = bkc__malloc(n * sizeof(*values));
     bk_map *m = NULL;
     uint64_t at = UINT64_MAX;
     int rc = BK_ENOMEM;
@@ -459,9 +458,9 @@ void bkc_cmd_sf_buildmap(bkc_ctx *c, int argc, const bkc_str *argv)
     } else if (rc != BK_OK) {
         bkc__lib_error(c, rc);
     }
-    free(keys);
-    free(lens);
-    free(values);
+    bkc__free(keys);
+    bkc__free(lens);
+    bkc__free(values);
     if (rc != BK_OK) return;
     store_built(c, argc, argv, &a, bk_map_as_filter(m));
 }

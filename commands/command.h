@@ -98,36 +98,51 @@ typedef enum bkc_kind {
 /* The 9-character type name of a kind ("bkbloom--"), or NULL. */
 const char *bkc_kind_type_name(bkc_kind kind);
 
+/* A CF key's settings and counters (CF.INFO), beside its filter. */
+typedef struct bkc_cf_settings {
+    uint64_t capacity;        /* capacity of the first stage */
+    uint64_t deleted;         /* successful CF.DEL */
+    uint32_t bucket_size;
+    uint32_t max_iterations;
+    uint32_t expansion;
+} bkc_cf_settings;
+
 /* A key's value: one bloomkit filter (a CF's stages are inside its cuckoo
  * filter), an RS set, or a dump being loaded. Owned by whoever holds the
- * key; freed with bkc_value_free. */
+ * key; freed with bkc_value_free.
+ *
+ * It is small (32 bytes) because a Redis user may keep millions of small
+ * keys: what only some kinds need is in a union by kind, and a CF key's
+ * settings are a block of their own. Read a member only for its kind. */
 typedef struct bkc_value {
     bkc_kind kind;
-    uint32_t nfilters;        /* 1 (a CF's stages are inside its filter) */
-    uint32_t cap_filters;
-    bk_filter **filters;
-    /* CF settings and counters (CF.INFO) */
-    uint64_t cf_capacity;     /* capacity of the first stage */
-    uint32_t cf_bucket_size;
-    uint32_t cf_max_iterations;
-    uint32_t cf_expansion;
-    uint64_t cf_deleted;      /* successful CF.DEL */
-    /* BKC_KIND_LOADING: the bytes of a dump received so far (nfilters 0);
-     * the value replaces itself with the filter once the last chunk is in. */
-    unsigned char *load_buf;
-    size_t load_len;
-    size_t load_cap;
-    /* private to commands/: bytes of the filters whose size never changes
-     * (CBF), summed as they are added */
-    size_t fixed_bytes;
-    /* BKC_KIND_KEYSET: the items and their ids (cmd_keyset.c; nfilters 0) */
-    struct bkc_keyset *keyset;
+    uint32_t nfilters;        /* 1 once the filter is in (0 for LOADING and
+                                 KEYSET, and for a key whose snapshot was
+                                 found corrupt) */
+    union {
+        struct {              /* BLOOM, CUCKOO, COUNTING, WINDOW, STATIC */
+            bk_filter *filters[1];
+            bkc_cf_settings *cf;   /* CUCKOO: never NULL; other kinds: NULL */
+        };
+        struct {              /* LOADING: the bytes of a dump received so far;
+                                 the value is replaced by the filter once the
+                                 last chunk is in. load_buf is the command
+                                 layer's (bkc_allocator). */
+            unsigned char *load_buf;
+            size_t load_len;
+            size_t load_cap;
+        };
+        struct bkc_keyset *keyset;  /* KEYSET: the items and their ids
+                                       (cmd_keyset.c) */
+    };
 } bkc_value;
 
-/* An empty value of a kind (NULL when out of memory), and one more filter
- * appended to it (taking ownership; BK_OK, or BK_ENOMEM, or BK_EINVAL for
- * a filter whose family the kind cannot hold or an older CF stage that
- * cannot join the key's filter: the filter then still the caller's). For a CF value that already has its filter, the new
+/* An empty value of a kind (NULL when out of memory; a CUCKOO value comes
+ * with its settings block, zeroed), and its filter put in it (taking
+ * ownership; BK_OK, or BK_ENOMEM, or BK_EINVAL for a filter whose family
+ * the kind cannot hold, a second filter for a kind that holds one, or an
+ * older CF stage that cannot join the key's filter: the filter is then
+ * still the caller's). For a CF value that already has its filter, the new
  * one's stages join it (the stage lists saved before stages existed) and
  * the filter is freed; BK_EINVAL / BK_ESIZE when they cannot join. Hosts
  * that rebuild values (the server's snapshot loader) use these, so the
@@ -137,11 +152,15 @@ int bkc_value_push(bkc_value *v, bk_filter *f);
 
 void bkc_value_free(bkc_value *v);
 
-/* Bytes of memory the value holds (MEMORY USAGE, maxmemory accounting). */
+/* What the value costs its allocators (MEMORY USAGE, maxmemory
+ * accounting): over every block it holds, its own (bkc_allocator) and its
+ * filter's (bk_filter_memory_usage), the allocator's size_fn of the block,
+ * or the bytes asked without one. 0 for NULL. O(blocks). */
 size_t bkc_value_bytes(const bkc_value *v);
 
 /* A value as one byte string and back: the unit of SCANDUMP/LOADCHUNK, of
- * the server's snapshot records and of the module's RDB payload. Layout
+ * the server's snapshot records and of the module's RDB payload (encode's
+ * *out comes from malloc: the caller frees it with free()). Layout
  * (docs/COMMANDS.md): a small little-endian header (magic, kind, CF
  * settings, nfilters) followed by each filter's bloomkit file image with
  * its length. Decoding validates everything (bk_filter_deserialize for
@@ -156,6 +175,35 @@ int bkc_value_decode(const unsigned char *buf, size_t len, bkc_value **out);
  * BK_OK, or an error (BK_EINVAL for a range past the end). */
 uint64_t bkc_value_encoded_size(const bkc_value *v);
 int bkc_value_encode_range(const bkc_value *v, uint64_t from, unsigned char *out, size_t n);
+
+/*==========================================================================
+ * Memory: the command layer's allocator
+ *==========================================================================*/
+
+/* Where the command layer's own memory comes from: values (bkc_value and
+ * what it holds besides its filter: a CF key's settings, a load's buffer,
+ * an RS set) and the buffers of commands. A host routes it through its
+ * allocator (the module: Redis's, so that used_memory and maxmemory see
+ * it), and the library's through the same one with bk_set_allocator (that
+ * is the filters). Any function but free_fn may return NULL: the command
+ * replies "out of memory". size_fn (optional) says what a block costs the
+ * allocator: its usable size and the allocator's own overhead for it (the
+ * module: RedisModule_MallocSize; the server: glibc's usable size plus its
+ * chunk header). bkc_value_bytes applies it to the filter's blocks too, so
+ * it must answer for the library's allocator's blocks as well. */
+typedef struct bkc_allocator {
+    void *(*malloc_fn)(void *opaque, size_t size);
+    void *(*calloc_fn)(void *opaque, size_t count, size_t size);
+    void *(*realloc_fn)(void *opaque, void *ptr, size_t size);
+    void (*free_fn)(void *opaque, void *ptr);
+    size_t (*size_fn)(void *opaque, const void *ptr); /* NULL: bytes asked */
+    void *opaque;
+} bkc_allocator;
+
+/* Install an allocator (NULL: malloc, calloc, realloc, free, no size_fn).
+ * Process-wide; before any value exists (values made with the previous
+ * one must not be freed with this one). Not thread-safe. */
+void bkc_set_allocator(const bkc_allocator *a);
 
 /*==========================================================================
  * The host: keys, propagation, limits

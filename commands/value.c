@@ -40,6 +40,14 @@
  *
  * SCANDUMP never builds the whole container: dump_range() copies any byte
  * range of it, taking the images' bytes with bk_filter_dump_chunk.
+ *
+ * Memory: a value is 32 bytes, since a Redis user may keep millions of
+ * small keys: its one filter is held inline, what one kind alone needs is
+ * in a union by kind or a block of its own (a CF key's settings). The
+ * command layer's blocks come from bkc_allocator (Redis's, in the module),
+ * and bkc_value_bytes adds them up with the filter's own
+ * (bk_filter_memory_usage) as the allocator sizes them, which is what the
+ * hosts count for MEMORY USAGE and maxmemory.
  */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h>
@@ -67,8 +75,13 @@ const char *bkc_kind_type_name(bkc_kind kind)
 
 bkc_value *bkc_value_new(bkc_kind kind)
 {
-    bkc_value *v = calloc(1, sizeof(*v));
-    if (v != NULL) v->kind = kind;
+    bkc_value *v = bkc__calloc(1, sizeof(*v));
+    if (v == NULL) return NULL;
+    v->kind = kind;
+    if (kind == BKC_KIND_CUCKOO && (v->cf = bkc__calloc(1, sizeof(*v->cf))) == NULL) {
+        bkc__free(v);
+        return NULL;
+    }
     return v;
 }
 
@@ -77,9 +90,10 @@ static int family_fits(bkc_kind kind, bk_family family);
 int bkc_value_push(bkc_value *v, bk_filter *f)
 {
     /* a filter of another family (a damaged or forged snapshot frame) would
-     * reach commands that trust the kind */
+     * reach commands that trust the kind; LOADING and KEYSET hold none */
     if (!family_fits(v->kind, bk_filter_family(f))) return BK_EINVAL;
-    if (v->kind == BKC_KIND_CUCKOO && v->nfilters == 1) {
+    if (v->nfilters == 1) {
+        if (v->kind != BKC_KIND_CUCKOO) return BK_EINVAL; /* one filter a key */
         /* an older stage list: f's stages join the filter */
         bk_cuckoo *dst = bk_filter_as_cuckoo(v->filters[0]);
         bk_cuckoo *src = bk_filter_as_cuckoo(f);
@@ -89,48 +103,109 @@ int bkc_value_push(bkc_value *v, bk_filter *f)
         bk_filter_free(f);
         return BK_OK;
     }
-    if (v->nfilters == v->cap_filters) {
-        uint32_t cap = v->cap_filters ? v->cap_filters * 2 : 1;
-        bk_filter **p = realloc(v->filters, cap * sizeof(*p));
-        if (p == NULL) return BK_ENOMEM;
-        v->filters = p;
-        v->cap_filters = cap;
-    }
-    v->filters[v->nfilters++] = f;
-    bk_family fam = bk_filter_family(f);
-    if (fam != BK_FAMILY_SCALABLE && fam != BK_FAMILY_WINDOW && fam != BK_FAMILY_CUCKOO &&
-        fam != BK_FAMILY_GROWABLE) {
-        bk_filter_info info;
-        if (bk_filter_get_summary(f, &info) == BK_OK) v->fixed_bytes += info.bytes;
-    }
+    v->filters[0] = f;
+    v->nfilters = 1;
     return BK_OK;
 }
 
 void bkc_value_free(bkc_value *v)
 {
     if (v == NULL) return;
-    for (uint32_t i = 0; i < v->nfilters; i++) bk_filter_free(v->filters[i]);
-    free(v->filters);
-    free(v->load_buf);
-    bkc__keyset_free(v->keyset);
-    free(v);
+    if (v->kind == BKC_KIND_LOADING) {
+        bkc__free(v->load_buf);
+    } else if (v->kind == BKC_KIND_KEYSET) {
+        bkc__keyset_free(v->keyset);
+    } else {
+        for (uint32_t i = 0; i < v->nfilters; i++) bk_filter_free(v->filters[i]);
+        bkc__free(v->cf);
+    }
+    bkc__free(v);
+}
+
+/*==========================================================================
+ * Memory
+ *==========================================================================*/
+
+static void *std_malloc(void *opaque, size_t size)
+{
+    (void)opaque;
+    return malloc(size);
+}
+
+static void *std_calloc(void *opaque, size_t count, size_t size)
+{
+    (void)opaque;
+    return calloc(count, size);
+}
+
+static void *std_realloc(void *opaque, void *ptr, size_t size)
+{
+    (void)opaque;
+    return realloc(ptr, size);
+}
+
+static void std_free(void *opaque, void *ptr)
+{
+    (void)opaque;
+    free(ptr);
+}
+
+static bkc_allocator allocator = {std_malloc, std_calloc, std_realloc, std_free, NULL, NULL};
+
+void bkc_set_allocator(const bkc_allocator *a)
+{
+    static const bkc_allocator std = {std_malloc, std_calloc, std_realloc, std_free, NULL,
+                                      NULL};
+    if (a == NULL || a->malloc_fn == NULL || a->calloc_fn == NULL || a->realloc_fn == NULL ||
+        a->free_fn == NULL)
+        a = &std;
+    allocator = *a;
+}
+
+void *bkc__malloc(size_t size)
+{
+    return allocator.malloc_fn(allocator.opaque, size ? size : 1);
+}
+
+void *bkc__calloc(size_t count, size_t size)
+{
+    if (count == 0 || size == 0) count = size = 1;
+    return allocator.calloc_fn(allocator.opaque, count, size);
+}
+
+void *bkc__realloc(void *ptr, size_t size)
+{
+    return allocator.realloc_fn(allocator.opaque, ptr, size ? size : 1);
+}
+
+void bkc__free(void *ptr)
+{
+    if (ptr != NULL) allocator.free_fn(allocator.opaque, ptr);
+}
+
+size_t bkc__block_bytes(const void *ptr, size_t asked)
+{
+    if (ptr == NULL) return 0;
+    return allocator.size_fn ? allocator.size_fn(allocator.opaque, ptr) : asked;
+}
+
+static void add_block(void *ctx, const void *ptr, size_t asked)
+{
+    *(size_t *)ctx += bkc__block_bytes(ptr, asked);
 }
 
 size_t bkc_value_bytes(const bkc_value *v)
 {
     if (v == NULL) return 0;
-    size_t total = sizeof(*v) + v->cap_filters * sizeof(bk_filter *) + v->load_cap +
-                   v->fixed_bytes + bkc__keyset_bytes(v->keyset);
-    for (uint32_t i = 0; i < v->nfilters; i++) {
-        bk_filter *f = v->filters[i];
-        bk_scalable *s = bk_filter_as_scalable(f);
-        bk_window *w = bk_filter_as_window(f);
-        bk_cuckoo *cf = bk_filter_as_cuckoo(f);
-        bk_growable *g = bk_filter_as_growable(f);
-        if (s != NULL) total += bk_scalable_bytes(s);
-        else if (g != NULL) total += bk_growable_bytes(g); /* doubles */
-        else if (w != NULL) total += bk_window_bytes(w);
-        else if (cf != NULL) total += bk_cuckoo_bytes(cf); /* grows by stages */
+    size_t total = bkc__block_bytes(v, sizeof(*v));
+    if (v->kind == BKC_KIND_LOADING) {
+        total += bkc__block_bytes(v->load_buf, v->load_cap);
+    } else if (v->kind == BKC_KIND_KEYSET) {
+        if (v->keyset != NULL) bkc__keyset_allocations(v->keyset, add_block, &total);
+    } else {
+        total += bkc__block_bytes(v->cf, sizeof(*v->cf));
+        for (uint32_t i = 0; i < v->nfilters; i++)
+            total += bk_filter_memory_usage(v->filters[i], allocator.size_fn, allocator.opaque);
     }
     return total;
 }
@@ -201,11 +276,11 @@ static void header_build(const bkc_value *v, uint64_t total, unsigned char h[HDR
     put64(h + 8, total);
     put32(h + 16, v->nfilters);
     if (v->kind == BKC_KIND_CUCKOO) {
-        put32(h + 20, v->cf_bucket_size);
-        put64(h + 24, v->cf_capacity);
-        put32(h + 32, v->cf_max_iterations);
-        put32(h + 36, v->cf_expansion);
-        put64(h + 40, v->cf_deleted);
+        put32(h + 20, v->cf->bucket_size);
+        put64(h + 24, v->cf->capacity);
+        put32(h + 32, v->cf->max_iterations);
+        put32(h + 36, v->cf->expansion);
+        put64(h + 40, v->cf->deleted);
     }
     put64(h + 48, bk_hash_key(h, HDR_CHECKED, 0).lo);
 }
@@ -361,7 +436,7 @@ int bkc_value_decode(const unsigned char *buf, size_t len, bkc_value **out)
         uint64_t n = get64(buf + pos);
         pos += 8;
         if (nfilters != 0 || n != len - pos) goto corrupt;
-        v->load_buf = malloc(n ? (size_t)n : 1);
+        v->load_buf = bkc__malloc((size_t)n);
         if (v->load_buf == NULL) goto nomem;
         memcpy(v->load_buf, buf + pos, (size_t)n);
         v->load_len = v->load_cap = (size_t)n;
@@ -383,18 +458,19 @@ int bkc_value_decode(const unsigned char *buf, size_t len, bkc_value **out)
     }
 
     if (kind == BKC_KIND_CUCKOO) {
-        v->cf_bucket_size = get32(buf + 20);
-        v->cf_capacity = get64(buf + 24);
-        v->cf_max_iterations = get32(buf + 32);
-        v->cf_expansion = get32(buf + 36);
-        v->cf_deleted = get64(buf + 40);
+        bkc_cf_settings *cf = v->cf;
+        cf->bucket_size = get32(buf + 20);
+        cf->capacity = get64(buf + 24);
+        cf->max_iterations = get32(buf + 32);
+        cf->expansion = get32(buf + 36);
+        cf->deleted = get64(buf + 40);
         if (nfilters < 1 || nfilters > BKC_CF_MAX_STAGES) goto corrupt;
-        if (v->cf_bucket_size != 2 && v->cf_bucket_size != 4 && v->cf_bucket_size != 8)
+        if (cf->bucket_size != 2 && cf->bucket_size != 4 && cf->bucket_size != 8)
             goto corrupt;
-        if (v->cf_capacity < 2ull * v->cf_bucket_size) goto corrupt;
-        if (v->cf_max_iterations < 1 || v->cf_max_iterations > BK_CUCKOO_MAX_KICKS)
+        if (cf->capacity < 2ull * cf->bucket_size) goto corrupt;
+        if (cf->max_iterations < 1 || cf->max_iterations > BK_CUCKOO_MAX_KICKS)
             goto corrupt;
-        if (v->cf_expansion > 32768) goto corrupt;
+        if (cf->expansion > 32768) goto corrupt;
     } else {
         if (nfilters != 1) goto corrupt;
         for (int i = 20; i < 48; i++)
@@ -426,8 +502,8 @@ int bkc_value_decode(const unsigned char *buf, size_t len, bkc_value **out)
     if (kind == BKC_KIND_CUCKOO) {
         const bk_cuckoo *cf = bk_filter_as_cuckoo(v->filters[0]);
         if (bk_cuckoo_stages(cf) > BKC_CF_MAX_STAGES ||
-            bk_cuckoo_bucket_size(cf) != v->cf_bucket_size ||
-            bk_cuckoo_max_kicks(cf) != v->cf_max_iterations)
+            bk_cuckoo_bucket_size(cf) != v->cf->bucket_size ||
+            bk_cuckoo_max_kicks(cf) != v->cf->max_iterations)
             goto corrupt;
     }
     *out = v;
@@ -482,7 +558,7 @@ void bkc__scandump(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind)
             /* the first chunk always holds the whole header: LOADCHUNK
              * checks it before it replaces anything */
             if (iter == 0 && n < HDR_SIZE) n = total < HDR_SIZE ? total : HDR_SIZE;
-            unsigned char *buf = malloc((size_t)n);
+            unsigned char *buf = bkc__malloc((size_t)n);
             int rc = buf ? dump_range(v, total, (uint64_t)iter, buf, (size_t)n) : BK_ENOMEM;
             if (rc != BK_OK) {
                 bkc__lib_error(c, rc);
@@ -491,7 +567,7 @@ void bkc__scandump(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind)
                 bkc__int(c, iter + (long long)n);
                 c->reply->vt->bulk(c->reply, buf, (size_t)n);
             }
-            free(buf);
+            bkc__free(buf);
         }
     }
     bkc__close(c, k);
@@ -519,7 +595,7 @@ static int load_append(bkc_value *v, const bkc_str data, uint64_t total)
         size_t cap = v->load_cap ? v->load_cap : 4096;
         while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
         if (total != 0 && cap > total && need <= total) cap = (size_t)total;
-        unsigned char *p = realloc(v->load_buf, cap);
+        unsigned char *p = bkc__realloc(v->load_buf, cap);
         if (p == NULL) return BK_ENOMEM;
         v->load_buf = p;
         v->load_cap = cap;

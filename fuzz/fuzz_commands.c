@@ -482,8 +482,8 @@ static void check_value(const bkc_value *v)
                      : v->kind == BKC_KIND_CUCKOO   ? BK_FAMILY_CUCKOO
                      : v->kind == BKC_KIND_COUNTING ? BK_FAMILY_COUNTING
                                                     : BK_FAMILY_WINDOW;
-    CHECK(v->nfilters >= 1 && v->nfilters <= v->cap_filters);
     CHECK(v->nfilters == 1); /* a CF's stages are inside its one filter */
+    CHECK((v->cf != NULL) == (v->kind == BKC_KIND_CUCKOO)); /* its settings */
     if (v->kind == BKC_KIND_CUCKOO) {
         const bk_cuckoo *cf = bk_filter_as_cuckoo(v->filters[0]);
         CHECK(cf != NULL && bk_cuckoo_stages(cf) <= BKC_CF_MAX_STAGES);

@@ -1811,6 +1811,21 @@ static int ops_restore(const bk__image *img, void **out)
     return bk__blocked_restore_part(p, img->seed, 1, (bk_blocked **)out);
 }
 
+
+void bk__blocked_allocations(const bk_blocked *f, bk__visit_fn visit, void *ctx)
+{
+    visit(ctx, f, sizeof(*f));
+    if (f->owns_words)
+        visit(ctx, bk__aligned_raw(f->words),
+              bk__aligned_asked((size_t)f->nblocks * BK_CACHE_LINE));
+}
+
+/* The handle and, unless borrowed from a loaded block, the bits. */
+static void ops_allocations(const void *f, bk__visit_fn visit, void *ctx)
+{
+    bk__blocked_allocations(f, visit, ctx);
+}
+
 static const bk__family_ops blocked_ops = {
     .family = BK_FAMILY_BLOCKED,
     .name = "blocked",
@@ -1824,6 +1839,7 @@ static const bk__family_ops blocked_ops = {
     .seed = ops_seed,
     .destroy = ops_destroy,
     .info = ops_info,
+    .allocations = ops_allocations,
     .create = ops_create,
     .clone = ops_clone,
     .clear = ops_clear,

@@ -485,6 +485,17 @@ static int ops_incompatibility(const void *va, const void *vb, char *buf, size_t
     return 1;
 }
 
+
+/* The handle and, unless borrowed from a loaded block, the bits. */
+static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
+{
+    const bk_bloom *f = vf;
+    visit(ctx, f, sizeof(*f));
+    if (f->owns_words)
+        visit(ctx, bk__aligned_raw(f->words),
+              bk__aligned_asked((size_t)f->nwords * sizeof(uint64_t)));
+}
+
 static const bk__family_ops bloom_ops = {
     .family = BK_FAMILY_BLOOM,
     .name = "bloom",
@@ -498,6 +509,7 @@ static const bk__family_ops bloom_ops = {
     .seed = ops_seed,
     .destroy = ops_destroy,
     .info = ops_info,
+    .allocations = ops_allocations,
     .create = ops_create,
     .clone = ops_clone,
     .clear = ops_clear,

@@ -420,6 +420,17 @@ static int ops_restore(const bk__image *img, void **out)
     return BK_OK;
 }
 
+
+/* The handle and, unless borrowed from a loaded block or a mapping, the
+ * cells. */
+static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
+{
+    const bk_map *m = vf;
+    visit(ctx, m, sizeof(*m));
+    if (m->owns_cells)
+        visit(ctx, bk__aligned_raw(m->cells), bk__aligned_asked(table_bytes(&m->shape, m->width)));
+}
+
 static const bk__family_ops map_ops = {
     .family = BK_FAMILY_MAP,
     .name = "map",
@@ -433,6 +444,7 @@ static const bk__family_ops map_ops = {
     .seed = ops_seed,
     .destroy = ops_destroy,
     .info = ops_info,
+    .allocations = ops_allocations,
     .create = ops_create,
     .clone = NULL, /* through the file format */
     .clear = NULL,

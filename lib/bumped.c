@@ -847,6 +847,18 @@ static int ops_restore(const bk__image *img, void **out)
     return BK_OK;
 }
 
+
+/* The handle and, unless borrowed from a loaded block or a mapping, each
+ * layer's lines. */
+static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
+{
+    const bk_bumped *f = vf;
+    visit(ctx, f, sizeof(*f));
+    if (f->owns_lines)
+        for (uint32_t l = 0; l < f->layers; l++)
+            visit(ctx, bk__aligned_raw(f->t[l]), bk__aligned_asked((size_t)(f->lines[l] * LINE)));
+}
+
 static const bk__family_ops bumped_ops = {
     .family = BK_FAMILY_BUMPED,
     .name = "bumped",
@@ -861,6 +873,7 @@ static const bk__family_ops bumped_ops = {
     .seed = ops_seed,
     .destroy = ops_destroy,
     .info = ops_info,
+    .allocations = ops_allocations,
     .create = ops_create,
     .clone = NULL, /* through the file format */
     .clear = NULL,

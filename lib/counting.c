@@ -1207,6 +1207,17 @@ static int ops_restore(const bk__image *img, void **out)
     return BK_OK;
 }
 
+
+/* The handle and, unless borrowed from a loaded block, the counters. */
+static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
+{
+    const bk_counting *f = vf;
+    visit(ctx, f, sizeof(*f));
+    if (f->owns_mem)
+        visit(ctx, bk__aligned_raw(f->words),
+              bk__aligned_asked((size_t)f->blocks * BK_COUNTING_BLOCK_BYTES));
+}
+
 static const bk__family_ops counting_ops = {
     .family = BK_FAMILY_COUNTING,
     .name = "counting",
@@ -1222,6 +1233,7 @@ static const bk__family_ops counting_ops = {
     .destroy = ops_destroy,
     .info = ops_info,
     .summary = ops_summary,
+    .allocations = ops_allocations,
     .create = ops_create,
     .clone = ops_clone,
     .clear = ops_clear,

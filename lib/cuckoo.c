@@ -1287,6 +1287,17 @@ static int ops_restore(const bk__image *img, void **out)
     return BK_OK;
 }
 
+
+/* The handle and, unless its one table is borrowed from a loaded block or
+ * a mapping, the arena (every stage's table, the padding, the older
+ * stages' words). */
+static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
+{
+    const bk_cuckoo *f = vf;
+    visit(ctx, f, sizeof(*f));
+    if (!borrowed(f)) visit(ctx, arena_of(f), arena_bytes(f));
+}
+
 static const bk__family_ops cuckoo_ops = {
     .family = BK_FAMILY_CUCKOO,
     .name = "cuckoo",
@@ -1300,6 +1311,7 @@ static const bk__family_ops cuckoo_ops = {
     .seed = ops_seed,
     .destroy = ops_destroy,
     .info = ops_info,
+    .allocations = ops_allocations,
     .create = ops_create,
     .clone = ops_clone,
     .clear = ops_clear,

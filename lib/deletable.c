@@ -532,6 +532,18 @@ static int ops_restore(const bk__image *img, void **out)
     return BK_OK;
 }
 
+
+/* The handle and, unless borrowed from a loaded block, the bits and
+ * region flags (one block). */
+static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
+{
+    const bk_deletable *f = vf;
+    visit(ctx, f, sizeof(*f));
+    if (f->owns_mem)
+        visit(ctx, bk__aligned_raw(f->words),
+              bk__aligned_asked((size_t)(f->nwords + f->nflag_words) * sizeof(uint64_t)));
+}
+
 static const bk__family_ops deletable_ops = {
     .family = BK_FAMILY_DELETABLE,
     .name = "deletable",
@@ -545,6 +557,7 @@ static const bk__family_ops deletable_ops = {
     .seed = ops_seed,
     .destroy = ops_destroy,
     .info = ops_info,
+    .allocations = ops_allocations,
     .create = ops_create,
     .clone = ops_clone,
     .clear = ops_clear,

@@ -510,6 +510,18 @@ static int ops_restore(const bk__image *img, void **out)
     return BK_OK;
 }
 
+
+/* The handle and, unless borrowed from a loaded block, the cells. */
+static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
+{
+    const bk_dleft *f = vf;
+    visit(ctx, f, sizeof(*f));
+    if (f->owns_mem)
+        visit(ctx, bk__aligned_raw(f->cells),
+              bk__aligned_asked((size_t)payload_bytes(f->buckets,
+                                                      f->remainder_bits + f->counter_bits)));
+}
+
 static const bk__family_ops dleft_ops = {
     .family = BK_FAMILY_DLEFT,
     .name = "dleft",
@@ -523,6 +535,7 @@ static const bk__family_ops dleft_ops = {
     .seed = ops_seed,
     .destroy = ops_destroy,
     .info = ops_info,
+    .allocations = ops_allocations,
     .create = ops_create,
     .clone = ops_clone,
     .clear = ops_clear,

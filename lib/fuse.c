@@ -390,6 +390,17 @@ static int ops_restore(const bk__image *img, void **out)
     return BK_OK;
 }
 
+
+/* The handle and, unless borrowed from a loaded block or a mapping, the
+ * cells. */
+static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
+{
+    const bk_static *f = vf;
+    visit(ctx, f, sizeof(*f));
+    if (f->owns_cells)
+        visit(ctx, bk__aligned_raw(f->cells), bk__aligned_asked(cells_bytes(&f->shape, f->width)));
+}
+
 static const bk__family_ops static_ops = {
     .family = BK_FAMILY_STATIC,
     .name = "static",
@@ -403,6 +414,7 @@ static const bk__family_ops static_ops = {
     .seed = ops_seed,
     .destroy = ops_destroy,
     .info = ops_info,
+    .allocations = ops_allocations,
     .create = ops_create,
     .clone = NULL, /* through the file format */
     .clear = NULL,

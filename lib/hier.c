@@ -419,6 +419,18 @@ static int ops_restore(const bk__image *img, void **out)
     return BK_OK;
 }
 
+
+/* The handle, the bit layer (a blocked filter) and, unless borrowed from
+ * a loaded block, the counters. */
+static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
+{
+    const bk_hier *f = vf;
+    visit(ctx, f, sizeof(*f));
+    bk__blocked_allocations(f->layer, visit, ctx);
+    if (f->owns_mem)
+        visit(ctx, bk__aligned_raw(f->counters), bk__aligned_asked((size_t)f->blocks * 256));
+}
+
 static const bk__family_ops hier_ops = {
     .family = BK_FAMILY_HIER,
     .name = "hier",
@@ -432,6 +444,7 @@ static const bk__family_ops hier_ops = {
     .seed = ops_seed,
     .destroy = ops_destroy,
     .info = ops_info,
+    .allocations = ops_allocations,
     .create = ops_create,
     .clone = ops_clone,
     .clear = ops_clear,

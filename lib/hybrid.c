@@ -527,6 +527,18 @@ static int ops_restore(const bk__image *img, void **out)
     return BK_OK;
 }
 
+
+/* The handle and, unless borrowed from a loaded block, the bit and
+ * counter lines (one block). */
+static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
+{
+    const bk_hybrid *f = vf;
+    visit(ctx, f, sizeof(*f));
+    if (f->owns_mem)
+        visit(ctx, bk__aligned_raw(f->words),
+              bk__aligned_asked((size_t)f->blocks * (1u + f->lines) * 64u));
+}
+
 static const bk__family_ops hybrid_ops = {
     .family = BK_FAMILY_HYBRID,
     .name = "hybrid",
@@ -540,6 +552,7 @@ static const bk__family_ops hybrid_ops = {
     .seed = ops_seed,
     .destroy = ops_destroy,
     .info = ops_info,
+    .allocations = ops_allocations,
     .create = ops_create,
     .clone = ops_clone,
     .clear = ops_clear,

@@ -411,6 +411,16 @@ static int ops_restore(const bk__image *img, void **out)
     return BK_OK;
 }
 
+
+/* The handle and, unless borrowed from a loaded block, the counters. */
+static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
+{
+    const bk_morris *f = vf;
+    visit(ctx, f, sizeof(*f));
+    if (f->owns_mem)
+        visit(ctx, bk__aligned_raw(f->counters), bk__aligned_asked((size_t)f->blocks * COUNTERS));
+}
+
 static const bk__family_ops morris_ops = {
     .family = BK_FAMILY_MORRIS,
     .name = "morris",
@@ -424,6 +434,7 @@ static const bk__family_ops morris_ops = {
     .seed = ops_seed,
     .destroy = ops_destroy,
     .info = ops_info,
+    .allocations = ops_allocations,
     .create = ops_create,
     .clone = ops_clone,
     .clear = ops_clear,

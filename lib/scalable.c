@@ -1294,6 +1294,27 @@ static int ops_merge(void *vd, const void *vs, int op)
     return BK_OK;
 }
 
+
+/* The handle (with stage 0's bits, or a pointer to them in a loaded
+ * block), each later stage's allocation, and every directory (the retired
+ * ones too: they are kept until free). */
+static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
+{
+    const bk_scalable *f = vf;
+    int loaded = (f->first.shape & SH_POINTER) != 0;
+    visit(ctx, f, sizeof(*f) + (loaded ? sizeof(void *) : (size_t)shape_bytes(f->first.shape)));
+    uint32_t n = load_nstages(f);
+    for (uint32_t i = 1; i < n; i++) {
+        const stage *s = load_stage(f, i);
+        void *raw;
+        memcpy(&raw, (const char *)s - sizeof(void *), sizeof(raw));
+        size_t room = (s->shape & SH_POINTER) ? sizeof(void *) : (size_t)shape_bytes(s->shape);
+        visit(ctx, raw, room + STAGE_SLACK);
+    }
+    for (const stage_dir *d = load_dir(f); d != NULL; d = d->retired)
+        visit(ctx, d, (size_t)dir_bytes(d->cap));
+}
+
 static const bk__family_ops scalable_ops = {
     .family = BK_FAMILY_SCALABLE,
     .name = "scalable",
@@ -1307,6 +1328,7 @@ static const bk__family_ops scalable_ops = {
     .seed = ops_seed,
     .destroy = ops_destroy,
     .info = ops_info,
+    .allocations = ops_allocations,
     .create = ops_create,
     .clone = NULL, /* through the format: filter.c */
     .clear = ops_clear,

@@ -602,6 +602,16 @@ static int ops_restore(const bk__image *img, void **out)
     return BK_OK;
 }
 
+
+/* The handle and, unless borrowed from a loaded block, the blocks. */
+static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
+{
+    const bk_varcount *f = vf;
+    visit(ctx, f, sizeof(*f));
+    if (f->owns_mem)
+        visit(ctx, bk__aligned_raw(f->words), bk__aligned_asked((size_t)f->blocks * 64));
+}
+
 static const bk__family_ops varcount_ops = {
     .family = BK_FAMILY_VARCOUNT,
     .name = "varcount",
@@ -615,6 +625,7 @@ static const bk__family_ops varcount_ops = {
     .seed = ops_seed,
     .destroy = ops_destroy,
     .info = ops_info,
+    .allocations = ops_allocations,
     .create = ops_create,
     .clone = ops_clone,
     .clear = ops_clear,

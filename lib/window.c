@@ -621,6 +621,18 @@ fail:
     return rc;
 }
 
+
+/* The handle, the ring and the slice starts, and each generation (a
+ * blocked filter). */
+static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
+{
+    const bk_window *f = vf;
+    visit(ctx, f, sizeof(*f));
+    visit(ctx, f->gens, f->g * sizeof(*f->gens));
+    visit(ctx, f->gen_start, f->g * sizeof(*f->gen_start));
+    for (uint32_t i = 0; i < f->g; i++) bk__blocked_allocations(f->gens[i], visit, ctx);
+}
+
 static const bk__family_ops window_ops = {
     .family = BK_FAMILY_WINDOW,
     .name = "window",
@@ -634,6 +646,7 @@ static const bk__family_ops window_ops = {
     .seed = ops_seed,
     .destroy = ops_destroy,
     .info = ops_info,
+    .allocations = ops_allocations,
     .create = ops_create,
     .clone = NULL, /* through the format: filter.c */
     .clear = ops_clear,

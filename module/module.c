@@ -38,9 +38,14 @@
  * a damaged payload is refused (rdb_load returns NULL; Redis reports the
  * load error) and never reaches a filter.
  *
- * Memory: the library's allocations (the filters, which are nearly all of
- * it) go through RedisModule_TryAlloc/Alloc by bk_set_allocator, so Redis
- * counts them in used_memory and maxmemory applies.
+ * Memory: the library's allocations (the filters) and the command layer's
+ * (the values around them, and commands' buffers) go through
+ * RedisModule_TryAlloc/Alloc, by bk_set_allocator and bkc_set_allocator,
+ * so Redis counts them in used_memory and maxmemory applies. mem_usage
+ * (MEMORY USAGE, --memkeys) is what those blocks take by
+ * RedisModule_MallocSize, plus what Redis itself spends on a module key
+ * and MEMORY USAGE does not count (BKM_REDIS_KEY_OVERHEAD): so a key's
+ * MEMORY USAGE is what creating it added to used_memory.
  */
 #include <errno.h>  /* strtod/strtoll range errors */
 #include <stddef.h> /* offsetof */
@@ -110,6 +115,42 @@ static void bkm_free(void *opaque, void *ptr)
 }
 
 static const bk_allocator bkm_allocator = {bkm_malloc, bkm_calloc, bkm_free, NULL};
+
+/* The command layer's: the same functions, and realloc without stopping
+ * Redis when memory is short (RedisModule_Realloc would). */
+static void *bkm_realloc(void *opaque, void *ptr, size_t size)
+{
+    if (ptr == NULL) return bkm_malloc(opaque, size);
+    if (RedisModule_TryAlloc == NULL || RedisModule_MallocSize == NULL)
+        return RedisModule_Realloc(ptr, size);
+    size_t have = RedisModule_MallocSize(ptr);
+    if (size <= have) return ptr;
+    void *p = RedisModule_TryAlloc(size);
+    if (p == NULL) return NULL;
+    memcpy(p, ptr, have);
+    RedisModule_Free(ptr);
+    return p;
+}
+
+/* What a block costs: Redis's allocator's size of it (what used_memory
+ * counts). A Redis without RedisModule_MallocSize (before 6.0) gets no
+ * size_fn (OnLoad): the bytes asked are counted instead. */
+static size_t bkm_block_size(void *opaque, const void *ptr)
+{
+    (void)opaque;
+    return RedisModule_MallocSize((void *)(uintptr_t)ptr);
+}
+
+static bkc_allocator bkm_command_allocator = {bkm_malloc, bkm_calloc, bkm_realloc, bkm_free,
+                                              bkm_block_size, NULL};
+
+/* What Redis itself spends on every key of a module type beyond what
+ * MEMORY USAGE counts (mem_usage, the name's sds and sizeof(dictEntry),
+ * 24): the robj holding the value and the moduleValue (type, value)
+ * behind it, 16 bytes each; the dict entry's jemalloc block, 32 bytes and
+ * not 24; the key's pointer in the keyspace's bucket array, 8 bytes (one
+ * to two per key, by the table's load). */
+#define BKM_REDIS_KEY_OVERHEAD (16 + 16 + (32 - 24) + 8)
 
 /*==========================================================================
  * Replies
@@ -535,7 +576,7 @@ static void aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *value)
 
 static size_t mem_usage(const void *value)
 {
-    return bkc_value_bytes(value);
+    return bkc_value_bytes(value) + BKM_REDIS_KEY_OVERHEAD;
 }
 
 static void digest(RedisModuleDigest *md, void *value)
@@ -727,6 +768,8 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (create_types(ctx) != REDISMODULE_OK) return REDISMODULE_ERR;
     RedisModule_SetModuleOptions(ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS);
     bk_set_allocator(&bkm_allocator);
+    if (RedisModule_MallocSize == NULL) bkm_command_allocator.size_fn = NULL;
+    bkc_set_allocator(&bkm_command_allocator);
     RedisModule_Log(ctx, "notice", "bloomkit %s: %s", bk_version_string(),
                     "BF.* CF.* CBF.* WF.* RS.* ready");
     return REDISMODULE_OK;

@@ -83,6 +83,7 @@ typedef int (*RedisModuleCmdFunc)(RedisModuleCtx *ctx, RedisModuleString **argv,
 #define BKM_API_FUNCS(X)                                                               \
     X(void *, Alloc, (size_t bytes))                                                   \
     X(void *, Calloc, (size_t nmemb, size_t size))                                     \
+    X(void *, Realloc, (void *ptr, size_t bytes))                                      \
     X(void, Free, (void *ptr))                                                         \
     X(int, CreateCommand, (RedisModuleCtx *ctx, const char *name,                      \
                            RedisModuleCmdFunc cmdfunc, const char *strflags,           \
@@ -138,6 +139,7 @@ typedef int (*RedisModuleCmdFunc)(RedisModuleCtx *ctx, RedisModuleString **argv,
 /* APIs that may be missing from an older Redis: looked up, never required. */
 #define BKM_API_OPTIONAL(X)                                                            \
     X(void *, TryAlloc, (size_t bytes))                                                \
+    X(size_t, MallocSize, (void *ptr))                                                 \
     X(int, IsModuleNameBusy, (const char *name))
 
 #define BKM_DECLARE(ret, name, params) \

@@ -66,7 +66,7 @@ static const opt options[] = {
     {"threads", "io-threads", OPT_INT, F(threads), 0, 1024,
      "worker threads, 0: one per core (0)"},
     {"maxmemory", NULL, OPT_SIZE, F(maxmemory), 0, 0,
-     "bytes of filters, 0: no limit (half of physical memory)"},
+     "bytes the keys may take, 0: no limit (half of physical memory)"},
     {"proto-max-bulk-len", "max-bulk-len", OPT_SIZE, F(max_bulk_len), 1, 0,
      "largest bulk string in a request (512mb)"},
     {"max-args", NULL, OPT_U32, F(max_args), 1, 0x7fffffff,

@@ -123,9 +123,14 @@ void bks_cmd_restore(bks_client *c, bks_session *s, bkc_reply *r, int argc,
     bkc_str logged[5] = {{"RESTORE", 7}, argv[1], {"0", 1}, argv[3], {"REPLACE", 7}};
     bks_host_vt.wrote(s, 5, logged);
     bks_host_vt.close(k);
-    if (at)
-        bks_ks_set_expire(s->ks, s, argv[1], at, 0);
-    else if (existed)
+    if (at && bks_ks_set_expire(s->ks, s, argv[1], at, 0) < 0) {
+        /* no memory for the expiry: a key that outlives its TTL would be
+         * wrong, so the restore is undone (logged as DEL) */
+        bks_ks_delete(s->ks, s, argv[1]);
+        r->vt->error(r, "ERR out of memory");
+        return;
+    }
+    if (!at && existed)
         bks_ks_set_expire(s->ks, s, argv[1], 0, 0);   /* the old value's expiry goes */
     r->vt->simple(r, "OK");
 }

@@ -593,7 +593,11 @@ static void cmd_expire(hctx *x, int argc, const bkc_str *argv)
     abs_ms = base + t;
     if (abs_ms <= 0)
         abs_ms = 1;               /* in the past: deletes the key */
-    R_INT(x, bks_ks_set_expire(x->s->ks, x->s, argv[1], (uint64_t)abs_ms, flags));
+    int done = bks_ks_set_expire(x->s->ks, x->s, argv[1], (uint64_t)abs_ms, flags);
+    if (done < 0)
+        R_ERR(x, "ERR out of memory");
+    else
+        R_INT(x, done);
     return;
 invalid: {
         char buf[96];

@@ -9,8 +9,8 @@
  * and the bucket (the bits above). A stripe mutex is held only to find,
  * insert or unlink an entry: never while a command works on a value.
  *
- * Each entry carries a reader-writer lock, a reference count and a "dead"
- * flag. Opening a key (bkc_host_vt.open):
+ * Each entry carries a reader-writer lock (rwlock.c: 4 bytes, phase-fair),
+ * a reference count and a "dead" flag. Opening a key (bkc_host_vt.open):
  *   1. stripe locked: find the entry, take a reference; stripe unlocked;
  *   2. READ and ADD take the entry's read lock (lookups and the library's
  *      lock-free adds run side by side); WRITE takes the write lock;
@@ -26,11 +26,24 @@
  * (or with the whole server paused); the value is freed at once, the entry
  * itself when the last reference goes.
  *
- * Memory: `used` sums bkc_value_bytes of every value; set() refuses a
- * value that would take it past maxmemory (BK_ELIMIT), and memory_left()
- * tells creation commands what still fits.
+ * Memory: `used` is what the keys cost the allocator: for each key, its
+ * entry (name included), its expiry block if any, and its value with
+ * everything in it (bkc_value_bytes: the value, its side blocks, the
+ * filter's blocks), each block counted as glibc's usable size plus its
+ * chunk header (bks_block_bytes), which is what RSS grows by; plus the
+ * stripes' bucket arrays. MEMORY USAGE answers a key's share (e->bytes),
+ * used_memory the sum. set() refuses a value that would take it past
+ * maxmemory (BK_ELIMIT), and memory_left() tells creation commands what
+ * still fits.
  *
- * Expiry: expire_at (absolute ms, 0 = none). Lazily on open, and actively:
+ * Small keys are most keys (one Bloom filter per user or tenant), so the
+ * entry is kept small: 54 bytes and the name. What only some keys need
+ * (an expiry, a mapped snapshot's guard) is a block of its own, made the
+ * first time a key needs it and kept until the entry is freed, so that
+ * lock-free readers of the expiry never see it freed.
+ *
+ * Expiry: extra->expire_at (absolute ms, 0 or no extra = none). Lazily on
+ * open, and actively:
  * worker 0's timer samples stripes with keys that have an expiry (Redis's
  * approach). An expired key is deleted under its write lock and the
  * deletion logged as "DEL name", as Redis propagates expiry, so replaying
@@ -40,14 +53,17 @@
  * Writes are logged (wrote() -> bks_persist_log) while the key's lock is
  * held, so the log orders the writes of one key as they happened.
  */
+#include <malloc.h> /* malloc_usable_size */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h> /* offsetof */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h> /* getrandom: the hash seed */
 
 #include "ops.h"
+#include "rwlock.h"
 #include "server_int.h"
 
 /*==========================================================================
@@ -57,19 +73,24 @@
 #define NSTRIPES_LOG2 10
 #define NSTRIPES (1u << NSTRIPES_LOG2)
 
+/* What few keys need: made on first need, freed with the entry. */
+typedef struct ks_extra {
+    _Atomic uint64_t expire_at;     /* ms since the epoch, 0 = none */
+    _Atomic(bks_guard *) guard;     /* mapped data not yet verified, or corrupt */
+} ks_extra;
+
 typedef struct ks_entry {
     struct ks_entry *next;
     uint64_t hash;
-    pthread_rwlock_t lock;
-    _Atomic uint32_t refs;
-    _Atomic int dead;
-    _Atomic int kind;               /* BKC_KIND_NONE while a placeholder */
     bkc_value *value;               /* under lock */
-    _Atomic uint64_t expire_at;     /* ms since the epoch, 0 = none */
-    _Atomic size_t bytes;           /* counted in ks->used */
-    _Atomic(bks_guard *) guard;     /* mapped data not yet verified, or corrupt */
-    size_t nlen;
-    char name[];
+    _Atomic(ks_extra *) extra;      /* NULL: no expiry, no guard */
+    _Atomic size_t bytes;           /* counted in ks->used; 0 without a value */
+    bks_rwlock lock;
+    _Atomic uint32_t refs;
+    uint32_t nlen;                  /* names are at most proto-max-bulk-len */
+    _Atomic uint8_t kind;           /* BKC_KIND_NONE while a placeholder */
+    _Atomic uint8_t dead;
+    char name[];                    /* nlen bytes, not NUL-terminated */
 } ks_entry;
 
 typedef struct ks_stripe {
@@ -84,7 +105,7 @@ struct bks_keyspace {
     ks_stripe stripes[NSTRIPES];
     uint64_t seed;
     uint64_t maxmemory;
-    _Atomic uint64_t used;
+    _Atomic uint64_t used;       /* keys and bucket arrays (see Memory above) */
     _Atomic uint64_t nkeys;      /* entries holding a value */
     _Atomic uint64_t nexpires;
     _Atomic int loading;
@@ -97,6 +118,108 @@ struct bkc_key {
     ks_entry *e;                 /* NULL: missing (READ / ADD) */
     bkc_open_mode mode;
 };
+
+/*==========================================================================
+ * Memory
+ *==========================================================================*/
+
+size_t bks_block_bytes(const void *p)
+{
+    /* glibc: a chunk is its usable bytes and one size_t of header (the
+     * next chunk's prev_size field is part of the usable bytes) */
+    return p ? malloc_usable_size((void *)(uintptr_t)p) + sizeof(size_t) : 0;
+}
+
+static size_t server_block_bytes(void *opaque, const void *p)
+{
+    (void)opaque;
+    return bks_block_bytes(p);
+}
+
+static void *server_malloc(void *opaque, size_t size)
+{
+    (void)opaque;
+    return malloc(size);
+}
+
+static void *server_calloc(void *opaque, size_t count, size_t size)
+{
+    (void)opaque;
+    return calloc(count, size);
+}
+
+static void *server_realloc(void *opaque, void *ptr, size_t size)
+{
+    (void)opaque;
+    return realloc(ptr, size);
+}
+
+static void server_free(void *opaque, void *ptr)
+{
+    (void)opaque;
+    free(ptr);
+}
+
+/* The command layer allocates with malloc as the library does; what its
+ * blocks cost is what bks_block_bytes says. */
+static const bkc_allocator server_allocator = {server_malloc, server_calloc, server_realloc,
+                                               server_free, server_block_bytes, NULL};
+
+/* The entry's own blocks: itself (name included) and its extra. */
+static size_t entry_cost(const ks_entry *e)
+{
+    return bks_block_bytes(e) + bks_block_bytes(atomic_load(&e->extra));
+}
+
+/* Count e's value (and e) in ks->used again: what they cost now, less what
+ * was counted. Caller holds e's lock (write, or read for a value growing
+ * by lock-free adds: bytes is exchanged atomically). */
+static void entry_recount(bks_keyspace *ks, ks_entry *e)
+{
+    size_t nb = e->value ? entry_cost(e) + bkc_value_bytes(e->value) : 0;
+    size_t ob = atomic_exchange(&e->bytes, nb);
+    atomic_fetch_add(&ks->used, nb - ob);
+}
+
+static uint64_t entry_expire_at(const ks_entry *e)
+{
+    ks_extra *x = atomic_load_explicit(&e->extra, memory_order_acquire);
+    return x ? atomic_load_explicit(&x->expire_at, memory_order_relaxed) : 0;
+}
+
+static bks_guard *entry_guard(const ks_entry *e)
+{
+    ks_extra *x = atomic_load_explicit(&e->extra, memory_order_acquire);
+    return x ? atomic_load(&x->guard) : NULL;
+}
+
+/* e's extra, made if needed (NULL when out of memory). Caller holds e's
+ * write lock, or e is not yet published. A new extra is counted in the
+ * key's bytes when the key holds a value. */
+static ks_extra *entry_extra(bks_keyspace *ks, ks_entry *e)
+{
+    ks_extra *x = atomic_load(&e->extra);
+    if (x != NULL)
+        return x;
+    x = calloc(1, sizeof *x);
+    if (!x)
+        return NULL;
+    atomic_store_explicit(&e->extra, x, memory_order_release);
+    if (e->value) {
+        size_t add = bks_block_bytes(x);
+        atomic_fetch_add(&e->bytes, add);
+        atomic_fetch_add(&ks->used, add);
+    }
+    return x;
+}
+
+/* Clear e's guard (it has none without an extra). */
+static void entry_clear_guard(ks_entry *e)
+{
+    ks_extra *x = atomic_load(&e->extra);
+    if (x)
+        atomic_store(&x->guard, NULL);
+}
 
 /*==========================================================================
  * Hashing and the tables
@@ -143,12 +266,14 @@ static ks_entry *stripe_find(ks_stripe *st, uint64_t h, bkc_str name)
     return NULL;
 }
 
-static int stripe_grow(ks_stripe *st)
+/* Double st's buckets (counted in ks->used). Stripe locked. */
+static int stripe_grow(bks_keyspace *ks, ks_stripe *st)
 {
     size_t n = st->buckets ? (st->mask + 1) * 2 : 4;
     ks_entry **b = calloc(n, sizeof *b);
     if (!b)
         return -1;
+    atomic_fetch_add(&ks->used, bks_block_bytes(b) - bks_block_bytes(st->buckets));
     if (st->buckets) {
         for (size_t i = 0; i <= st->mask; i++) {
             ks_entry *e = st->buckets[i];
@@ -168,9 +293,9 @@ static int stripe_grow(ks_stripe *st)
 }
 
 /* Insert e (not present). Stripe locked. */
-static int stripe_insert(ks_stripe *st, ks_entry *e)
+static int stripe_insert(bks_keyspace *ks, ks_stripe *st, ks_entry *e)
 {
-    if ((!st->buckets || st->count > st->mask) && stripe_grow(st) < 0 && !st->buckets)
+    if ((!st->buckets || st->count > st->mask) && stripe_grow(ks, st) < 0 && !st->buckets)
         return -1;
     size_t i = bucket_of(st, e->hash);
     e->next = st->buckets[i];
@@ -192,16 +317,15 @@ static void stripe_remove(ks_stripe *st, ks_entry *e)
 
 static ks_entry *entry_new(uint64_t h, bkc_str name)
 {
-    ks_entry *e = calloc(1, sizeof *e + name.len + 1);
+    if (name.len > UINT32_MAX)
+        return NULL;
+    ks_entry *e = calloc(1, offsetof(ks_entry, name) + name.len);
     if (!e)
         return NULL;
-    if (pthread_rwlock_init(&e->lock, NULL)) {
-        free(e);
-        return NULL;
-    }
+    bks_rwlock_init(&e->lock);
     atomic_store(&e->refs, 1);   /* the table's, once linked */
     e->hash = h;
-    e->nlen = name.len;
+    e->nlen = (uint32_t)name.len;
     memcpy(e->name, name.ptr, name.len);
     return e;
 }
@@ -215,7 +339,7 @@ static inline int kind_visible(int kind)
 
 static void entry_destroy(ks_entry *e)
 {
-    pthread_rwlock_destroy(&e->lock);
+    free(atomic_load(&e->extra));
     free(e);
 }
 
@@ -253,7 +377,7 @@ static void entry_unlink(bks_keyspace *ks, ks_entry *e)
     pthread_mutex_lock(&st->mu);
     if (!atomic_load(&e->dead)) {
         stripe_remove(st, e);
-        if (atomic_load(&e->expire_at)) {
+        if (entry_expire_at(e)) {
             st->expires--;
             atomic_fetch_sub(&ks->nexpires, 1);
         }
@@ -266,11 +390,16 @@ static void entry_unlink(bks_keyspace *ks, ks_entry *e)
         entry_unref(e);      /* the table's reference; the caller still has one */
 }
 
-static void set_expire_locked(bks_keyspace *ks, ks_entry *e, uint64_t at)
+/* Set e's expiry (0: none). Caller holds e's write lock. -1 when out of
+ * memory (nothing changed). */
+static int set_expire_locked(bks_keyspace *ks, ks_entry *e, uint64_t at)
 {
+    ks_extra *x = at ? entry_extra(ks, e) : atomic_load(&e->extra);
+    if (!x)
+        return at ? -1 : 0;
     ks_stripe *st = stripe_of(ks, e->hash);
     pthread_mutex_lock(&st->mu);
-    uint64_t old = atomic_load(&e->expire_at);
+    uint64_t old = atomic_load(&x->expire_at);
     if (!old && at) {
         st->expires++;
         atomic_fetch_add(&ks->nexpires, 1);
@@ -278,8 +407,9 @@ static void set_expire_locked(bks_keyspace *ks, ks_entry *e, uint64_t at)
         st->expires--;
         atomic_fetch_sub(&ks->nexpires, 1);
     }
-    atomic_store(&e->expire_at, at);
+    atomic_store(&x->expire_at, at);
     pthread_mutex_unlock(&st->mu);
+    return 0;
 }
 
 /*==========================================================================
@@ -319,6 +449,9 @@ int bks_keyspace_create(bks_keyspace **out, uint64_t maxmemory)
     bks_keyspace *ks = calloc(1, sizeof *ks);
     if (!ks)
         return BK_ENOMEM;
+    /* values are counted as the blocks they are (process-wide: there is
+     * one keyspace) */
+    bkc_set_allocator(&server_allocator);
     for (unsigned i = 0; i < NSTRIPES; i++)
         pthread_mutex_init(&ks->stripes[i].mu, NULL);
     if (getrandom(&ks->seed, sizeof ks->seed, 0) != sizeof ks->seed)
@@ -349,6 +482,7 @@ void bks_ks_flush(bks_keyspace *ks)
                     e = next;
                 }
             }
+            atomic_fetch_sub(&ks->used, bks_block_bytes(st->buckets));
             free(st->buckets);
         }
         st->buckets = NULL;
@@ -383,22 +517,26 @@ int bks_keyspace_load(bks_keyspace *ks, bkc_str name, bkc_value *v, uint64_t exp
         return BK_EINVAL;
     }
     ks_entry *e = entry_new(h, name);
-    if (!e || stripe_insert(st, e) < 0) {
+    ks_extra *x = NULL;
+    if (e && (expire_at_ms || guard) && !(x = entry_extra(ks, e))) {
+        entry_destroy(e);
+        e = NULL;
+    }
+    if (!e || stripe_insert(ks, st, e) < 0) {
         pthread_mutex_unlock(&st->mu);
         if (e)
             entry_destroy(e);
         return BK_ENOMEM;
     }
     e->value = v;
-    atomic_store(&e->guard, guard);
-    atomic_store(&e->kind, (int)v->kind);
-    size_t bytes = bkc_value_bytes(v);
-    atomic_store(&e->bytes, bytes);
-    atomic_fetch_add(&ks->used, bytes);
+    if (x)
+        atomic_store(&x->guard, guard);
+    atomic_store(&e->kind, (uint8_t)v->kind);
+    entry_recount(ks, e);
     if (kind_visible((int)v->kind))
         atomic_fetch_add(&ks->nkeys, 1);
     if (expire_at_ms) {
-        atomic_store(&e->expire_at, expire_at_ms);
+        atomic_store(&x->expire_at, expire_at_ms);
         st->expires++;
         atomic_fetch_add(&ks->nexpires, 1);
     }
@@ -417,8 +555,7 @@ int bks_keyspace_foreach(bks_keyspace *ks, bks_key_fn fn, void *arg)
                 if (!e->value || atomic_load(&e->dead))
                     continue;
                 bkc_str name = {e->name, e->nlen};
-                int rc = fn(arg, name, e->value, atomic_load(&e->expire_at),
-                            atomic_load(&e->guard));
+                int rc = fn(arg, name, e->value, entry_expire_at(e), entry_guard(e));
                 if (rc)
                     return rc;
             }
@@ -429,7 +566,6 @@ int bks_keyspace_foreach(bks_keyspace *ks, bks_key_fn fn, void *arg)
 
 uint64_t bks_keyspace_size(bks_keyspace *ks) { return atomic_load(&ks->nkeys); }
 void bks_keyspace_set_maxmemory(bks_keyspace *ks, uint64_t maxmemory) { ks->maxmemory = maxmemory; }
-size_t bks_ks_entry_bytes(size_t name_len) { return sizeof(ks_entry) + name_len; }
 uint64_t bks_keyspace_memory(bks_keyspace *ks) { return atomic_load(&ks->used); }
 uint64_t bks_ks_expires(bks_keyspace *ks) { return atomic_load(&ks->nexpires); }
 
@@ -439,7 +575,7 @@ uint64_t bks_ks_expires(bks_keyspace *ks) { return atomic_load(&ks->nexpires); }
 
 static int is_expired(bks_keyspace *ks, ks_entry *e, uint64_t now)
 {
-    uint64_t at = atomic_load_explicit(&e->expire_at, memory_order_relaxed);
+    uint64_t at = entry_expire_at(e);
     return at && at <= now && !atomic_load_explicit(&ks->loading, memory_order_relaxed);
 }
 
@@ -482,17 +618,17 @@ static ks_entry *ks_acquire(bks_keyspace *ks, bks_session *s, bkc_str name,
                 return NULL;
             }
             atomic_store(&n->refs, 2);   /* the table's and the creator's */
-            pthread_rwlock_wrlock(&n->lock);
+            bks_rwlock_wrlock(&n->lock);
             pthread_mutex_lock(&st->mu);
             if (stripe_find(st, h, name)) {          /* another creator won */
                 pthread_mutex_unlock(&st->mu);
-                pthread_rwlock_unlock(&n->lock);
+                bks_rwlock_unlock(&n->lock);
                 entry_destroy(n);
                 continue;
             }
-            if (stripe_insert(st, n) < 0) {
+            if (stripe_insert(ks, st, n) < 0) {
                 pthread_mutex_unlock(&st->mu);
-                pthread_rwlock_unlock(&n->lock);
+                bks_rwlock_unlock(&n->lock);
                 entry_destroy(n);
                 *oom = 1;
                 return NULL;
@@ -504,28 +640,28 @@ static ks_entry *ks_acquire(bks_keyspace *ks, bks_session *s, bkc_str name,
         pthread_mutex_unlock(&st->mu);
 
         if (mode == BKC_OPEN_WRITE || mode == BKC_OPEN_WHOLE)   /* WHOLE: no ADD at once */
-            pthread_rwlock_wrlock(&e->lock);
+            bks_rwlock_wrlock(&e->lock);
         else
-            pthread_rwlock_rdlock(&e->lock);
+            bks_rwlock_rdlock(&e->lock);
         if (atomic_load(&e->dead)) {
-            pthread_rwlock_unlock(&e->lock);
+            bks_rwlock_unlock(&e->lock);
             entry_unref(e);
             continue;
         }
         uint64_t now = bks_now_ms();
         if (is_expired(ks, e, now)) {
             if (mode == BKC_OPEN_READ || mode == BKC_OPEN_ADD) {
-                pthread_rwlock_unlock(&e->lock);
-                pthread_rwlock_wrlock(&e->lock);
+                bks_rwlock_unlock(&e->lock);
+                bks_rwlock_wrlock(&e->lock);
             }
             expire_if_due(ks, s, e, now);
-            pthread_rwlock_unlock(&e->lock);
+            bks_rwlock_unlock(&e->lock);
             entry_unref(e);
             continue;
         }
         if (mode != BKC_OPEN_WRITE && atomic_load(&e->kind) == BKC_KIND_NONE) {
             /* a placeholder whose creator stored nothing: missing */
-            pthread_rwlock_unlock(&e->lock);
+            bks_rwlock_unlock(&e->lock);
             entry_unref(e);
             return NULL;
         }
@@ -538,7 +674,7 @@ static void ks_release(bks_keyspace *ks, ks_entry *e, bkc_open_mode mode)
     if (mode == BKC_OPEN_WRITE && !atomic_load(&e->dead) &&
         atomic_load(&e->kind) == BKC_KIND_NONE)
         entry_unlink(ks, e);          /* an unused placeholder */
-    pthread_rwlock_unlock(&e->lock);
+    bks_rwlock_unlock(&e->lock);
     entry_unref(e);
 }
 
@@ -568,14 +704,14 @@ static bkc_key *host_open(void *host, bkc_str name, bkc_open_mode mode)
     /* A value mapped from the snapshot is used only once its payload has
      * been verified (synchronously here if the verifier has not reached
      * it); a corrupt one is refused, naming its file. */
-    bks_guard *g = k->e ? atomic_load(&k->e->guard) : NULL;
+    bks_guard *g = k->e ? entry_guard(k->e) : NULL;
     if (g) {
         if (bks_guard_check(g, name, open_error, sizeof open_error) != 0) {
             ks_release(k->ks, k->e, mode);
             free(k);
             return NULL;
         }
-        atomic_store(&k->e->guard, NULL);   /* verified: never asked again */
+        entry_clear_guard(k->e);   /* verified: never asked again */
     }
     if ((mode == BKC_OPEN_READ || mode == BKC_OPEN_WHOLE) && s->client)
         bks_ops_lookup(k->e != NULL);    /* INFO keyspace_hits / keyspace_misses */
@@ -617,13 +753,11 @@ static int host_set(bkc_key *k, bkc_value *v)
             atomic_fetch_add(&ks->nkeys, 1);
         else if (was && !now)
             atomic_fetch_sub(&ks->nkeys, 1);
-        atomic_store(&e->kind, (int)v->kind);
-        size_t nb = bkc_value_bytes(v);
-        size_t ob = atomic_exchange(&e->bytes, nb);
-        atomic_fetch_add(&ks->used, nb - ob);
+        atomic_store(&e->kind, (uint8_t)v->kind);
+        entry_recount(ks, e);
         return BK_OK;
     }
-    size_t nb = bkc_value_bytes(v);
+    size_t nb = entry_cost(e) + bkc_value_bytes(v);
     size_t ob = atomic_load(&e->bytes);
     uint64_t cur = atomic_load(&ks->used);
     for (;;) {
@@ -643,8 +777,8 @@ static int host_set(bkc_key *k, bkc_value *v)
         atomic_fetch_sub(&ks->nkeys, 1);
     bkc_value *old = e->value;
     e->value = v;
-    atomic_store(&e->guard, NULL);   /* a new value: nothing of the snapshot's */
-    atomic_store(&e->kind, (int)v->kind);
+    entry_clear_guard(e);   /* a new value: nothing of the snapshot's */
+    atomic_store(&e->kind, (uint8_t)v->kind);
     bkc_value_free(old);
     return BK_OK;
 }
@@ -654,9 +788,12 @@ static void host_resized(bkc_key *k)
     ks_entry *e = k->e;
     if (!e || !e->value)
         return;
-    size_t nb = bkc_value_bytes(e->value);
-    size_t ob = atomic_exchange(&e->bytes, nb);
-    atomic_fetch_add(&k->ks->used, nb - ob);
+    entry_recount(k->ks, e);
+}
+
+size_t bks_ks_key_bytes(bkc_key *k)
+{
+    return k && k->e ? atomic_load(&k->e->bytes) : 0;
 }
 
 static void host_close(bkc_key *k)
@@ -733,7 +870,7 @@ int64_t bks_ks_get_expire(bks_keyspace *ks, bks_session *s, bkc_str name)
     ks_entry *e = ks_acquire(ks, s, name, BKC_OPEN_READ, 0, &oom);
     if (!e)
         return -2;
-    int64_t at = (int64_t)atomic_load(&e->expire_at);
+    int64_t at = (int64_t)entry_expire_at(e);
     ks_release(ks, e, BKC_OPEN_READ);
     return at;
 }
@@ -746,7 +883,7 @@ int bks_ks_set_expire(bks_keyspace *ks, bks_session *s, bkc_str name,
     if (!e)
         return 0;
     int done = 0;
-    uint64_t cur = atomic_load(&e->expire_at);
+    uint64_t cur = entry_expire_at(e);
     if (atomic_load(&e->kind) == BKC_KIND_NONE)
         goto out;
     if (at_ms == 0) {                       /* PERSIST */
@@ -772,7 +909,10 @@ int bks_ks_set_expire(bks_keyspace *ks, bks_session *s, bkc_str name,
         done = 1;
         goto out;
     }
-    set_expire_locked(ks, e, at_ms);
+    if (set_expire_locked(ks, e, at_ms) < 0) {
+        done = -1;                          /* out of memory: unchanged */
+        goto out;
+    }
     char num[32];
     int n = snprintf(num, sizeof num, "%llu", (unsigned long long)at_ms);
     bkc_str argv[3] = {{"PEXPIREAT", 9}, name, {num, (size_t)n}};
@@ -796,9 +936,9 @@ int bks_ks_rename(bks_keyspace *ks, bks_session *s, bkc_str src, bkc_str dst, in
         return -1;
     if (is_expired(ks, e, now)) {
         atomic_fetch_add(&e->refs, 1);
-        pthread_rwlock_wrlock(&e->lock);
+        bks_rwlock_wrlock(&e->lock);
         expire_if_due(ks, s, e, now);
-        pthread_rwlock_unlock(&e->lock);
+        bks_rwlock_unlock(&e->lock);
         entry_unref(e);
         return -1;
     }
@@ -812,9 +952,9 @@ int bks_ks_rename(bks_keyspace *ks, bks_session *s, bkc_str src, bkc_str dst, in
     pthread_mutex_unlock(&ds->mu);
     if (d && is_expired(ks, d, now)) {
         atomic_fetch_add(&d->refs, 1);
-        pthread_rwlock_wrlock(&d->lock);
+        bks_rwlock_wrlock(&d->lock);
         expire_if_due(ks, s, d, now);
-        pthread_rwlock_unlock(&d->lock);
+        bks_rwlock_unlock(&d->lock);
         entry_unref(d);
         d = NULL;
     }
@@ -822,32 +962,40 @@ int bks_ks_rename(bks_keyspace *ks, bks_session *s, bkc_str src, bkc_str dst, in
         return 0;
 
     ks_entry *n = entry_new(hd, dst);
+    uint64_t exp = entry_expire_at(e);
+    bks_guard *guard = entry_guard(e);
+    ks_extra *nx_extra = NULL;
+    if (n && (exp || guard) && !(nx_extra = entry_extra(ks, n))) {
+        entry_destroy(n);
+        n = NULL;
+    }
     if (!n)
         return -2;
     if (d) {                                   /* overwrite dst */
         atomic_fetch_add(&d->refs, 1);
-        pthread_rwlock_wrlock(&d->lock);
+        bks_rwlock_wrlock(&d->lock);
         entry_unlink(ks, d);
-        pthread_rwlock_unlock(&d->lock);
+        bks_rwlock_unlock(&d->lock);
         entry_unref(d);
     }
-    /* move the value from e to n */
-    uint64_t exp = atomic_load(&e->expire_at);
+    /* move the value from e to n (n's entry may cost other bytes) */
     n->value = e->value;
-    atomic_store(&n->guard, atomic_load(&e->guard));   /* the guard goes with the value */
-    atomic_store(&e->guard, NULL);
+    if (nx_extra)
+        atomic_store(&nx_extra->guard, guard);   /* the guard goes with the value */
+    entry_clear_guard(e);
     atomic_store(&n->kind, atomic_load(&e->kind));
     atomic_store(&n->bytes, atomic_load(&e->bytes));
+    entry_recount(ks, n);
     e->value = NULL;
     atomic_store(&e->kind, BKC_KIND_NONE);
     atomic_store(&e->bytes, 0);
     atomic_fetch_add(&e->refs, 1);
-    pthread_rwlock_wrlock(&e->lock);
+    bks_rwlock_wrlock(&e->lock);
     entry_unlink(ks, e);                        /* value already moved */
-    pthread_rwlock_unlock(&e->lock);
+    bks_rwlock_unlock(&e->lock);
     entry_unref(e);
     pthread_mutex_lock(&ds->mu);
-    if (stripe_insert(ds, n) < 0) {
+    if (stripe_insert(ks, ds, n) < 0) {
         /* cannot happen after the unlink freed room; keep it simple */
         pthread_mutex_unlock(&ds->mu);
         bkc_value_free(n->value);
@@ -857,7 +1005,7 @@ int bks_ks_rename(bks_keyspace *ks, bks_session *s, bkc_str src, bkc_str dst, in
         return -2;
     }
     if (exp) {
-        atomic_store(&n->expire_at, exp);
+        atomic_store(&nx_extra->expire_at, exp);
         ds->expires++;
         atomic_fetch_add(&ks->nexpires, 1);
     }
@@ -958,7 +1106,7 @@ uint64_t bks_ks_active_expire(bks_keyspace *ks, bks_session *s, uint64_t now_ms)
         if (st->expires && st->buckets) {
             for (size_t b = 0; b <= st->mask && ndue < BATCH; b++) {
                 for (ks_entry *e = st->buckets[b]; e && ndue < BATCH; e = e->next) {
-                    uint64_t at = atomic_load(&e->expire_at);
+                    uint64_t at = entry_expire_at(e);
                     if (at && at <= now_ms) {
                         atomic_fetch_add(&e->refs, 1);
                         due[ndue++] = e;
@@ -969,9 +1117,9 @@ uint64_t bks_ks_active_expire(bks_keyspace *ks, bks_session *s, uint64_t now_ms)
         pthread_mutex_unlock(&st->mu);
         for (size_t i = 0; i < ndue; i++) {
             ks_entry *e = due[i];
-            pthread_rwlock_wrlock(&e->lock);
+            bks_rwlock_wrlock(&e->lock);
             deleted += (uint64_t)expire_if_due(ks, s, e, now_ms);
-            pthread_rwlock_unlock(&e->lock);
+            bks_rwlock_unlock(&e->lock);
             entry_unref(e);
         }
     }

@@ -120,8 +120,12 @@ int bks_config_set(const char *name, const char *value, char *err, size_t errlen
 int bks_config_rewrite(const char *file, char *err, size_t errlen);
 /* CONFIG SET maxmemory: the keyspace's limit (keyspace.c; server paused). */
 void bks_keyspace_set_maxmemory(bks_keyspace *ks, uint64_t maxmemory);
-/* MEMORY USAGE: bytes of the keyspace's own entry for a name of this length. */
-size_t bks_ks_entry_bytes(size_t name_len);
+/* MEMORY USAGE: what the open key costs (its entry, expiry block and
+ * value: the share of used_memory it is counted for; 0 when missing). */
+size_t bks_ks_key_bytes(bkc_key *k);
+/* What a block from malloc costs: glibc's usable size and chunk header
+ * (0 for NULL). */
+size_t bks_block_bytes(const void *p);
 /* SIGHUP: close and reopen the log file (logrotate moved the old one). */
 void bks_log_reopen(void);
 

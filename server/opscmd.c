@@ -83,7 +83,9 @@ void bks_cmd_memory(bks_client *c, bks_session *s, bkc_reply *r, int argc, const
             R_NULL();
             return;
         }
-        size_t bytes = bkc_value_bytes(v) + bks_ks_entry_bytes(argv[2].len);
+        /* what the key is counted for in used_memory, and its pointer in
+         * the bucket arrays (counted there: one to two per key) */
+        size_t bytes = bks_ks_key_bytes(k) + sizeof(void *);
         bks_host_vt.close(k);
         R_INT((long long)bytes);
     } else if (bkc_streq(sub, "STATS") && argc == 2) {

@@ -48,11 +48,13 @@ static int load_split(bks_persist *p, const char *sname, const char *mpath,
         pst_errf(err, errlen, "out of memory");
         return -1;
     }
-    v->cf_capacity = cf_capacity;
-    v->cf_bucket_size = cf_bucket;
-    v->cf_max_iterations = cf_iter;
-    v->cf_expansion = cf_exp;
-    v->cf_deleted = cf_deleted;
+    if (v->cf != NULL) { /* a CF key's settings (zeros for other kinds) */
+        v->cf->capacity = cf_capacity;
+        v->cf->bucket_size = cf_bucket;
+        v->cf->max_iterations = cf_iter;
+        v->cf->expansion = cf_exp;
+        v->cf->deleted = cf_deleted;
+    }
     for (uint32_t i = 0; i < nfilters; i++) {
         uint64_t len = pst_fd_u64(k), file = pst_fd_u64(k);
         bk_filter *f = NULL;

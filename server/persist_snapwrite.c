@@ -176,11 +176,13 @@ static int snap_key_split(snap_ctx *c, bkc_str name, const bkc_value *v,
     sb_u64(b, expire_at_ms);
     sb_u32(b, KEY_SPLIT);
     sb_u32(b, (uint32_t)v->kind);
-    sb_u64(b, v->cf_capacity);
-    sb_u32(b, v->cf_bucket_size);
-    sb_u32(b, v->cf_max_iterations);
-    sb_u32(b, v->cf_expansion);
-    sb_u64(b, v->cf_deleted);
+    static const bkc_cf_settings no_cf; /* zeros for the other kinds */
+    const bkc_cf_settings *cf = v->kind == BKC_KIND_CUCKOO && v->cf ? v->cf : &no_cf;
+    sb_u64(b, cf->capacity);
+    sb_u32(b, cf->bucket_size);
+    sb_u32(b, cf->max_iterations);
+    sb_u32(b, cf->expansion);
+    sb_u64(b, cf->deleted);
     sb_u32(b, v->nfilters);
     for (uint32_t i = 0; i < v->nfilters; i++) {
         const bk_filter *f = v->filters[i];

@@ -139,7 +139,7 @@ int bks_keyspace_load(bks_keyspace *ks, bkc_str name, bkc_value *v,
                       uint64_t expire_at_ms, bks_guard *guard);
 
 uint64_t bks_keyspace_size(bks_keyspace *ks);         /* DBSIZE */
-uint64_t bks_keyspace_memory(bks_keyspace *ks);       /* bytes of values */
+uint64_t bks_keyspace_memory(bks_keyspace *ks);       /* bytes of keys and tables */
 
 /*==========================================================================
  * Pausing the whole server (net.c)

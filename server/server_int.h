@@ -151,7 +151,8 @@ int bks_ks_delete(bks_keyspace *ks, bks_session *s, bkc_str name);
 int64_t bks_ks_get_expire(bks_keyspace *ks, bks_session *s, bkc_str name);
 /* Set (at_ms > 0) or remove (at_ms == 0) the expiry of an existing key;
  * an expiry in the past deletes it. flags: BKS_EXP_NX/XX/GT/LT. Returns 1
- * done, 0 missing or condition not met. Logs PEXPIREAT/PERSIST/DEL. */
+ * done, 0 missing or condition not met, -1 out of memory (a key's first
+ * expiry takes a small block; nothing changed). Logs PEXPIREAT/PERSIST/DEL. */
 #define BKS_EXP_NX 1
 #define BKS_EXP_XX 2
 #define BKS_EXP_GT 4

@@ -1,0 +1,311 @@
+/*
+ * test_memory_usage.c - bk_filter_memory_usage lists exactly the blocks a
+ * filter holds.
+ *
+ * An allocator installed with bk_set_allocator records every live block
+ * (pointer, bytes asked, when). For each family, fresh, grown, cloned and
+ * reloaded, the filter is made while the record is open; then every live
+ * block made since belongs to it, and bk_filter_memory_usage must
+ *   - visit each of them exactly once and nothing else (the usable
+ *     callback checks every pointer against the record),
+ *   - with a NULL callback, sum the bytes asked for them.
+ * A family that fell back to its nominal bytes, forgot a block, or counted
+ * one twice fails here.
+ */
+#include <malloc.h> /* malloc_usable_size */
+
+#include "testutil.h"
+
+/*==========================================================================
+ * A recording allocator
+ *==========================================================================*/
+
+#define SLOTS (1u << 16)
+
+typedef struct block {
+    const void *ptr; /* NULL: empty; TOMB: removed */
+    size_t asked;
+    uint64_t seq;
+    int visited;
+} block;
+
+static block table[SLOTS];
+static uint64_t next_seq;
+static const char tomb_mark;
+#define TOMB ((const void *)&tomb_mark)
+
+static size_t slot_of(const void *p)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p * UINT64_C(0x9E3779B97F4A7C15);
+    return (size_t)(x >> 48) & (SLOTS - 1);
+}
+
+static block *find(const void *p)
+{
+    for (size_t i = slot_of(p), n = 0; n < SLOTS; i = (i + 1) & (SLOTS - 1), n++) {
+        if (table[i].ptr == p) return &table[i];
+        if (table[i].ptr == NULL) return NULL;
+    }
+    return NULL;
+}
+
+static void *record(void *p, size_t asked)
+{
+    if (p == NULL) return NULL;
+    for (size_t i = slot_of(p);; i = (i + 1) & (SLOTS - 1)) {
+        if (table[i].ptr == NULL || table[i].ptr == TOMB) {
+            table[i] = (block){p, asked, next_seq++, 0};
+            return p;
+        }
+    }
+}
+
+static void *rec_malloc(void *opaque, size_t size)
+{
+    (void)opaque;
+    return record(malloc(size), size);
+}
+
+static void *rec_calloc(void *opaque, size_t count, size_t size)
+{
+    (void)opaque;
+    return record(calloc(count, size), count * size);
+}
+
+static void rec_free(void *opaque, void *ptr)
+{
+    (void)opaque;
+    if (ptr == NULL) return;
+    block *b = find(ptr);
+    assert_non_null(b); /* the library frees only what it allocated */
+    b->ptr = TOMB;
+    free(ptr);
+}
+
+static const bk_allocator recorder = {rec_malloc, rec_calloc, rec_free, NULL};
+
+static int setup(void **state)
+{
+    (void)state;
+    memset(table, 0, sizeof(table));
+    bk_set_allocator(&recorder);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    bk_set_allocator(NULL);
+    return 0;
+}
+
+/*==========================================================================
+ * The check
+ *==========================================================================*/
+
+static uint64_t mark(void) { return next_seq; }
+
+static int live(const block *b) { return b->ptr != NULL && b->ptr != TOMB; }
+
+/* The usable callback: each pointer a live block made since *ctx, once. */
+static size_t usable_checked(void *ctx, const void *ptr)
+{
+    uint64_t since = *(const uint64_t *)ctx;
+    block *b = find(ptr);
+    assert_non_null(b);
+    assert_true(b->seq >= since);
+    assert_int_equal(b->visited, 0);
+    b->visited = 1;
+    return malloc_usable_size((void *)(uintptr_t)ptr);
+}
+
+/* f and nothing else was made since `since` (temporaries freed). */
+static void check_usage(const bk_filter *f, uint64_t since)
+{
+    size_t asked = 0, usable = 0;
+    for (size_t i = 0; i < SLOTS; i++) {
+        table[i].visited = 0;
+        if (live(&table[i]) && table[i].seq >= since) {
+            asked += table[i].asked;
+            usable += malloc_usable_size((void *)(uintptr_t)table[i].ptr);
+        }
+    }
+    assert_true(asked > 0);
+    assert_int_equal(bk_filter_memory_usage(f, NULL, NULL), asked);
+    assert_int_equal(bk_filter_memory_usage(f, usable_checked, &since), usable);
+    for (size_t i = 0; i < SLOTS; i++)
+        if (live(&table[i]) && table[i].seq >= since) assert_int_equal(table[i].visited, 1);
+    assert_int_equal(bk_filter_memory_usage(NULL, NULL, NULL), 0);
+}
+
+/* The copies of f a host makes: a clone, and a reload of its bytes (the
+ * payload kept as one block, or copied out of it). */
+static void check_copies(const bk_filter *f)
+{
+    uint64_t since = mark();
+    bk_filter *c = NULL;
+    int rc = bk_filter_clone(&c, f);
+    if (rc != BK_ENOTSUP) {
+        assert_int_equal(rc, BK_OK);
+        check_usage(c, since);
+        bk_filter_free(c);
+    }
+    size_t n = (size_t)bk_filter_serialized_size(f);
+    assert_true(n > 0);
+    void *buf = malloc(n);
+    assert_non_null(buf);
+    assert_int_equal(bk_filter_serialize(f, buf, n), BK_OK);
+    since = mark();
+    bk_filter *d = NULL;
+    assert_int_equal(bk_filter_deserialize(&d, buf, n), BK_OK);
+    check_usage(d, since);
+    bk_filter_free(d);
+    free(buf);
+}
+
+static void add_keys(bk_filter *f, uint64_t from, uint64_t n)
+{
+    char key[TU_KEY_LEN];
+    for (uint64_t i = from; i < from + n; i++) {
+        tu_key(key, i, 1);
+        int rc = bk_filter_add(f, key, sizeof(key));
+        assert_true(rc >= 0);
+    }
+}
+
+/*==========================================================================
+ * The families
+ *==========================================================================*/
+
+typedef struct usage_case {
+    bk_family family;
+    uint32_t counter_bits, bucket_size;
+    int split, by_count;
+    uint64_t capacity, adds; /* adds beyond capacity grow a growing family */
+} usage_case;
+
+static const usage_case cases[] = {
+    {BK_FAMILY_BLOOM, 0, 0, 0, 0, 1000, 500},
+    {BK_FAMILY_BLOCKED, 0, 0, 0, 0, 1000, 500},
+    {BK_FAMILY_BLOCKED, 0, 0, 1, 0, 1000, 500},
+    {BK_FAMILY_COUNTING, 4, 0, 0, 0, 1000, 500},
+    {BK_FAMILY_COUNTING, 8, 0, 0, 0, 1000, 500},
+    {BK_FAMILY_DELETABLE, 0, 0, 0, 0, 1000, 500},
+    {BK_FAMILY_CUCKOO, 0, 2, 0, 0, 1000, 500},
+    {BK_FAMILY_CUCKOO, 0, 4, 0, 0, 1000, 500},
+    {BK_FAMILY_SCALABLE, 0, 0, 0, 0, 100, 0},
+    {BK_FAMILY_SCALABLE, 0, 0, 0, 0, 100, 20000}, /* many stages, directories */
+    {BK_FAMILY_WINDOW, 0, 0, 0, 0, 1000, 0},
+    {BK_FAMILY_WINDOW, 0, 0, 0, 1, 1000, 5000},   /* rotated */
+    {BK_FAMILY_DLEFT, 0, 0, 0, 0, 1000, 500},
+    {BK_FAMILY_VARCOUNT, 0, 0, 0, 0, 1000, 500},
+    {BK_FAMILY_HIER, 0, 0, 0, 0, 1000, 500},
+    {BK_FAMILY_HYBRID, 0, 0, 0, 0, 1000, 500},
+    {BK_FAMILY_MORRIS, 0, 0, 0, 0, 1000, 500},
+    {BK_FAMILY_GROWABLE, 0, 0, 0, 0, 100, 10},
+    {BK_FAMILY_GROWABLE, 0, 0, 0, 0, 100, 5000},  /* doubled */
+};
+
+static bk_filter *make(const usage_case *c)
+{
+    bk_filter_config cfg;
+    bk_filter_config_init(&cfg);
+    cfg.family = c->family;
+    cfg.capacity = c->capacity;
+    cfg.fpr = 0.01;
+    cfg.counter_bits = c->counter_bits;
+    cfg.bucket_size = c->bucket_size;
+    cfg.blocked_split = c->split;
+    if (c->family == BK_FAMILY_WINDOW) {
+        cfg.window_by_count = c->by_count;
+        cfg.window = c->by_count ? c->capacity : 60000;
+        cfg.generations = 4;
+    }
+    bk_filter *f = NULL;
+    assert_int_equal(bk_filter_create(&f, &cfg), BK_OK);
+    return f;
+}
+
+static void test_created_families(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        /* one filter of the case first: whatever families share between
+         * filters (the growable family's parameters) exists before the
+         * record of the second starts */
+        bk_filter *anchor = make(&cases[i]);
+        uint64_t since = mark();
+        bk_filter *f = make(&cases[i]);
+        add_keys(f, 0, cases[i].adds);
+        check_usage(f, since);
+        check_copies(f);
+        bk_filter_free(f);
+        bk_filter_free(anchor);
+    }
+}
+
+static void test_cuckoo_stages(void **state)
+{
+    (void)state;
+    bk_cuckoo *anchor = NULL, *f = NULL;
+    bk_cuckoo_options opts = {2, 0, 20};
+    assert_int_equal(bk_cuckoo_create(&anchor, 1000, 0.01, &opts, 7), BK_OK);
+    uint64_t since = mark();
+    assert_int_equal(bk_cuckoo_create(&f, 1000, 0.01, &opts, 7), BK_OK);
+    add_keys(bk_cuckoo_as_filter(f), 0, 500);
+    for (int s = 0; s < 3; s++) {
+        uint64_t buckets = (uint64_t)1024 << s;
+        assert_int_equal(bk_cuckoo_add_stage(f, buckets), BK_OK);
+        add_keys(bk_cuckoo_as_filter(f), 1000 * (uint64_t)(s + 1), 300);
+    }
+    check_usage(bk_cuckoo_as_filter(f), since);
+    check_copies(bk_cuckoo_as_filter(f));
+    bk_cuckoo_free(f);
+    bk_cuckoo_free(anchor);
+}
+
+static void test_static_families(void **state)
+{
+    (void)state;
+    enum { N = 2000 };
+    static char keys[N][TU_KEY_LEN];
+    const void *ptrs[N];
+    size_t lens[N];
+    uint32_t values[N];
+    for (uint32_t i = 0; i < N; i++) {
+        tu_key(keys[i], i, 1);
+        ptrs[i] = keys[i];
+        lens[i] = TU_KEY_LEN;
+        values[i] = i & 255;
+    }
+    uint64_t since = mark();
+    bk_static *s = NULL;
+    assert_int_equal(bk_static_build(&s, ptrs, lens, N, 8, 3), BK_OK);
+    check_usage(bk_static_as_filter(s), since);
+    check_copies(bk_static_as_filter(s));
+    bk_static_free(s);
+
+    since = mark();
+    bk_bumped *b = NULL;
+    assert_int_equal(bk_bumped_build(&b, ptrs, lens, N, 8, 3), BK_OK);
+    check_usage(bk_bumped_as_filter(b), since);
+    check_copies(bk_bumped_as_filter(b));
+    bk_bumped_free(b);
+
+    since = mark();
+    bk_map *m = NULL;
+    assert_int_equal(bk_map_build(&m, ptrs, lens, values, N, 8, 8, 3, NULL), BK_OK);
+    check_usage(bk_map_as_filter(m), since);
+    check_copies(bk_map_as_filter(m));
+    bk_map_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_created_families, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cuckoo_stages, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_static_families, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
