@@ -23,9 +23,27 @@
  * Locking: lookups READ; every add and DEL WRITE (cuckoo writers need
  * exclusive access: kicks move fingerprints).
  *
+ * A key an add creates without CAPACITY (CF.ADD, CF.ADDNX, CF.INSERT and
+ * CF.INSERTNX with the default size) holds a growable multiset instead
+ * (lib/growable.c, bk_growable_create_multiset), when
+ * bkc_defaults_in_force.cf_growable says so (server --cf-growable, module
+ * CF_GROWABLE; on by default), or any key CF.RESERVE / CF.INSERT makes
+ * with GROWABLE (ours). RedisBloom's default there, a chain of 1024-item
+ * stages, fails every add from about 31,000 items ("Maximum expansions
+ * reached") and its rate grows with every stage (34% at 1e5); the
+ * growable filter doubles instead, answers every lookup from one cache
+ * line and keeps the rate under CF_GROWABLE_ERROR to its last doubling
+ * (docs/COMMANDS.md). It holds copies, counts and deletes as a cuckoo
+ * filter does; CF.INFO reports its bytes, its capacity / bucket size as
+ * the buckets, one filter and expansion 2 (it doubles). Its growth is
+ * capped at the memory budget for the duration of one command.
+ *
  * Replay: a cuckoo add draws from the stage's own deterministic generator
  * even when it fails, so every command that reached an add is propagated
  * (wrote), failed ones included; replaying it reproduces the same state.
+ * An add that created its key is logged as the CF.INSERT / CF.INSERTNX
+ * that creates the same filter whatever the replaying side's defaults say
+ * (CAPACITY, and GROWABLE for a growable one: wrote_created).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +64,14 @@
 #define ERR_FULL "Filter is full"
 #define ERR_MAX_EXPANSIONS "ERR Maximum expansions reached"
 #define ERR_DEL_MISSING "Not found"
+#define ERR_GROWABLE_OPTIONS \
+    "ERR growable filters take no BUCKETSIZE, MAXITERATIONS or EXPANSION"
+
+/* A growable key keeps its compound rate under this, and so doubles about
+ * 24 times from 1024 items (bk_growable_reach): 1.7e10 items. Its measured
+ * rate is far lower (about 0.1% + 0.033% per doubling: 0.65% at 1e8). */
+#define CF_GROWABLE_ERROR 0.01
+#define CF_GROWABLE_EXPANSION 2
 
 /*==========================================================================
  * Stages
@@ -104,10 +130,16 @@ int bkc__cf_stage_create(const bkc_value *v, uint32_t stage, bk_filter **out)
     return rc;
 }
 
-/* The key's filter (every stage). */
+/* The key's filter: a cuckoo filter (every stage), or a growable one
+ * (NULL from the other). */
 static bk_cuckoo *cf_of(const bkc_value *v)
 {
     return bk_filter_as_cuckoo(v->filters[0]);
+}
+
+static bk_growable *growable_of(const bkc_value *v)
+{
+    return bk_filter_as_growable(v->filters[0]);
 }
 
 /* NULL when `bytes` more fit in memory, else the error text. */
@@ -154,6 +186,20 @@ static int cf_add_one(bkc_ctx *c, bkc_key *k, bkc_value *v, bkc_str item, int nx
 {
     *err = NULL;
     if (nx && cf_contains(v, item)) return CF_PRESENT;
+    bk_growable *g = growable_of(v);
+    if (g != NULL) {
+        *attempted = 1;
+        int rc = bk_growable_insert(g, item.ptr, item.len);
+        if (rc == BK_OK) return CF_ADDED;
+        /* BK_EFULL: a doubling past its rate, after about 24 of them */
+        *err = rc == BK_EFULL    ? ERR_MAX_EXPANSIONS
+               : rc == BK_ELIMIT ? (c->host_vt->memory_left(c->host) != SIZE_MAX
+                                        ? BKC_ERR_MAXMEMORY
+                                        : BKC_ERR_TOO_LARGE)
+               : rc == BK_ENOMEM ? BKC_ERR_OOM
+                                 : ERR_FULL;
+        return CF_NOROOM;
+    }
     for (;;) {
         *attempted = 1;
         int rc = bk_filter_add(v->filters[0], item.ptr, item.len);
@@ -167,6 +213,28 @@ static int cf_add_one(bkc_ctx *c, bkc_key *k, bkc_value *v, bkc_str item, int nx
     }
 }
 
+/* A growable key's growth may take the memory budget and no more for one
+ * command: cap_begin before its adds, cap_end after (which tells the host
+ * when the bytes changed; a chain's grow() does that itself). */
+static size_t cap_begin(bkc_ctx *c, bkc_value *v)
+{
+    bk_growable *g = growable_of(v);
+    if (g == NULL) return 0;
+    size_t before = bk_growable_bytes(g);
+    uint64_t budget = bkc__memory_budget(c);
+    uint64_t cap = before + budget < before ? UINT64_MAX : before + budget;
+    if (cap < SIZE_MAX) bk_growable_set_max_bytes(g, (size_t)cap);
+    return before;
+}
+
+static void cap_end(bkc_ctx *c, bkc_key *k, bkc_value *v, size_t before)
+{
+    bk_growable *g = growable_of(v);
+    if (g == NULL) return;
+    bk_growable_set_max_bytes(g, 0);
+    if (bk_growable_bytes(g) != before) c->host_vt->resized(k);
+}
+
 /*==========================================================================
  * Creating
  *==========================================================================*/
@@ -174,6 +242,8 @@ static int cf_add_one(bkc_ctx *c, bkc_key *k, bkc_value *v, bkc_str item, int nx
 typedef struct cf_opts {
     uint64_t capacity;
     uint32_t bucket_size, max_iterations, expansion;
+    int capacity_given; /* CAPACITY (CF.INSERT), or CF.RESERVE */
+    int growable;       /* GROWABLE (ours): a growable filter */
 } cf_opts;
 
 static void opts_default(cf_opts *o)
@@ -182,6 +252,16 @@ static void opts_default(cf_opts *o)
     o->bucket_size = bkc_defaults_in_force.cf_bucket_size;
     o->max_iterations = bkc_defaults_in_force.cf_max_iterations;
     o->expansion = bkc_defaults_in_force.cf_expansion;
+    o->capacity_given = 0;
+    o->growable = 0;
+}
+
+/* Whether a key made with o holds a growable filter (by_add: an add
+ * creates it): GROWABLE, or an add with the default size. */
+static int wants_growable(const cf_opts *o, int by_add)
+{
+    return o->growable ||
+           (by_add && bkc_defaults_in_force.cf_growable && !o->capacity_given);
 }
 
 static int parse_capacity(bkc_ctx *c, bkc_str s, uint64_t *out)
@@ -195,14 +275,31 @@ static int parse_capacity(bkc_ctx *c, bkc_str s, uint64_t *out)
     return 1;
 }
 
-/* Build a new chain of one stage. Replies on failure. */
-static bkc_value *cf_create(bkc_ctx *c, const cf_opts *o)
+/* A growable multiset holding at least o->capacity items before it first
+ * doubles, into *out. */
+static int growable_create(const cf_opts *o, bk_filter **out)
 {
+    bk_growable *g = NULL;
+    int rc = bk_growable_create_multiset(&g, o->capacity, CF_GROWABLE_ERROR, BK_DEFAULT_SEED);
+    *out = rc == BK_OK ? bk_growable_as_filter(g) : NULL;
+    return rc;
+}
+
+/* Build a new key's filter: a chain of one stage, or a growable filter
+ * (wants_growable). Replies on failure. */
+static bkc_value *cf_create(bkc_ctx *c, const cf_opts *o, int by_add)
+{
+    int growable = wants_growable(o, by_add);
     if (o->capacity < 2ull * o->bucket_size) {
         bkc__err(c, ERR_SMALL_CAPACITY);
         return NULL;
     }
-    if (!bkc__fits_create(c, bkc__cf_stage_bytes(o->capacity, o->bucket_size))) return NULL;
+    uint64_t bytes = bkc__cf_stage_bytes(o->capacity, o->bucket_size);
+    if (growable) {
+        size_t b = 0;
+        bytes = bk_growable_estimate_bytes(o->capacity, &b) == BK_OK ? b : UINT64_MAX;
+    }
+    if (!bkc__fits_create(c, bytes)) return NULL;
     bkc_value *v = bkc_value_new(BKC_KIND_CUCKOO);
     if (v == NULL) {
         bkc__err(c, BKC_ERR_OOM);
@@ -211,9 +308,9 @@ static bkc_value *cf_create(bkc_ctx *c, const cf_opts *o)
     v->cf->capacity = o->capacity;
     v->cf->bucket_size = o->bucket_size;
     v->cf->max_iterations = o->max_iterations;
-    v->cf->expansion = o->expansion;
+    v->cf->expansion = growable ? CF_GROWABLE_EXPANSION : o->expansion;
     bk_filter *f = NULL;
-    int rc = bkc__cf_stage_create(v, 0, &f);
+    int rc = growable ? growable_create(o, &f) : bkc__cf_stage_create(v, 0, &f);
     if (rc == BK_OK && bkc_value_push(v, f) != BK_OK) {
         bk_filter_free(f);
         rc = BK_ENOMEM;
@@ -244,7 +341,7 @@ static bkc_value *open_for_add(bkc_ctx *c, bkc_str name, const cf_opts *o, int n
     } else if (nocreate) {
         bkc__err(c, BKC_ERR_NOT_FOUND);
     } else {
-        bkc_value *nv = cf_create(c, o);
+        bkc_value *nv = cf_create(c, o, 1);
         if (nv != NULL && bkc__store(c, *k, nv)) {
             *created = 1;
             return c->host_vt->value(*k);
@@ -263,8 +360,15 @@ void bkc_cmd_cf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
     cf_opts o;
     opts_default(&o);
     if (!parse_capacity(c, argv[2], &o.capacity)) return;
+    o.capacity_given = 1;
+    int tuned = 0; /* BUCKETSIZE, MAXITERATIONS or EXPANSION given */
     for (int i = 3; i < argc; i += 2) {
         long long x;
+        if (bkc_streq(argv[i], "GROWABLE")) {
+            o.growable = 1;
+            i--; /* a flag: no value */
+            continue;
+        }
         if (!bkc_streq(argv[i], "BUCKETSIZE") && !bkc_streq(argv[i], "MAXITERATIONS") &&
             !bkc_streq(argv[i], "EXPANSION")) {
             bkc__err(c, BKC_ERR_UNKNOWN_ARG);
@@ -274,6 +378,7 @@ void bkc_cmd_cf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
             bkc__arity_error(c, argv);
             return;
         }
+        tuned = 1;
         int ok = bkc_parse_ll(argv[i + 1], &x);
         if (bkc_streq(argv[i], "BUCKETSIZE")) {
             if (!ok || x < 1) {
@@ -299,6 +404,10 @@ void bkc_cmd_cf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
             o.expansion = (uint32_t)x;
         }
     }
+    if (o.growable && tuned) {
+        bkc__err(c, ERR_GROWABLE_OPTIONS);
+        return;
+    }
     if (o.capacity < 2ull * o.bucket_size) {
         bkc__err(c, ERR_SMALL_CAPACITY);
         return;
@@ -312,13 +421,41 @@ void bkc_cmd_cf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
     } else if (st != BKC__MISSING) {
         bkc__err(c, BKC_ERR_ITEM_EXISTS);
     } else {
-        bkc_value *nv = cf_create(c, &o);
+        bkc_value *nv = cf_create(c, &o, 0);
         if (nv != NULL && bkc__store(c, k, nv)) {
             bkc__ok(c);
             bkc__wrote(c, argc, argv);
         }
     }
     bkc__close(c, k);
+}
+
+/* An add that created its key is logged (and replicated) as the CF.INSERT
+ * (nx: CF.INSERTNX) that makes the same filter whatever the replaying
+ * side's cf_growable says: its CAPACITY, GROWABLE for a growable one (a
+ * chain's other settings are the defaults, as they were here), and the
+ * same items. One record: one change, whole or not at all. */
+static void wrote_created(bkc_ctx *c, int argc, const bkc_str *sent, const bkc_value *v,
+                          int nx, const bkc_str *items, size_t n)
+{
+    char capacity[24];
+    bkc_str stack[16];
+    bkc_str *argv = n + 7 <= 16 ? stack : bkc__malloc((n + 7) * sizeof(*argv));
+    if (argv == NULL) {
+        bkc__wrote(c, argc, sent); /* as sent: the same under the same settings */
+        return;
+    }
+    int k = 0;
+    argv[k++] = nx ? (bkc_str){"CF.INSERTNX", 11} : (bkc_str){"CF.INSERT", 9};
+    argv[k++] = sent[1];
+    snprintf(capacity, sizeof(capacity), "%llu", (unsigned long long)v->cf->capacity);
+    argv[k++] = (bkc_str){"CAPACITY", 8};
+    argv[k++] = (bkc_str){capacity, strlen(capacity)};
+    if (growable_of(v) != NULL) argv[k++] = (bkc_str){"GROWABLE", 8};
+    argv[k++] = (bkc_str){"ITEMS", 5};
+    for (size_t i = 0; i < n; i++) argv[k++] = items[i];
+    bkc__wrote(c, k, argv);
+    if (argv != stack) bkc__free(argv);
 }
 
 static void add_single(bkc_ctx *c, int argc, const bkc_str *argv, int nx)
@@ -330,10 +467,13 @@ static void add_single(bkc_ctx *c, int argc, const bkc_str *argv, int nx)
     opts_default(&o);
     bkc_value *v = open_for_add(c, argv[1], &o, 0, &k, &created);
     if (v == NULL) return;
+    size_t before = cap_begin(c, v);
     int r = cf_add_one(c, k, v, argv[2], nx, &err, &attempted);
+    cap_end(c, k, v, before);
     if (r == CF_NOROOM) bkc__err(c, err);
     else bkc__bool(c, r);
-    if (created || attempted) bkc__wrote(c, argc, argv);
+    if (created) wrote_created(c, argc, argv, v, nx, argv + 2, 1);
+    else if (attempted) bkc__wrote(c, argc, argv);
     bkc__close(c, k);
 }
 
@@ -359,12 +499,15 @@ static void insert(bkc_ctx *c, int argc, const bkc_str *argv, int nx)
         }
         if (bkc_streq(argv[i], "NOCREATE")) {
             nocreate = 1;
+        } else if (bkc_streq(argv[i], "GROWABLE")) {
+            o.growable = 1;
         } else if (bkc_streq(argv[i], "CAPACITY")) {
             if (i + 1 >= argc) {
                 bkc__arity_error(c, argv);
                 return;
             }
             if (!parse_capacity(c, argv[++i], &o.capacity)) return;
+            o.capacity_given = 1;
             /* RedisBloom checks this before looking at the key, so an
              * existing key answers it too */
             if (o.capacity < 2ull * o.bucket_size) {
@@ -394,7 +537,9 @@ static void insert(bkc_ctx *c, int argc, const bkc_str *argv, int nx)
         return;
     }
     const char *err;
+    size_t before = cap_begin(c, v);
     for (size_t j = 0; j < n; j++) res[j] = cf_add_one(c, k, v, argv[i + (int)j], nx, &err, &attempted);
+    cap_end(c, k, v, before);
     bkc__array(c, n);
     /* RESP3: CF.INSERT's elements are booleans (-1, no room, stays an
      * integer); CF.INSERTNX's stay integers, as in RedisBloom */
@@ -402,7 +547,8 @@ static void insert(bkc_ctx *c, int argc, const bkc_str *argv, int nx)
         if (nx || res[j] == CF_NOROOM) bkc__int(c, res[j]);
         else bkc__bool(c, res[j]);
     }
-    if (created || attempted) bkc__wrote(c, argc, argv);
+    if (created) wrote_created(c, argc, argv, v, nx, argv + i, n);
+    else if (attempted) bkc__wrote(c, argc, argv);
     bkc__close(c, k);
     bkc__free(res);
 }
@@ -475,7 +621,8 @@ void bkc_cmd_cf_del(bkc_ctx *c, int argc, const bkc_str *argv)
     } else if (st == BKC__WRONG) {
         bkc__err(c, BKC_ERR_WRONGTYPE);
     } else {
-        /* the newest stage holding the item loses one copy */
+        /* the newest stage holding the item loses one copy (a growable
+         * filter: the longest matching entry) */
         int removed = bk_filter_remove(v->filters[0], argv[2].ptr, argv[2].len) == BK_OK;
         if (removed) {
             v->cf->deleted++;
@@ -523,17 +670,24 @@ void bkc_cmd_cf_info(bkc_ctx *c, int argc, const bkc_str *argv)
         bkc__err(c, BKC_ERR_WRONGTYPE);
     } else {
         const bk_cuckoo *cf = cf_of(v);
+        const bk_growable *g = growable_of(v);
         char note[200];
-        int noted = waste_note(v, note, sizeof(note));
+        int noted = cf != NULL && waste_note(v, note, sizeof(note));
+        /* a growable filter: its capacity in buckets of the key's size,
+         * one filter */
+        uint64_t bytes = g ? bk_growable_bytes(g) : bk_cuckoo_bytes(cf);
+        uint64_t buckets = g ? bk_growable_capacity(g) / v->cf->bucket_size
+                             : bk_cuckoo_buckets(cf);
+        uint64_t items = g ? bk_growable_items(g) : bk_cuckoo_items(cf);
         c->reply->vt->map(c->reply, 8 + (size_t)noted);
         bkc__simple(c, "Size");
-        bkc__int(c, (long long)bk_cuckoo_bytes(cf));
+        bkc__int(c, (long long)bytes);
         bkc__simple(c, "Number of buckets");
-        bkc__int(c, (long long)bk_cuckoo_buckets(cf));
+        bkc__int(c, (long long)buckets);
         bkc__simple(c, "Number of filters");
-        bkc__int(c, (long long)bk_cuckoo_stages(cf));
+        bkc__int(c, g ? 1 : (long long)bk_cuckoo_stages(cf));
         bkc__simple(c, "Number of items inserted");
-        bkc__int(c, (long long)bk_cuckoo_items(cf));
+        bkc__int(c, (long long)items);
         bkc__simple(c, "Number of items deleted");
         bkc__int(c, (long long)v->cf->deleted);
         bkc__simple(c, "Bucket size");

@@ -357,7 +357,7 @@ void bkc_reply_unknown(bkc_ctx *c, int argc, const bkc_str *argv)
 
 bkc_defaults bkc_defaults_in_force = {
     BK_SCALABLE_DEFAULT_ERROR, BK_SCALABLE_DEFAULT_CAPACITY, BK_SCALABLE_DEFAULT_EXPANSION,
-    1024, 2, 20, 1, BKC_CF_MAX_STAGES, 1};
+    1024, 2, 20, 1, BKC_CF_MAX_STAGES, 1, 1};
 
 void bkc_dispatch(bkc_ctx *c, int argc, const bkc_str *argv)
 {

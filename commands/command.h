@@ -323,11 +323,11 @@ void bkc_dispatch(bkc_ctx *c, int argc, const bkc_str *argv);
 /* The settings of filters created without them: auto-created by BF.ADD /
  * CF.ADD / *.INSERT, or options left out of BF.RESERVE / CF.RESERVE.
  * Initially RedisBloom's defaults (bf: 0.01, 100, expansion 2; cf: 1024,
- * bucket 2, 20 iterations, expansion 1, 32 stages), and growable BF keys
- * on. The module sets them from its load arguments (ERROR_RATE,
- * INITIAL_SIZE, CF_MAX_EXPANSIONS, BF_GROWABLE ...), the server bf_growable
- * from --bf-growable, before any command runs; nothing changes them
- * afterwards. */
+ * bucket 2, 20 iterations, expansion 1, 32 stages), and growable BF and CF
+ * keys on. The module sets them from its load arguments (ERROR_RATE,
+ * INITIAL_SIZE, CF_MAX_EXPANSIONS, BF_GROWABLE, CF_GROWABLE ...), the
+ * server bf_growable and cf_growable from --bf-growable and --cf-growable,
+ * before any command runs; nothing changes them afterwards. */
 typedef struct bkc_defaults {
     double bf_error_rate;
     uint64_t bf_initial_size;
@@ -340,6 +340,9 @@ typedef struct bkc_defaults {
     uint32_t bf_growable;         /* 1: a BF key an add creates with the
                                      default capacity may be a growable
                                      filter (cmd_bloom.c); 0: always a chain */
+    uint32_t cf_growable;         /* 1: a CF key an add creates without
+                                     CAPACITY is a growable multiset
+                                     (cmd_cuckoo.c); 0: RedisBloom's chain */
 } bkc_defaults;
 extern bkc_defaults bkc_defaults_in_force;
 

@@ -92,11 +92,15 @@ int bkc_value_push(bkc_value *v, bk_filter *f)
     /* a filter of another family (a damaged or forged snapshot frame) would
      * reach commands that trust the kind; LOADING and KEYSET hold none */
     if (!family_fits(v->kind, bk_filter_family(f))) return BK_EINVAL;
+    /* a CF key's growable filter holds copies (a multiset), a BF key's not */
+    bk_growable *g = bk_filter_as_growable(f);
+    if (g != NULL && bk_growable_is_multiset(g) != (v->kind == BKC_KIND_CUCKOO)) return BK_EINVAL;
     if (v->nfilters == 1) {
-        if (v->kind != BKC_KIND_CUCKOO) return BK_EINVAL; /* one filter a key */
-        /* an older stage list: f's stages join the filter */
+        /* one filter a key; a CF key's stages may come as older stage lists */
         bk_cuckoo *dst = bk_filter_as_cuckoo(v->filters[0]);
         bk_cuckoo *src = bk_filter_as_cuckoo(f);
+        if (v->kind != BKC_KIND_CUCKOO || dst == NULL || src == NULL) return BK_EINVAL;
+        /* an older stage list: f's stages join the filter */
         if (dst == NULL || src == NULL) return BK_EINVAL;
         int rc = bk_cuckoo_append(dst, src);
         if (rc != BK_OK) return rc;
@@ -255,12 +259,14 @@ static bk_family kind_family(bkc_kind kind)
 
 /* A CBF key holds the counting family or one of the other counting kinds
  * (CBF.RESERVE ... TYPE, cmd_counting.c); an SF key a static filter (binary
- * fuse or bumped) or a static map; a BF key a scalable or growable filter. */
+ * fuse or bumped) or a static map; a BF key a scalable or growable filter;
+ * a CF key a cuckoo filter or a growable multiset (cmd_cuckoo.c). */
 static int family_fits(bkc_kind kind, bk_family family)
 {
     if (family == kind_family(kind)) return 1;
     if (kind == BKC_KIND_STATIC) return family == BK_FAMILY_MAP || family == BK_FAMILY_BUMPED;
-    if (kind == BKC_KIND_BLOOM) return family == BK_FAMILY_GROWABLE; /* cmd_bloom.c */
+    if (kind == BKC_KIND_BLOOM || kind == BKC_KIND_CUCKOO)
+        return family == BK_FAMILY_GROWABLE; /* cmd_bloom.c, cmd_cuckoo.c */
     return kind == BKC_KIND_COUNTING &&
            (family == BK_FAMILY_DLEFT || family == BK_FAMILY_VARCOUNT ||
             family == BK_FAMILY_HIER || family == BK_FAMILY_HYBRID ||
@@ -499,7 +505,7 @@ int bkc_value_decode(const unsigned char *buf, size_t len, bkc_value **out)
         pos += (size_t)n;
     }
     if (pos != len) goto corrupt;
-    if (kind == BKC_KIND_CUCKOO) {
+    if (kind == BKC_KIND_CUCKOO && v->nfilters == 1 && bk_filter_as_cuckoo(v->filters[0])) {
         const bk_cuckoo *cf = bk_filter_as_cuckoo(v->filters[0]);
         if (bk_cuckoo_stages(cf) > BKC_CF_MAX_STAGES ||
             bk_cuckoo_bucket_size(cf) != v->cf->bucket_size ||

@@ -404,12 +404,15 @@ static void fh_wrote(void *host, int argc, const bkc_str *argv)
 {
     fake_host *h = host;
     if (argv != h->argv) {
-        /* a BF add that created its key is reported as the BF.INSERT that
-         * makes the same filter (cmd_bloom.c), for the command's key, once;
-         * checked in check_creation */
+        /* a BF or CF add that created its key is reported as the BF.INSERT
+         * or CF.INSERT[NX] that makes the same filter (cmd_bloom.c,
+         * cmd_cuckoo.c), for the command's key, once; checked in
+         * check_creation */
         CHECK(h->made_argc == 0 && h->wrote == 0 && h->argc >= 2);
-        CHECK(argc >= 9);
-        CHECK(argv[0].len == 9 && memcmp(argv[0].ptr, "BF.INSERT", 9) == 0);
+        int bf = argv[0].len == 9 && memcmp(argv[0].ptr, "BF.INSERT", 9) == 0;
+        int cf = (argv[0].len == 9 && memcmp(argv[0].ptr, "CF.INSERT", 9) == 0) ||
+                 (argv[0].len == 11 && memcmp(argv[0].ptr, "CF.INSERTNX", 11) == 0);
+        CHECK((bf && argc >= 9) || (cf && argc >= 6));
         CHECK(argv[1].len == h->argv[1].len &&
               (argv[1].len == 0 || memcmp(argv[1].ptr, h->argv[1].ptr, argv[1].len) == 0));
         h->made = malloc((size_t)argc * sizeof(*h->made));
@@ -485,8 +488,11 @@ static void check_value(const bkc_value *v)
     CHECK(v->nfilters == 1); /* a CF's stages are inside its one filter */
     CHECK((v->cf != NULL) == (v->kind == BKC_KIND_CUCKOO)); /* its settings */
     if (v->kind == BKC_KIND_CUCKOO) {
+        /* a chain of stages, or (an add created it) a growable multiset */
         const bk_cuckoo *cf = bk_filter_as_cuckoo(v->filters[0]);
-        CHECK(cf != NULL && bk_cuckoo_stages(cf) <= BKC_CF_MAX_STAGES);
+        const bk_growable *g = bk_filter_as_growable(v->filters[0]);
+        CHECK((cf != NULL && bk_cuckoo_stages(cf) <= BKC_CF_MAX_STAGES) ||
+              (g != NULL && bk_growable_is_multiset(g)));
     }
     for (uint32_t i = 0; i < v->nfilters; i++) {
         bk_family got = bk_filter_family(v->filters[i]);
@@ -495,8 +501,9 @@ static void check_value(const bkc_value *v)
                        (got == BK_FAMILY_DLEFT || got == BK_FAMILY_VARCOUNT ||
                         got == BK_FAMILY_HIER || got == BK_FAMILY_HYBRID ||
                         got == BK_FAMILY_MORRIS);
-        /* an add creates a growable BF key (cmd_bloom.c) */
-        int bf_growable = v->kind == BKC_KIND_BLOOM && got == BK_FAMILY_GROWABLE;
+        /* an add creates a growable BF or CF key (cmd_bloom.c, cmd_cuckoo.c) */
+        int bf_growable = (v->kind == BKC_KIND_BLOOM || v->kind == BKC_KIND_CUCKOO) &&
+                          got == BK_FAMILY_GROWABLE;
         CHECK(got == want || cbf_type || bf_growable);
     }
 }
@@ -553,10 +560,15 @@ static void check_creation(fake_host *h, int failed)
     CHECK(h->wrote == 1); /* nothing else */
     scratch.argc = h->made_argc;
     scratch.argv = h->made;
-    uint32_t was = bkc_defaults_in_force.bf_growable;
-    bkc_defaults_in_force.bf_growable = !was;
+    /* the record makes the same filter whatever the replaying side's
+     * growable settings */
+    uint32_t bf_was = bkc_defaults_in_force.bf_growable;
+    uint32_t cf_was = bkc_defaults_in_force.cf_growable;
+    bkc_defaults_in_force.bf_growable = !bf_was;
+    bkc_defaults_in_force.cf_growable = !cf_was;
     bkc_dispatch(&ctx, h->made_argc, h->made);
-    bkc_defaults_in_force.bf_growable = was;
+    bkc_defaults_in_force.bf_growable = bf_was;
+    bkc_defaults_in_force.cf_growable = cf_was;
     CHECK(out.top == 1 && scratch.wrote <= 1);
     /* the record, run, is recorded as itself */
     CHECK(scratch.made_argc == 0 || scratch.made_argc == h->made_argc);
@@ -565,12 +577,20 @@ static void check_creation(fake_host *h, int failed)
               memcmp(scratch.made[i].ptr, h->made[i].ptr, h->made[i].len) == 0);
     free_made(&scratch);
     const bkc_value *a = value_named(h, h->made[1]), *b = value_named(&scratch, h->made[1]);
-    CHECK(a != NULL && b != NULL && a->kind == BKC_KIND_BLOOM && b->kind == BKC_KIND_BLOOM);
+    CHECK(a != NULL && b != NULL && a->kind == b->kind &&
+          (a->kind == BKC_KIND_BLOOM || a->kind == BKC_KIND_CUCKOO));
     bk_filter *fa = a->filters[0], *fb = b->filters[0];
     CHECK(bk_filter_family(fa) == bk_filter_family(fb));
     bk_growable *ga = bk_filter_as_growable(fa), *gb = bk_filter_as_growable(fb);
     bk_scalable *sa = bk_filter_as_scalable(fa), *sb = bk_filter_as_scalable(fb);
-    if (ga != NULL) {
+    if (a->kind == BKC_KIND_CUCKOO) {
+        CHECK(a->cf->capacity == b->cf->capacity && a->cf->bucket_size == b->cf->bucket_size &&
+              a->cf->max_iterations == b->cf->max_iterations &&
+              a->cf->expansion == b->cf->expansion && a->cf->deleted == b->cf->deleted);
+        if (ga != NULL)
+            CHECK(bk_growable_initial_capacity(ga) == bk_growable_initial_capacity(gb) &&
+                  bk_growable_is_multiset(ga) && bk_growable_is_multiset(gb));
+    } else if (ga != NULL) {
         CHECK(bk_growable_error(ga) == bk_growable_error(gb));
         CHECK(bk_growable_initial_capacity(ga) == bk_growable_initial_capacity(gb));
     } else {

@@ -640,8 +640,9 @@ static int create_types(RedisModuleCtx *ctx)
  * this module: "name value" pairs setting the defaults of filters created
  * without settings (bkc_defaults_in_force). The names of RedisBloom 2.x
  * (ERROR_RATE, INITIAL_SIZE, CF_MAX_EXPANSIONS) and of Redis 8's
- * configuration (bf-error-rate ... cf-max-expansions), any case; and one of
- * bloomkit's own, BF_GROWABLE / bf-growable (0 or 1). */
+ * configuration (bf-error-rate ... cf-max-expansions), any case; and two of
+ * bloomkit's own, BF_GROWABLE / bf-growable and CF_GROWABLE / cf-growable
+ * (0 or 1). */
 typedef enum { ARG_RATE, ARG_U64, ARG_U32 } arg_type;
 
 static const struct load_arg {
@@ -667,6 +668,8 @@ static const struct load_arg {
      offsetof(bkc_defaults, cf_max_expansions), 1, 65536},
     /* bloomkit's own: 0 makes every BF key a chain (cmd_bloom.c) */
     {"BF_GROWABLE", "bf-growable", ARG_U32, offsetof(bkc_defaults, bf_growable), 0, 1},
+    /* bloomkit's own: 0 makes a CF key an add creates RedisBloom's chain */
+    {"CF_GROWABLE", "cf-growable", ARG_U32, offsetof(bkc_defaults, cf_growable), 0, 1},
 };
 
 static int parse_load_args(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
@@ -693,7 +696,7 @@ static int parse_load_args(RedisModuleCtx *ctx, RedisModuleString **argv, int ar
                             "bloomkit: unknown load argument '%.*s' (known: ERROR_RATE, "
                             "INITIAL_SIZE, EXPANSION, CF_INITIAL_SIZE, CF_BUCKET_SIZE, "
                             "CF_MAX_ITERATIONS, CF_EXPANSION, CF_MAX_EXPANSIONS, "
-                            "BF_GROWABLE)",
+                            "BF_GROWABLE, CF_GROWABLE)",
                             (int)(nlen > 64 ? 64 : nlen), name);
             return REDISMODULE_ERR;
         }

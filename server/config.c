@@ -100,6 +100,9 @@ static const opt options[] = {
      "a BF key that an add creates with the default capacity at ~1% or more is a growable "
      "filter, one cache line per lookup however large it grows; no: a chain of Bloom "
      "filters sized as RedisBloom's (yes)"},
+    {"cf-growable", NULL, OPT_BOOL, F(cf_growable), 0, 1,
+     "a CF key that an add creates without CAPACITY is a growable filter that doubles "
+     "(never full, rate under 1%); no: RedisBloom's chain of 1024-item stages (yes)"},
     {"loglevel", NULL, OPT_LOGLEVEL, F(loglevel), 0, 0,
      "debug | verbose | notice | warning (notice)"},
     {"logfile", NULL, OPT_STR, F(logfile), 0, 0, "log file, \"\": stderr (\"\")"},
@@ -118,6 +121,7 @@ void bks_config_defaults(bks_config *c)
     strcpy(c->dir, "./data");
     c->protected_mode = 1;
     c->bf_growable = 1;
+    c->cf_growable = 1;
     c->appendfsync = BKS_FSYNC_EVERYSEC;
     c->appendonly = 1;
     c->threads = 0;

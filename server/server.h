@@ -58,6 +58,7 @@ typedef struct bks_config {
     char requirepass[512];       /* "" none */
     int protected_mode;          /* 1 */
     int bf_growable;             /* 1: BF keys an add creates may be growable (cmd_bloom.c) */
+    int cf_growable;             /* 1: CF keys an add creates are growable (cmd_cuckoo.c) */
     bks_fsync appendfsync;       /* everysec */
     int appendonly;              /* 1: log writes; 0: snapshots only */
     int threads;                 /* 0: one per core */

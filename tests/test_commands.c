@@ -288,6 +288,8 @@ static int setup(void **state)
     NOW = 1000000;
     RESP = 2;
     bkc__scandump_chunk = 4u << 20;
+    bkc_defaults_in_force.bf_growable = 1; /* a failed test may have left them off */
+    bkc_defaults_in_force.cf_growable = 1;
     return 0;
 }
 
@@ -1324,9 +1326,12 @@ static void test_loading_codec(void **state)
  * CF.*
  *==========================================================================*/
 
+/* A CF key an add creates, as RedisBloom's chain (cf_growable off; the
+ * growable one: test_cf_growable). */
 static void test_cf_basic(void **state)
 {
     (void)state;
+    bkc_defaults_in_force.cf_growable = 0;
     EXPECT("CF.EXISTS cf a", ":0\r\n");
     EXPECT("CF.COUNT cf a", ":0\r\n");
     EXPECT("CF.MEXISTS cf a b", "*2\r\n:0\r\n:0\r\n");
@@ -1368,6 +1373,147 @@ static void test_cf_basic(void **state)
     EXPECT("CF.INSERT cf CAPACITY x ITEMS a", "-ERR bad capacity\r\n");
     EXPECT("CF.INSERT new CAPACITY 3 ITEMS a", "-Capacity must be at least (BucketSize * 2)\r\n");
     EXPECT("CF.INSERTNX new CAPACITY 100 ITEMS a a", "*2\r\n:1\r\n:0\r\n");
+    bkc_defaults_in_force.cf_growable = 1;
+}
+
+/* The growable filter of a CF key an add creates without CAPACITY
+ * (cmd_cuckoo.c, issue 29): copies, counts and deletes as the chain does,
+ * never "Maximum expansions reached", the rate bounded, CF.INFO, the
+ * creating add logged so that a replay makes the same filter, GROWABLE. */
+static void test_cf_growable(void **state)
+{
+    (void)state;
+    char line[96];
+    EXPECT("CF.ADD g a", ":1\r\n");
+    assert_int_equal(family_of("g"), BK_FAMILY_GROWABLE);
+    EXPECT("CF.ADD g a", ":1\r\n"); /* a copy */
+    EXPECT("CF.COUNT g a", ":2\r\n");
+    EXPECT("CF.ADDNX g a", ":0\r\n");
+    EXPECT("CF.ADDNX g b", ":1\r\n");
+    EXPECT("CF.MEXISTS g a b c", "*3\r\n:1\r\n:1\r\n:0\r\n");
+    EXPECT("CF.DEL g a", ":1\r\n");
+    EXPECT("CF.COUNT g a", ":1\r\n");
+    EXPECT("CF.DEL g a", ":1\r\n");
+    EXPECT("CF.DEL g a", ":0\r\n");
+    EXPECT("CF.EXISTS g a", ":0\r\n");
+    EXPECT("CF.INSERT g ITEMS x y", "*2\r\n:1\r\n:1\r\n");
+    EXPECT("CF.INSERTNX g ITEMS x z", "*2\r\n:0\r\n:1\r\n");
+    /* CF.INFO: its bytes, its capacity in buckets of 2, one filter, the
+     * items it holds (copies counted, deletes taken off), expansion 2 */
+    const bkc_value *v = H.keys[find_slot(&H, (bkc_str){"g", 1}, 0)].v;
+    const bk_growable *gf = bk_filter_as_growable(v->filters[0]);
+    assert_non_null(gf);
+    assert_true(bk_growable_is_multiset(gf));
+    assert_true(bk_growable_initial_capacity(gf) >= 1024);
+    char want[512];
+    snprintf(want, sizeof(want),
+             "*16\r\n+Size\r\n:%llu\r\n+Number of buckets\r\n:%llu\r\n"
+             "+Number of filters\r\n:1\r\n+Number of items inserted\r\n:4\r\n"
+             "+Number of items deleted\r\n:2\r\n+Bucket size\r\n:2\r\n"
+             "+Expansion rate\r\n:2\r\n+Max iterations\r\n:20\r\n",
+             (unsigned long long)bk_growable_bytes(gf),
+             (unsigned long long)(bk_growable_capacity(gf) / 2));
+    EXPECT("CF.INFO g", want);
+
+    /* 40,000 items, past where RedisBloom's 1024-item chain of 32 stages
+     * fails every add (about 31,000): every add answers 1, every item is
+     * found, and the rate on absent keys stays bounded. The filter's rate
+     * at 40,000 items (five doublings) is under 0.3% (bk_growable_fpr_now,
+     * checked); over 20,000 absent keys the false positives are binomial,
+     * mean under 60, sd under 8: 150 is eleven sds above the mean, while
+     * the chain's 1.5% per stage would give far more. */
+    int resized = H.resized;
+    for (int i = 0; i < 40000; i++) {
+        snprintf(line, sizeof(line), "CF.ADD many item:%d", i);
+        EXPECT(line, ":1\r\n");
+    }
+    assert_true(H.resized > resized); /* it doubled, and said so */
+    for (int i = 0; i < 40000; i += 7) {
+        snprintf(line, sizeof(line), "CF.EXISTS many item:%d", i);
+        EXPECT(line, ":1\r\n");
+    }
+    const bkc_value *mv = H.keys[find_slot(&H, (bkc_str){"many", 4}, 0)].v;
+    assert_true(bk_growable_fpr_now(bk_filter_as_growable(mv->filters[0])) < 0.003);
+    int fp = 0;
+    for (int i = 0; i < 20000; i++) {
+        snprintf(line, sizeof(line), "CF.EXISTS many absent:%d", i);
+        fp += strcmp(run(line), ":1\r\n") == 0;
+    }
+    assert_true(fp < 150);
+    assert_non_null(strstr(run("CF.INFO many"), "+Number of items inserted\r\n:40000\r\n"));
+
+    /* the memory budget caps a doubling: an error, nothing lost */
+    EXPECT("CF.ADD lim a", ":1\r\n");
+    H.memory_left = 0;
+    int errors = 0, added = 1;
+    for (int i = 0; i < 20000 && errors == 0; i++) {
+        snprintf(line, sizeof(line), "CF.ADD lim item%d", i);
+        const char *r = run(line);
+        if (strcmp(r, "-ERR filter would exceed maxmemory\r\n") == 0) errors++;
+        else {
+            assert_string_equal(r, ":1\r\n");
+            added++;
+        }
+    }
+    H.memory_left = SIZE_MAX;
+    assert_int_equal(errors, 1);
+    snprintf(want, sizeof(want), "+Number of items inserted\r\n:%d\r\n", added);
+    assert_non_null(strstr(run("CF.INFO lim"), want));
+    EXPECT("CF.EXISTS lim a", ":1\r\n");
+
+    /* sized keys stay RedisBloom's chain: CF.INSERT ... CAPACITY, CF.RESERVE */
+    EXPECT("CF.INSERT c1 CAPACITY 1024 ITEMS a", "*1\r\n:1\r\n");
+    EXPECT("CF.RESERVE c2 1024", "+OK\r\n");
+    assert_int_equal(family_of("c1"), BK_FAMILY_CUCKOO);
+    assert_int_equal(family_of("c2"), BK_FAMILY_CUCKOO);
+
+    /* the creating add is logged as the CF.INSERT that makes the same
+     * filter under any setting; other adds as sent */
+    H.wrote_log[0] = '\0';
+    EXPECT("CF.ADD l1 a", ":1\r\n");
+    EXPECT("CF.ADD l1 b", ":1\r\n");
+    EXPECT("CF.ADDNX l2 a", ":1\r\n");
+    EXPECT("CF.INSERTNX l3 ITEMS a a", "*2\r\n:1\r\n:0\r\n");
+    bkc_defaults_in_force.cf_growable = 0;
+    EXPECT("CF.ADD l4 a", ":1\r\n");
+    bkc_defaults_in_force.cf_growable = 1;
+    assert_string_equal(H.wrote_log, "CF.INSERT l1 CAPACITY 1024 GROWABLE ITEMS a\n"
+                                     "CF.ADD l1 b\n"
+                                     "CF.INSERTNX l2 CAPACITY 1024 GROWABLE ITEMS a\n"
+                                     "CF.INSERTNX l3 CAPACITY 1024 GROWABLE ITEMS a a\n"
+                                     "CF.INSERT l4 CAPACITY 1024 ITEMS a\n");
+    assert_int_equal(family_of("l4"), BK_FAMILY_CUCKOO);
+    bkc_defaults_in_force.cf_growable = 0;
+    EXPECT("CF.INSERT l5 CAPACITY 1024 GROWABLE ITEMS a", "*1\r\n:1\r\n");
+    bkc_defaults_in_force.cf_growable = 1;
+    assert_int_equal(family_of("l5"), BK_FAMILY_GROWABLE);
+
+    /* GROWABLE on CF.RESERVE (ours); the chain's options do not apply */
+    EXPECT("CF.RESERVE r1 5000 GROWABLE", "+OK\r\n");
+    assert_int_equal(family_of("r1"), BK_FAMILY_GROWABLE);
+    EXPECT("CF.RESERVE r2 5000 GROWABLE BUCKETSIZE 4",
+           "-ERR growable filters take no BUCKETSIZE, MAXITERATIONS or EXPANSION\r\n");
+    EXPECT("CF.RESERVE r2 5000 EXPANSION 2 GROWABLE",
+           "-ERR growable filters take no BUCKETSIZE, MAXITERATIONS or EXPANSION\r\n");
+    EXPECT("CF.RESERVE r2 3 GROWABLE", "-Capacity must be at least (BucketSize * 2)\r\n");
+    assert_int_equal(kind_of("r2"), BKC_KIND_NONE);
+
+    /* saved and loaded: the same filter, settings and answers */
+    const bkc_value *g = H.keys[find_slot(&H, (bkc_str){"g", 1}, 0)].v;
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    assert_int_equal(bkc_value_encode(g, &buf, &len), BK_OK);
+    bkc_value *back = NULL;
+    assert_int_equal(bkc_value_decode(buf, len, &back), BK_OK);
+    free(buf);
+    assert_int_equal(back->kind, BKC_KIND_CUCKOO);
+    assert_int_equal(back->cf->deleted, 2);
+    assert_int_equal(back->cf->expansion, 2);
+    const bk_growable *bg = bk_filter_as_growable(back->filters[0]);
+    assert_non_null(bg);
+    assert_true(bk_growable_is_multiset(bg));
+    assert_int_equal(bk_growable_count(bg, "x", 1), 1);
+    bkc_value_free(back);
 }
 
 static void test_cf_reserve(void **state)
@@ -1848,6 +1994,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dump_keyset, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keyset_decode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cf_basic, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cf_growable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cf_reserve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cf_full_and_growth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cf_many_stages_bytes, setup, teardown),

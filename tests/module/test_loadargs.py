@@ -80,7 +80,8 @@ def redis8_names():
 
 def growable_setting():
     """BF_GROWABLE 0: BF.ADD makes RedisBloom's 240-byte chain; by default a
-    growable filter (bigger at 100 items, one line per lookup)."""
+    growable filter (one line per lookup). CF_GROWABLE 0: CF.ADD makes
+    RedisBloom's chain; by default a growable filter (expansion 2)."""
     for args, growable in ((["BF_GROWABLE", "0"], False), (["bf-growable", "1"], True),
                            ([], True)):
         with ArgsServer(args) as srv:
@@ -89,11 +90,21 @@ def growable_setting():
             size = info_map(r, "BF.INFO", "b")[b"Size"]
             assert (size != 240) == growable, (args, size)
             assert srv.stop() == 0
+    # CF_GROWABLE 0: CF.ADD makes RedisBloom's chain of 1024-item stages
+    for args, growable in ((["CF_GROWABLE", "0"], False), (["cf-growable", "1"], True),
+                           ([], True)):
+        with ArgsServer(args) as srv:
+            r = srv.client()
+            r.execute_command("CF.ADD", "c", "x")
+            got = info_map(r, "CF.INFO", "c")
+            assert (got[b"Expansion rate"] == 2) == growable, (args, got)
+            assert srv.stop() == 0
 
 
 def bad_arguments():
     for args, text in ((["ERROR_RATE", "2"], "ERROR_RATE"),
                        (["BF_GROWABLE", "2"], "BF_GROWABLE"),
+                       (["CF_GROWABLE", "-1"], "CF_GROWABLE"),
                        (["INITIAL_SIZE"], "pairs"),
                        (["NOSUCH", "1"], "unknown load argument 'NOSUCH'"),
                        (["INITIAL_SIZE", "ten"], "INITIAL_SIZE"),
@@ -109,7 +120,7 @@ def main():
     run = Runner("module load arguments")
     run.check("RedisBloom's ERROR_RATE, INITIAL_SIZE, CF_MAX_EXPANSIONS", redisbloom_names)
     run.check("Redis 8's bf-*/cf-* names", redis8_names)
-    run.check("BF_GROWABLE 0 / 1", growable_setting)
+    run.check("BF_GROWABLE, CF_GROWABLE 0 / 1", growable_setting)
     run.check("bad arguments stop the load, named in the log", bad_arguments)
     run.finish()
 
