@@ -80,6 +80,7 @@
 #include "hash.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#  include <cpuid.h>     /* __get_cpuid */
 #  include <immintrin.h> /* BMI2 in target() functions */
 #  define GROWABLE_BMI2 1
 #else
@@ -597,14 +598,21 @@ __attribute__((target("bmi,bmi2,lzcnt"))) static inline void run_of_bmi2(uint64_
     *hi = z - mini;
 }
 
+/* LZCNT (ABM): CPUID 0x80000001, ECX bit 5. Asked directly, since
+ * clang's __builtin_cpu_supports does not know "lzcnt". */
+static int has_lzcnt(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(0x80000001u, &a, &b, &c, &d) && (c & (1u << 5));
+}
+
 /* PDEP is fast on Intel since Haswell and on AMD since Zen 3; Zen 1 and 2
  * run it in microcode, dozens of cycles per set bit. */
 static int bmi2_fast(void)
 {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("lzcnt") &&
-           !__builtin_cpu_is("znver1") &&
-           !__builtin_cpu_is("znver2");
+    return __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") && has_lzcnt() &&
+           !__builtin_cpu_is("znver1") && !__builtin_cpu_is("znver2");
 }
 #endif
 
