@@ -624,17 +624,29 @@ static int select_mode = -1;
 static int vbmi_ok(void);
 #endif
 
-static int decide_select(int allowed)
+/* The best way the CPU has (asked once: CPUID traps to the hypervisor in
+ * a VM, thousands of cycles). */
+static int cpu_best_way(void)
 {
+    static int best = -1;
+    int b = __atomic_load_n(&best, __ATOMIC_RELAXED);
+    if (b >= 0) return b;
 #if GROWABLE_BMI2
-    int mode = allowed && bmi2_fast();
+    b = bmi2_fast();
 #  if !defined(__SANITIZE_THREAD__)
-    if (mode && allowed > 1 && vbmi_ok()) mode = 2;
+    if (b && vbmi_ok()) b = 2;
 #  endif
 #else
-    int mode = 0;
-    (void)allowed;
+    b = 0;
 #endif
+    __atomic_store_n(&best, b, __ATOMIC_RELAXED);
+    return b;
+}
+
+static int decide_select(int allowed)
+{
+    int best = cpu_best_way();
+    int mode = allowed < best ? (allowed > 0 ? allowed : 0) : best;
     __atomic_store_n(&select_mode, mode, __ATOMIC_RELAXED);
     return mode;
 }
@@ -829,8 +841,14 @@ __attribute__((always_inline)) static inline int probe_at(const bk_growable *f,
         else
 #endif
             run_of(meta, mini, &lo, &hi);
-        hit = 0;
-        for (unsigned i = lo; i < hi; i++) hit |= entry_matches(lane_load(blk, i), fp);
+        /* runs of up to two lanes without a branch (nearly all of them):
+         * lanes lo and lo + 1 are read whatever the run's length (lane 37,
+         * past the last, reads word 7 only) and count where they are in it */
+        unsigned l1 = lo + 1 < SET_FORMAT.S ? lo + 1 : SET_FORMAT.S;
+        hit = (entry_matches(lane_load(blk, lo), fp) & (lo < hi)) |
+              (entry_matches(lane_load(blk, l1), fp) & (lo + 1 < hi));
+        if (BK_UNLIKELY(hi > lo + 2))
+            for (unsigned i = lo + 2; i < hi; i++) hit |= entry_matches(lane_load(blk, i), fp);
         if (BK_UNLIKELY(__atomic_load_n(&blk[0], __ATOMIC_RELAXED) != meta)) return probe_again(f, h);
     }
     (void)mode;
