@@ -343,12 +343,7 @@ static void wrote_created(bkc_ctx *c, int argc, const bkc_str *sent, const bf_op
                           int growable, const bkc_str *items, size_t n)
 {
     char error[32], capacity[24], expansion[16];
-    bkc_str stack[32];
-    bkc_str *argv = n + 12 <= 32 ? stack : malloc((n + 12) * sizeof(*argv));
-    if (argv == NULL) {
-        bkc__wrote(c, argc, sent); /* as sent: the same under the same settings */
-        return;
-    }
+    bkc_str argv[12];
     int k = 0;
     argv[k++] = (bkc_str){"BF.INSERT", 9};
     argv[k++] = sent[1];
@@ -367,9 +362,7 @@ static void wrote_created(bkc_ctx *c, int argc, const bkc_str *sent, const bf_op
     }
     if (growable) argv[k++] = (bkc_str){"GROWABLE", 8};
     argv[k++] = (bkc_str){"ITEMS", 5};
-    for (size_t i = 0; i < n; i++) argv[k++] = items[i];
-    bkc__wrote(c, k, argv);
-    if (argv != stack) free(argv);
+    bkc__wrote_as(c, argc, sent, argv, k, items, n);
 }
 
 /* Open key WRITE for an add, creating it with o when missing (unless

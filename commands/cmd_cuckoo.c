@@ -439,23 +439,16 @@ static void wrote_created(bkc_ctx *c, int argc, const bkc_str *sent, const bkc_v
                           int nx, const bkc_str *items, size_t n)
 {
     char capacity[24];
-    bkc_str stack[16];
-    bkc_str *argv = n + 7 <= 16 ? stack : bkc__malloc((n + 7) * sizeof(*argv));
-    if (argv == NULL) {
-        bkc__wrote(c, argc, sent); /* as sent: the same under the same settings */
-        return;
-    }
+    bkc_str head[6];
     int k = 0;
-    argv[k++] = nx ? (bkc_str){"CF.INSERTNX", 11} : (bkc_str){"CF.INSERT", 9};
-    argv[k++] = sent[1];
+    head[k++] = nx ? (bkc_str){"CF.INSERTNX", 11} : (bkc_str){"CF.INSERT", 9};
+    head[k++] = sent[1];
     snprintf(capacity, sizeof(capacity), "%llu", (unsigned long long)v->cf->capacity);
-    argv[k++] = (bkc_str){"CAPACITY", 8};
-    argv[k++] = (bkc_str){capacity, strlen(capacity)};
-    if (growable_of(v) != NULL) argv[k++] = (bkc_str){"GROWABLE", 8};
-    argv[k++] = (bkc_str){"ITEMS", 5};
-    for (size_t i = 0; i < n; i++) argv[k++] = items[i];
-    bkc__wrote(c, k, argv);
-    if (argv != stack) bkc__free(argv);
+    head[k++] = (bkc_str){"CAPACITY", 8};
+    head[k++] = (bkc_str){capacity, strlen(capacity)};
+    if (growable_of(v) != NULL) head[k++] = (bkc_str){"GROWABLE", 8};
+    head[k++] = (bkc_str){"ITEMS", 5};
+    bkc__wrote_as(c, argc, sent, head, k, items, n);
 }
 
 static void add_single(bkc_ctx *c, int argc, const bkc_str *argv, int nx)

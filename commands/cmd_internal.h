@@ -102,6 +102,13 @@ static inline void bkc__wrote(bkc_ctx *c, int argc, const bkc_str *argv)
     c->host_vt->wrote(c->host, argc, argv);
 }
 
+/* Tell the host the change is done as another command: head[0 .. nhead)
+ * then items[0 .. n), one record (an add that created its key, logged as
+ * the command that makes the same filter under any settings). Without
+ * memory for the list, the command as sent (argc, sent). */
+void bkc__wrote_as(bkc_ctx *c, int argc, const bkc_str *sent, const bkc_str *head, int nhead,
+                   const bkc_str *items, size_t n);
+
 /*==========================================================================
  * Memory
  *==========================================================================*/

@@ -13,6 +13,7 @@
 #define _DEFAULT_SOURCE /* sysconf(_SC_PHYS_PAGES) */
 
 #include <errno.h>  /* strtod's ERANGE */
+#include <limits.h> /* INT_MAX */
 #include <math.h>   /* isnan */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* strtod */
@@ -470,6 +471,23 @@ void bkc__lib_error(bkc_ctx *c, int rc)
     }
     snprintf(buf, sizeof(buf), "ERR %s", bk_strerror(rc));
     bkc__err(c, buf);
+}
+
+void bkc__wrote_as(bkc_ctx *c, int argc, const bkc_str *sent, const bkc_str *head, int nhead,
+                   const bkc_str *items, size_t n)
+{
+    bkc_str stack[32];
+    size_t total = (size_t)nhead + n;
+    bkc_str *argv = total <= 32 ? stack : bkc__malloc(total * sizeof(*argv));
+    if (argv == NULL || total > INT_MAX) {
+        bkc__wrote(c, argc, sent); /* the same under the same settings */
+        if (argv != stack) bkc__free(argv);
+        return;
+    }
+    memcpy(argv, head, (size_t)nhead * sizeof(*argv));
+    if (n > 0) memcpy(argv + nhead, items, n * sizeof(*argv));
+    bkc__wrote(c, (int)total, argv);
+    if (argv != stack) bkc__free(argv);
 }
 
 bkc_value *bkc__value_of(bkc_ctx *c, bkc_kind kind, bk_filter *f)

@@ -70,3 +70,29 @@ def after_aof_rewrite(Server, load, check, rewrite=True):
         srv.start()
         check(srv.client())
 
+
+
+def reload_checks(run, Server, load, check):
+    """The checks every module type's data must pass across Redis's own
+    persistence: load(srv) (returning a client) on a fresh Redis, then
+    check(client) after DEBUG RELOAD (an RDB save and load in place), after
+    SAVE and a restart, and after BGREWRITEAOF and a restart from the AOF
+    alone; each reported through run (a harness.Runner)."""
+    def debug_reload():
+        with Server() as srv:
+            r = load(srv)
+            assert r.execute_command("DEBUG", "RELOAD") in (b"OK", True)
+            check(r)
+
+    def save_restart():
+        with Server() as srv:
+            r = load(srv)
+            assert r.save()
+            assert srv.stop() == 0
+            srv.start()
+            check(srv.client())
+
+    run.check("DEBUG RELOAD", debug_reload)
+    run.check("SAVE and restart", save_restart)
+    run.check("BGREWRITEAOF and restart",
+              lambda: after_aof_rewrite(Server, load, check))

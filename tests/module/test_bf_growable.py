@@ -30,29 +30,9 @@ def loaded(srv):
 def core():
     with Server() as srv:
         r = loaded(srv)
-        for fn in (g.dump_restore, g.scandump_loadchunk, g.merge, g.concurrent_adds):
+        for fn in (g.copies, g.merge, g.concurrent_adds):
             fn(srv, r)
         assert srv.stop() == 0
-
-
-def debug_reload():
-    with Server() as srv:
-        r = loaded(srv)
-        assert r.execute_command("DEBUG", "RELOAD") in (b"OK", True)
-        g.check_same(r, "g")
-
-
-def save_restart():
-    with Server() as srv:
-        r = loaded(srv)
-        assert r.save()
-        assert srv.stop() == 0
-        srv.start()
-        g.check_same(srv.client(), "g")
-
-
-def aof_rewrite():
-    modutil.after_aof_rewrite(Server, loaded, lambda r: g.check_same(r, "g"))
 
 
 def aof_under_other_setting():
@@ -85,9 +65,7 @@ def aof_under_other_setting():
 def main():
     run = Runner("module growable BF")
     run.check("core checks", core)
-    run.check("DEBUG RELOAD", debug_reload)
-    run.check("SAVE and restart", save_restart)
-    run.check("BGREWRITEAOF and restart", aof_rewrite)
+    modutil.reload_checks(run, Server, loaded, lambda r: g.check_same(r, "g"))
     run.check("AOF loaded with BF_GROWABLE 0", aof_under_other_setting)
     run.finish()
 

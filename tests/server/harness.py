@@ -281,6 +281,17 @@ def bf_copy_by_chunks(bf, src, dst):
         bf.loadchunk(dst, it, data)
 
 
+def copies_check(r, key, check, helper):
+    """key copied by DUMP/RESTORE and by SCANDUMP/LOADCHUNK (helper: the
+    client's bf() or cf() object), check(r, copy) on each copy, the copies
+    deleted."""
+    assert r.restore(key + ":dumped", 0, r.dump(key)) in (b"OK", True)
+    check(r, key + ":dumped")
+    bf_copy_by_chunks(helper, key, key + ":chunked")
+    check(r, key + ":chunked")
+    r.delete(key + ":dumped", key + ":chunked")
+
+
 def restarted(srv, r, save):
     """The server stopped after SAVE (save) or killed with SIGKILL, started
     again; its new client."""

@@ -112,18 +112,10 @@ def grows_with_redisbloom_info(srv, r):
     assert parsed.capacity == capacity and parsed.insertedNum == card
 
 
-def dump_restore(srv, r):
-    blob = r.dump("g")
-    assert r.restore("g2", 0, blob) in (b"OK", True)
-    check_same(r, "g2")
-    r.delete("g2")
-
-
-def scandump_loadchunk(srv, r):
-    from harness import bf_copy_by_chunks
-    bf_copy_by_chunks(r.bf(), "g", "g3")
-    check_same(r, "g3")
-    r.delete("g3")
+def copies(srv, r):
+    """DUMP/RESTORE and SCANDUMP/LOADCHUNK: the same answers and INFO."""
+    from harness import copies_check
+    copies_check(r, "g", check_same, r.bf())
 
 
 def merge(srv, r):
@@ -239,7 +231,7 @@ def setting_off(srv, r):
 
 def main():
     from harness import run_steps
-    return run_steps([grows_with_redisbloom_info, dump_restore, scandump_loadchunk, merge,
+    return run_steps([grows_with_redisbloom_info, copies, merge,
                       concurrent_adds, restart_from_log, restart_from_snapshot,
                       replay_under_other_setting, setting_off])
 

@@ -116,18 +116,10 @@ def never_full(srv, r):
     EXPECTED["info"] = got
 
 
-def dump_restore(srv, r):
-    blob = r.dump("c")
-    assert r.restore("c2", 0, blob) in (b"OK", True)
-    check_same(r, "c2")
-    r.delete("c2")
-
-
-def scandump_loadchunk(srv, r):
-    from harness import bf_copy_by_chunks
-    bf_copy_by_chunks(r.cf(), "c", "c3")
-    check_same(r, "c3")
-    r.delete("c3")
+def copies(srv, r):
+    """DUMP/RESTORE and SCANDUMP/LOADCHUNK: the same answers and INFO."""
+    from harness import copies_check
+    copies_check(r, "c", check_same, r.cf())
 
 
 def restart_from_log(srv, r):
@@ -189,7 +181,7 @@ def setting_off(srv, r):
 
 def main():
     from harness import run_steps
-    return run_steps([never_full, dump_restore, scandump_loadchunk, restart_from_log,
+    return run_steps([never_full, copies, restart_from_log,
                       restart_from_snapshot, replay_under_other_setting, setting_off])
 
 
