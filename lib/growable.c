@@ -2829,56 +2829,27 @@ static int64_t ops_insert_batch(void *f, const void *const *keys, const size_t *
     return (int64_t)n;
 }
 
+/* What sets and multisets do alike: all but adding, removing, counting. */
+#define GROWABLE_OPS_SHARED                                                                     \
+    .family = BK_FAMILY_GROWABLE, .name = "growable", .hash = ops_hash,                         \
+    .contains = ops_contains, .contains_batch = ops_contains_batch, .lockfree_add = 0,         \
+    .seed = ops_seed, .destroy = ops_destroy, .info = ops_info, .summary = ops_summary,         \
+    .allocations = ops_allocations, .create = ops_create, .clone = ops_clone,                   \
+    .clear = ops_clear, .merge = ops_merge, .incompatibility = ops_incompatibility,             \
+    .nparts = ops_nparts, .describe = ops_describe, .restore = ops_restore,
+
 static const bk__family_ops multiset_ops = {
-    .family = BK_FAMILY_GROWABLE,
-    .name = "growable",
-    .hash = ops_hash,
     .add = ops_insert,
-    .contains = ops_contains,
     .remove = ops_remove,
     .count = ops_count,
     .add_batch = ops_insert_batch,
-    .contains_batch = ops_contains_batch,
-    .lockfree_add = 0,
-    .seed = ops_seed,
-    .destroy = ops_destroy,
-    .info = ops_info,
-    .summary = ops_summary,
-    .allocations = ops_allocations,
-    .create = ops_create,
-    .clone = ops_clone,
-    .clear = ops_clear,
-    .merge = ops_merge,
-    .incompatibility = ops_incompatibility,
-    .nparts = ops_nparts,
-    .describe = ops_describe,
-    .restore = ops_restore,
+    GROWABLE_OPS_SHARED
 };
 
 static const bk__family_ops growable_ops = {
-    .family = BK_FAMILY_GROWABLE,
-    .name = "growable",
-    .hash = ops_hash,
     .add = ops_add,
-    .contains = ops_contains,
-    .remove = NULL,
-    .count = NULL,
     .add_batch = ops_add_batch,
-    .contains_batch = ops_contains_batch,
-    .lockfree_add = 0,
-    .seed = ops_seed,
-    .destroy = ops_destroy,
-    .info = ops_info,
-    .summary = ops_summary,
-    .allocations = ops_allocations,
-    .create = ops_create,
-    .clone = ops_clone,
-    .clear = ops_clear,
-    .merge = ops_merge,
-    .incompatibility = ops_incompatibility,
-    .nparts = ops_nparts,
-    .describe = ops_describe,
-    .restore = ops_restore,
+    GROWABLE_OPS_SHARED
 };
 
 const bk__family_ops *const bk__growable_family = &growable_ops;

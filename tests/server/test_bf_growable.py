@@ -41,9 +41,9 @@ def items(prefix, n):
     return ["%s:%d" % (prefix, i) for i in range(n)]
 
 
-def info(r, key):
-    plain = redis.Redis(connection_pool=r.connection_pool)  # no bf() callback
-    reply = plain.execute_command("BF.INFO", key)
+def info(r, key, kind="BF"):
+    plain = redis.Redis(connection_pool=r.connection_pool)  # no bf()/cf() callback
+    reply = plain.execute_command(kind + ".INFO", key)
     if isinstance(reply, dict):
         return reply
     return dict(zip(reply[0::2], reply[1::2]))
@@ -66,15 +66,16 @@ def madd(r, key, keys, chunk=1000):
     return sum(sum(x) for x in pipe.execute())
 
 
-def answers(r, key):
-    """(every item present, count of absent items answering 1)."""
+def answers(r, key, kind="BF", n=N, absent=ABSENT):
+    """(every item "in:0".."in:n-1" present, count of absent items answering
+    1), by <kind>.MEXISTS."""
     pipe = r.pipeline(transaction=False)
-    for at in range(0, N, 2000):
-        pipe.execute_command("BF.MEXISTS", key, *items("in", N)[at:at + 2000])
-    for at in range(0, ABSENT, 2000):
-        pipe.execute_command("BF.MEXISTS", key, *items("out", ABSENT)[at:at + 2000])
+    for at in range(0, n, 2000):
+        pipe.execute_command(kind + ".MEXISTS", key, *items("in", n)[at:at + 2000])
+    for at in range(0, absent, 2000):
+        pipe.execute_command(kind + ".MEXISTS", key, *items("out", absent)[at:at + 2000])
     got = [v for part in pipe.execute() for v in part]
-    return all(got[:N]), sum(got[N:])
+    return all(got[:n]), sum(got[n:])
 
 
 EXPECTED = {}

@@ -29,6 +29,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import redis  # noqa: E402
 
+import test_bf_growable as bf  # noqa: E402  (its items, info and answers)
+
 N = 50000
 FIRST = 2000     # of them, added one CF.ADD at a time
 ABSENT = 20000
@@ -36,15 +38,11 @@ RATE = 0.01      # the promise (docs/COMMANDS.md)
 
 
 def items(prefix, n):
-    return ["%s:%d" % (prefix, i) for i in range(n)]
+    return bf.items(prefix, n)
 
 
 def info(r, key):
-    plain = redis.Redis(connection_pool=r.connection_pool)  # no cf() callback
-    reply = plain.execute_command("CF.INFO", key)
-    if isinstance(reply, dict):
-        return reply
-    return dict(zip(reply[0::2], reply[1::2]))
+    return bf.info(r, key, "CF")
 
 
 def fill(r, key, keys):
@@ -63,13 +61,7 @@ def fill(r, key, keys):
 
 def answers(r, key):
     """(every item present, count of absent items answering 1)."""
-    pipe = r.pipeline(transaction=False)
-    for at in range(0, N, 2000):
-        pipe.execute_command("CF.MEXISTS", key, *items("in", N)[at:at + 2000])
-    for at in range(0, ABSENT, 2000):
-        pipe.execute_command("CF.MEXISTS", key, *items("out", ABSENT)[at:at + 2000])
-    got = [v for part in pipe.execute() for v in part]
-    return all(got[:N]), sum(got[N:])
+    return bf.answers(r, key, "CF", N, ABSENT)
 
 
 EXPECTED = {}
