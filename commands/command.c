@@ -275,30 +275,111 @@ static int lower(int ch)
     return (ch >= 'A' && ch <= 'Z') ? ch - 'A' + 'a' : ch;
 }
 
-/* strcmp of the lower-cased argument with a lower-case table name. */
-static int name_cmp(bkc_str s, const char *name)
+/* A hash of a name, the same for every case of its letters: 8 bytes at a
+ * time with bit 5 set in each (a letter's case bit), multiplied in; a
+ * tail of 1 to 7 bytes read as two overlapping loads (the length is in the
+ * hash, so they stand for exactly those bytes). Loads are in the machine's
+ * order: the hash never leaves the process. The few other bytes that
+ * differ only in bit 5 collide here and are told apart by names_equal. */
+static uint64_t load64(const char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);   /* native order: the hash stays in the process */
+    return v;
+}
+
+static uint64_t load32(const char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static uint64_t name_hash(bkc_str s)
+{
+    const uint64_t fold = 0x2020202020202020u;
+    uint64_t h = 0x9E3779B97F4A7C15u ^ s.len;
+    size_t i = 0;
+    for (; i + 8 <= s.len; i += 8) {
+        h = (h ^ (load64(s.ptr + i) | fold)) * 0xFF51AFD7ED558CCDu;
+        h ^= h >> 32;
+    }
+    size_t n = s.len - i;
+    if (n > 0) {
+        const char *p = s.ptr + i;
+        uint64_t w;
+        if (n >= 4)
+            w = load32(p) | load32(p + n - 4) << 32;
+        else
+            w = (uint64_t)(unsigned char)p[0] | (uint64_t)(unsigned char)p[n / 2] << 8 |
+                (uint64_t)(unsigned char)p[n - 1] << 16;
+        h = (h ^ (w | fold)) * 0xFF51AFD7ED558CCDu;
+        h ^= h >> 32;
+    }
+    return h;
+}
+
+static const char *entry_name(const bkc_names *ix, size_t i)
+{
+    const char *name;
+    memcpy(&name, (const char *)ix->table + i * ix->stride, sizeof name);
+    return name;
+}
+
+static int names_equal(bkc_str s, const char *name)
 {
     size_t i = 0;
-    for (; i < s.len && name[i] != '\0'; i++) {
-        int a = lower((unsigned char)s.ptr[i]), b = (unsigned char)name[i];
-        if (a != b) return a - b;
-    }
-    if (i < s.len) return 1;        /* s is longer */
-    return name[i] == '\0' ? 0 : -1; /* name is longer */
+    for (; i < s.len; i++)
+        if (name[i] == '\0' || lower((unsigned char)s.ptr[i]) != (unsigned char)name[i])
+            return 0;
+    return name[i] == '\0';
 }
+
+static void names_build(bkc_names *ix)
+{
+    for (size_t i = 0; i < ix->count && i < BKC_NAMES_MAX; i++) {
+        const char *name = entry_name(ix, i);
+        size_t at = name_hash((bkc_str){name, strlen(name)}) % BKC_NAMES_SLOTS;
+        while (ix->slot[at])
+            at = (at + 1) % BKC_NAMES_SLOTS;
+        ix->slot[at] = (uint16_t)(i + 1);
+    }
+}
+
+long bkc_names_find(bkc_names *ix, bkc_str name)
+{
+    int st = atomic_load_explicit(&ix->state, memory_order_acquire);
+    if (st != 2) {
+        int zero = 0;
+        if (atomic_compare_exchange_strong(&ix->state, &zero, 1)) {
+            names_build(ix);
+            atomic_store_explicit(&ix->state, 2, memory_order_release);
+        } else {
+            while (atomic_load_explicit(&ix->state, memory_order_acquire) != 2)
+                ;   /* another thread builds it: a few microseconds, once */
+        }
+    }
+    if (name.ptr == NULL)
+        return -1;
+    size_t at = name_hash(name) % BKC_NAMES_SLOTS;
+    for (;;) {
+        unsigned e = ix->slot[at];
+        if (e == 0)
+            return -1;
+        if (names_equal(name, entry_name(ix, e - 1)))
+            return (long)e - 1;
+        at = (at + 1) % BKC_NAMES_SLOTS;
+    }
+}
+
+_Static_assert(sizeof bkc_command_table / sizeof bkc_command_table[0] <= BKC_NAMES_MAX,
+               "the command table outgrew its name index");
+static bkc_names command_names = BKC_NAMES_INIT(bkc_command_table);
 
 const bkc_command *bkc_lookup(bkc_str name)
 {
-    size_t lo = 0, hi = bkc_command_count;
-    if (name.ptr == NULL && name.len > 0) return NULL;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int cmp = name_cmp(name, bkc_command_table[mid].name);
-        if (cmp == 0) return &bkc_command_table[mid];
-        if (cmp < 0) hi = mid;
-        else lo = mid + 1;
-    }
-    return NULL;
+    long i = bkc_names_find(&command_names, name);
+    return i < 0 ? NULL : &bkc_command_table[i];
 }
 
 int bkc_check_arity(bkc_ctx *c, const bkc_command *cmd, int argc)

@@ -28,6 +28,7 @@
 #ifndef BKC_COMMAND_H
 #define BKC_COMMAND_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -307,6 +308,27 @@ extern const size_t bkc_command_count;
 
 /* Case-insensitive lookup; NULL for an unknown command. */
 const bkc_command *bkc_lookup(bkc_str name);
+
+/* A case-insensitive hash index over a table of structs whose first member
+ * is a lower-case name (const char *): the command tables of the command
+ * layer and of bloomkit-server's host. Built on first use, by whichever
+ * thread gets there first (the others wait for it); a lookup hashes the
+ * name once and compares it with one entry, usually. At most
+ * BKC_NAMES_MAX entries. Define one as a static with BKC_NAMES_INIT(table)
+ * where the table's size is known. */
+#define BKC_NAMES_MAX 256
+#define BKC_NAMES_SLOTS 1024
+typedef struct bkc_names {
+    const void *table;
+    size_t stride, count;
+    _Atomic int state;                  /* 0 not built, 1 building, 2 ready */
+    uint16_t slot[BKC_NAMES_SLOTS];     /* entry index + 1; 0: empty */
+} bkc_names;
+#define BKC_NAMES_INIT(table) \
+    {(table), sizeof (table)[0], sizeof (table) / sizeof (table)[0], 0, {0}}
+
+/* The index of the entry named name (any case), or -1. */
+long bkc_names_find(bkc_names *ix, bkc_str name);
 
 /* 1 when argc fits cmd's arity; else writes Redis's error
  * "ERR wrong number of arguments for 'bf.add' command" and returns 0. */

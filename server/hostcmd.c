@@ -861,28 +861,13 @@ static const host_cmd host_cmds[] = {
 };
 #define NHOST (sizeof host_cmds / sizeof host_cmds[0])
 
+_Static_assert(NHOST <= BKC_NAMES_MAX, "the host command table outgrew its name index");
+static bkc_names host_names = BKC_NAMES_INIT(host_cmds);
+
 static const host_cmd *host_lookup(bkc_str name)
 {
-    char low[16];
-    if (name.len == 0 || name.len >= sizeof low)
-        return NULL;
-    for (size_t i = 0; i < name.len; i++) {
-        char c = name.ptr[i];
-        low[i] = (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;
-    }
-    low[name.len] = '\0';
-    size_t lo = 0, hi = NHOST;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        int c = strcmp(low, host_cmds[mid].name);
-        if (c == 0)
-            return &host_cmds[mid];
-        if (c < 0)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return NULL;
+    long i = bkc_names_find(&host_names, name);
+    return i < 0 ? NULL : &host_cmds[i];
 }
 
 /*==========================================================================
@@ -1304,21 +1289,78 @@ static void run_coalesced(bks_client *c, bks_session *s, bks_outbuf *out, int re
         bks_execute(c, s, &real, resp, argcs[k], argvs[k]);
 }
 
+/* The answers of one batch that wait on its log records: n replies in
+ * out->p[start, end), encoded in resp. */
+typedef struct log_span {
+    size_t start, end;
+    int n, resp;
+} log_span;
+
+#define SPANS_MAX 256
+
+/* Wait for the batch's log records; when they could not be logged, each
+ * answer that waited on them becomes the MISCONF error (the others stay
+ * as they are). Empties spans. */
+static void settle_batch(bks_outbuf *out, log_span *sp, int *nsp)
+{
+    int n = *nsp;
+    *nsp = 0;
+    if (bks_log_settle() == 0 || n == 0)
+        return;
+    size_t from = sp[0].start, tail = out->len - from;
+    char *keep = malloc(tail ? tail : 1);
+    if (!keep) {
+        out->oom = 1;   /* the client is dropped: no answer is wrong */
+        return;
+    }
+    memcpy(keep, out->p + from, tail);
+    out->len = from;
+    size_t at = from;   /* the next byte of the old output to copy */
+    for (int k = 0; k < n; k++) {
+        bks_outbuf_append(out, keep + (at - from), sp[k].start - at);
+        bks_encoder enc;
+        bkc_reply r;
+        bks_reply_init(&r, &enc, out, sp[k].resp);
+        for (int m = 0; m < sp[k].n; m++)
+            refuse_write(&r);
+        at = sp[k].end;
+    }
+    bks_outbuf_append(out, keep + (at - from), from + tail - at);
+    free(keep);
+}
+
+/* After a request (or a coalesced run of n) whose answers start at mark:
+ * when it appended to the log, its answers wait for the record. */
+static void note_span(bks_outbuf *out, log_span *sp, int *nsp, uint64_t before, size_t mark,
+                      int n, int resp)
+{
+    if (bks_tl_log_ticket == before || bks_tl_log_ticket == 0)
+        return;
+    if (*nsp == SPANS_MAX)
+        settle_batch(out, sp, nsp);   /* earlier answers settled; now this one's */
+    sp[*nsp] = (log_span){mark, out->len, n, resp};
+    ++*nsp;
+}
+
 int bks_execute_batch(bks_client *c, bks_session *s, bks_outbuf *out, int resp,
                       int nreq, const int *argcs, const bkc_str *const *argvs, size_t out_stop)
 {
     bks_encoder enc;
     bkc_reply r;
+    log_span spans[SPANS_MAX];
+    int nspans = 0;
     /* MONITOR shows each request as sent: no coalescing while one watches */
     int can_batch = !(c && g_srv.cfg.requirepass[0] && !bks_client_authed(c)) &&
                     atomic_load_explicit(&bks_monitors, memory_order_relaxed) == 0;
     int i = 0;
     while (i < nreq) {
         if (c && bks_client_closing(c))
-            return nreq;   /* QUIT, SHUTDOWN: nothing after it runs */
+            break;         /* QUIT, SHUTDOWN: nothing after it runs */
         if (out->len >= out_stop)
             break;         /* the rest waits until the client reads (net.c) */
         int add = 0;
+        uint64_t before = bks_tl_log_ticket;
+        size_t mark = out->len;
         /* after MULTI every request is queued, one by one */
         if (can_batch && argcs[i] == 3 && !bks_multi_queueing(c) &&
             ((add = is_cmd(argvs[i][0], "bf.add", 6)) || is_cmd(argvs[i][0], "bf.exists", 9))) {
@@ -1329,8 +1371,9 @@ int bks_execute_batch(bks_client *c, bks_session *s, bks_outbuf *out, int resp,
                    !memcmp(argvs[j][1].ptr, argvs[i][1].ptr, argvs[i][1].len))
                 j++;
             if (j - i >= 2 && !(add && atomic_load(&g_srv.write_error))) {
-                run_coalesced(c, s, out, c ? bks_client_resp(c) : resp, argcs, argvs, i, j,
-                              add);
+                int cur = c ? bks_client_resp(c) : resp;
+                run_coalesced(c, s, out, cur, argcs, argvs, i, j, add);
+                note_span(out, spans, &nspans, before, mark, j - i, cur);
                 i = j;
                 continue;
             }
@@ -1338,14 +1381,18 @@ int bks_execute_batch(bks_client *c, bks_session *s, bks_outbuf *out, int resp,
         /* resp may change (HELLO): read it per request */
         int cur = c ? bks_client_resp(c) : resp;
         bks_reply_init(&r, &enc, out, cur);
-        size_t mark = out->len;
         bks_tl_log_failed = 0;
         bks_execute(c, s, &r, cur, argcs[i], argvs[i]);
         if (bks_tl_log_failed) {
             out->len = mark;
             refuse_write(&r);
+        } else {
+            note_span(out, spans, &nspans, before, mark, 1, cur);
         }
         i++;
     }
+    if (c && bks_client_closing(c))
+        i = nreq;
+    settle_batch(out, spans, &nspans);
     return i;
 }

@@ -50,8 +50,10 @@
  * the log gives the same keyspace; while the log is replayed nothing
  * expires (the keyspace is "loading").
  *
- * Writes are logged (wrote() -> bks_persist_log) while the key's lock is
- * held, so the log orders the writes of one key as they happened.
+ * Writes are logged (wrote() -> bks_persist_append) while the key's lock is
+ * held, so the log orders the writes of one key as they happened; the
+ * thread waits for its records to reach the file (bks_log_settle) once per
+ * batch of requests, after the locks are let go and before it answers.
  */
 #include <malloc.h> /* malloc_usable_size */
 #include <pthread.h>
@@ -417,7 +419,18 @@ static int set_expire_locked(bks_keyspace *ks, ks_entry *e, uint64_t at)
  *==========================================================================*/
 
 _Thread_local int bks_tl_log_failed;
+_Thread_local uint64_t bks_tl_log_ticket;
+static _Thread_local bks_persist *tl_log_persist;
 
+static void log_failed(void)
+{
+    bks_tl_log_failed = 1;
+    if (!atomic_exchange(&g_srv.write_error, 1))
+        bks_log(BKS_LOG_ERROR, "cannot append to the log: refusing writes until it recovers");
+}
+
+/* The record joins the log's buffer now, under the key's lock; the thread
+ * waits for it to reach the file in bks_log_settle, before it answers. */
 static void log_argv(bks_session *s, int argc, const bkc_str *argv)
 {
     /* WATCHes see every write; inside EXEC the write joins the
@@ -426,12 +439,28 @@ static void log_argv(bks_session *s, int argc, const bkc_str *argv)
         return;
     if (!s || !s->persist)
         return;
-    if (bks_persist_log(s->persist, argc, argv) < 0) {
-        bks_tl_log_failed = 1;
-        if (!atomic_exchange(&g_srv.write_error, 1))
-            bks_log(BKS_LOG_ERROR, "cannot append to the log: refusing writes until it "
-                    "recovers");
+    uint64_t ticket;
+    if (bks_persist_append(s->persist, argc, argv, &ticket) < 0) {
+        log_failed();
+        return;
     }
+    if (ticket) {
+        bks_tl_log_ticket = ticket;
+        tl_log_persist = s->persist;
+    }
+}
+
+int bks_log_settle(void)
+{
+    uint64_t ticket = bks_tl_log_ticket;
+    if (!ticket)
+        return 0;
+    bks_tl_log_ticket = 0;
+    if (bks_persist_wait(tl_log_persist, ticket) < 0) {
+        log_failed();
+        return -1;
+    }
+    return 0;
 }
 
 static void log_del(bks_session *s, const char *name, size_t len)
@@ -648,8 +677,9 @@ static ks_entry *ks_acquire(bks_keyspace *ks, bks_session *s, bkc_str name,
             entry_unref(e);
             continue;
         }
-        uint64_t now = bks_now_ms();
-        if (is_expired(ks, e, now)) {
+        /* the clock is read only for a key with an expiry */
+        uint64_t now = entry_expire_at(e) ? bks_now_ms() : 0;
+        if (now && is_expired(ks, e, now)) {
             if (mode == BKC_OPEN_READ || mode == BKC_OPEN_ADD) {
                 bks_rwlock_unlock(&e->lock);
                 bks_rwlock_wrlock(&e->lock);
@@ -685,11 +715,37 @@ static void ks_release(bks_keyspace *ks, ks_entry *e, bkc_open_mode mode)
 /* Why the last host_open of this thread returned NULL ("" : memory). */
 static _Thread_local char open_error[640];
 
+/* Key handles: a command holds one or two at a time, so each thread keeps
+ * a few in place of a malloc and free per command. */
+#define KEY_POOL 4
+static _Thread_local bkc_key key_pool[KEY_POOL];
+static _Thread_local unsigned key_pool_used;   /* bit i: key_pool[i] is out */
+
+static bkc_key *key_alloc(void)
+{
+    for (unsigned i = 0; i < KEY_POOL; i++) {
+        if (!(key_pool_used & 1u << i)) {
+            key_pool_used |= 1u << i;
+            return &key_pool[i];
+        }
+    }
+    return malloc(sizeof(bkc_key));
+}
+
+static void key_free(bkc_key *k)
+{
+    uintptr_t at = (uintptr_t)k, lo = (uintptr_t)key_pool;
+    if (at >= lo && at < lo + sizeof key_pool)
+        key_pool_used &= ~(1u << (unsigned)((at - lo) / sizeof *k));
+    else
+        free(k);
+}
+
 static bkc_key *host_open(void *host, bkc_str name, bkc_open_mode mode)
 {
     bks_session *s = host;
     open_error[0] = '\0';
-    bkc_key *k = malloc(sizeof *k);
+    bkc_key *k = key_alloc();
     if (!k)
         return NULL;
     int oom;
@@ -698,7 +754,7 @@ static bkc_key *host_open(void *host, bkc_str name, bkc_open_mode mode)
     k->mode = mode;
     k->e = ks_acquire(s->ks, s, name, mode, mode == BKC_OPEN_WRITE, &oom);
     if (oom) {
-        free(k);
+        key_free(k);
         return NULL;
     }
     /* A value mapped from the snapshot is used only once its payload has
@@ -708,7 +764,7 @@ static bkc_key *host_open(void *host, bkc_str name, bkc_open_mode mode)
     if (g) {
         if (bks_guard_check(g, name, open_error, sizeof open_error) != 0) {
             ks_release(k->ks, k->e, mode);
-            free(k);
+            key_free(k);
             return NULL;
         }
         entry_clear_guard(k->e);   /* verified: never asked again */
@@ -802,7 +858,7 @@ static void host_close(bkc_key *k)
         return;
     if (k->e)
         ks_release(k->ks, k->e, k->mode);
-    free(k);
+    key_free(k);
 }
 
 static void host_wrote(void *host, int argc, const bkc_str *argv)

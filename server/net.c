@@ -1031,6 +1031,7 @@ static void on_timer(uv_timer_t *t)
     bks_worker *w = t->data;
     exec_lock(w);
     bks_ks_active_expire(g_srv.ks, &w->timer_session, bks_now_ms());
+    bks_log_settle();   /* the DELs of expired keys reach the log now */
     exec_unlock(w);
     bks_ops_tick();
     if (g_srv.persist)

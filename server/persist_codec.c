@@ -21,19 +21,39 @@
 
 #include "persist_int.h"
 
+/* Little-endian fields: one load or store where the machine is
+ * little-endian, bytes one by one elsewhere. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#  define PST_LE 1
+#else
+#  define PST_LE 0
+#endif
+
 void pst_put32(unsigned char *p, uint32_t v)
 {
+    if (PST_LE) {
+        memcpy(p, &v, sizeof v);
+        return;
+    }
     for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
 }
 
 void pst_put64(unsigned char *p, uint64_t v)
 {
+    if (PST_LE) {
+        memcpy(p, &v, sizeof v);
+        return;
+    }
     for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
 }
 
 uint32_t pst_get32(const unsigned char *p)
 {
     uint32_t v = 0;
+    if (PST_LE) {
+        memcpy(&v, p, sizeof v);
+        return v;
+    }
     for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
     return v;
 }
@@ -41,6 +61,10 @@ uint32_t pst_get32(const unsigned char *p)
 uint64_t pst_get64(const unsigned char *p)
 {
     uint64_t v = 0;
+    if (PST_LE) {
+        memcpy(&v, p, sizeof v);
+        return v;
+    }
     for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
     return v;
 }

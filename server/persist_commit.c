@@ -83,8 +83,9 @@ void pst_lead_write(bks_persist *p)
     pthread_cond_broadcast(&p->cv);
 }
 
-int bks_persist_log(bks_persist *p, int argc, const bkc_str *argv)
+int bks_persist_append(bks_persist *p, int argc, const bkc_str *argv, uint64_t *ticket)
 {
+    *ticket = 0;
     if (p == NULL) return 0;
     atomic_fetch_add_explicit(&p->changes, 1, memory_order_relaxed);
     if (!p->appendonly) return 0;
@@ -128,10 +129,26 @@ int bks_persist_log(bks_persist *p, int argc, const bkc_str *argv)
     memcpy(p->buf + p->len, rec, size);
     p->len += size;
     p->appended += size;
-    uint64_t mine = p->appended;
+    *ticket = p->appended;
+out:
+    pthread_mutex_unlock(&p->mu);
+    if (rec != stack) free(rec);
+    return rc;
+}
+
+int bks_persist_wait(bks_persist *p, uint64_t ticket)
+{
+    if (p == NULL || ticket == 0) return 0;
+    int rc = 0;
+    pthread_mutex_lock(&p->mu);
     for (;;) {
+        /* dropped with a broken log's buffer when appends moved on */
+        if (ticket > p->refused_lo && ticket <= p->refused_hi) {
+            rc = -1;
+            break;
+        }
         uint64_t done = p->fsync_mode == BKS_FSYNC_ALWAYS ? p->synced : p->written;
-        if (done >= mine) break;
+        if (done >= ticket) break;
         if (p->broken) {
             rc = -1;
             break;
@@ -141,10 +158,15 @@ int bks_persist_log(bks_persist *p, int argc, const bkc_str *argv)
         else
             pthread_cond_wait(&p->cv, &p->mu);
     }
-out:
     pthread_mutex_unlock(&p->mu);
-    if (rec != stack) free(rec);
     return rc;
+}
+
+int bks_persist_log(bks_persist *p, int argc, const bkc_str *argv)
+{
+    uint64_t ticket;
+    if (bks_persist_append(p, argc, argv, &ticket) < 0) return -1;
+    return bks_persist_wait(p, ticket);
 }
 
 /* appendfsync everysec: fdatasync once a second what has been written. */
@@ -188,8 +210,9 @@ void *pst_syncer_main(void *arg)
 }
 
 /* Move appends to new_fd (the log of generation gen). The server is
- * paused, so no command runs and every record of the old log has been
- * written; the old log is made durable before the new one gets any record,
+ * paused, so no command runs; records still in the buffer are those of the
+ * batch whose command paused it (its worker waits for them when the batch
+ * ends), and are written to the old log here. The old log is made durable before the new one gets any record,
  * so that no later log can hold a write the earlier one lost. Returns the
  * old descriptor, or -1 (nothing changed) when the old log cannot be synced. */
 int pst_switch_log(bks_persist *p, int new_fd, uint64_t gen, char *err,
@@ -197,7 +220,7 @@ int pst_switch_log(bks_persist *p, int new_fd, uint64_t gen, char *err,
 {
     pthread_mutex_lock(&p->mu);
     while (p->writing || p->bg_syncing) pthread_cond_wait(&p->cv, &p->mu);
-    if (p->len > 0 && !p->broken) pst_lead_write(p); /* cannot happen while paused */
+    if (p->len > 0 && !p->broken) pst_lead_write(p);
     while (p->writing || p->bg_syncing) pthread_cond_wait(&p->cv, &p->mu);
     int old = p->fd;
     if (!p->broken && p->written > p->synced && fdatasync(old) != 0) {
@@ -205,10 +228,15 @@ int pst_switch_log(bks_persist *p, int new_fd, uint64_t gen, char *err,
         pthread_mutex_unlock(&p->mu);
         return -1;
     }
-    /* Nobody waits now (paused): start the counters level. Records left in
-     * the buffer of a broken log were refused to their writers. */
+    /* Start the counters level. Records of a broken log that did not
+     * reach it (in the buffer, or in the write that failed) are refused to writers still to wait for them (a command that
+     * paused the server waits for its batch's records after it). */
+    if (p->appended > p->written) {
+        p->refused_lo = p->written;
+        p->refused_hi = p->appended;
+    }
     p->len = 0;
-    p->synced = p->appended = p->written;
+    p->synced = p->written = p->appended;
     p->fd = new_fd;
     p->live_gen = gen;
     p->older_log_bytes += p->file_size;

@@ -94,6 +94,7 @@ struct bks_persist {
     unsigned char *buf, *spare; /* records not yet handed to write() */
     size_t len, cap, spare_cap;
     uint64_t appended, written, synced;
+    uint64_t refused_lo, refused_hi; /* tickets in (lo, hi] were dropped */
     uint64_t file_size;         /* bytes in the live log file */
     int writing;                /* a leader is in write()/fdatasync */
     int bg_syncing;             /* the everysec thread is in fdatasync */

@@ -423,6 +423,25 @@ static int split_inline(bks_parser *p, char *buf, size_t start, size_t end,
  * Parser
  *==========================================================================*/
 
+/* The common header, fast: 1 to 18 digits (no leading zero) and CRLF
+ * starting at from. 1 with *at (the offset of '\r') and *n set; 0 when it
+ * is anything else, which the careful path (find_header_end, parse_ll)
+ * then reads, errors and partial headers included. */
+static int quick_header(const char *buf, size_t from, size_t len, long *at, long long *n)
+{
+    size_t i = from, end = len - from > 18 ? from + 18 : len;
+    long long v = 0;
+    if (i >= len || buf[i] < '1' || buf[i] > '9')
+        return 0;
+    while (i < end && buf[i] >= '0' && buf[i] <= '9')
+        v = v * 10 + (buf[i++] - '0');
+    if (i + 1 >= len || buf[i] != '\r' || buf[i + 1] != '\n')
+        return 0;
+    *at = (long)i;
+    *n = v;
+    return 1;
+}
+
 bks_parse_result bks_parse(bks_parser *p, char *buf, size_t len,
                            const bks_limits *lim, int *argc,
                            const bkc_str **argv, size_t *need,
@@ -473,12 +492,16 @@ bks_parse_result bks_parse(bks_parser *p, char *buf, size_t len,
                 return BKS_PARSE_DONE;
             }
             /* "*<count>\r\n" */
-            long at = find_header_end(buf, p->pos + 1, len);
-            if (at == -1)
-                return BKS_PARSE_MORE;
+            long at;
             long long n;
-            if (at < 0 || !parse_ll(buf + p->pos + 1, (size_t)at - p->pos - 1, &n) ||
-                n < 0 || (unsigned long long)n > lim->max_args) {
+            if (!quick_header(buf, p->pos + 1, len, &at, &n)) {
+                at = find_header_end(buf, p->pos + 1, len);
+                if (at == -1)
+                    return BKS_PARSE_MORE;
+                if (at < 0 || !parse_ll(buf + p->pos + 1, (size_t)at - p->pos - 1, &n))
+                    at = -2;
+            }
+            if (at < 0 || n < 0 || (unsigned long long)n > lim->max_args) {
                 *err = "ERR Protocol error: invalid multibulk length";
                 return BKS_PARSE_ERROR;
             }
@@ -505,12 +528,16 @@ bks_parse_result bks_parse(bks_parser *p, char *buf, size_t len,
                     *err = p->errbuf;
                     return BKS_PARSE_ERROR;
                 }
-                long at = find_header_end(buf, p->pos + 1, len);
-                if (at == -1)
-                    return BKS_PARSE_MORE;
+                long at;
                 long long n;
-                if (at < 0 || !parse_ll(buf + p->pos + 1, (size_t)at - p->pos - 1, &n) ||
-                    n < 0 || (unsigned long long)n > lim->max_bulk_len) {
+                if (!quick_header(buf, p->pos + 1, len, &at, &n)) {
+                    at = find_header_end(buf, p->pos + 1, len);
+                    if (at == -1)
+                        return BKS_PARSE_MORE;
+                    if (at < 0 || !parse_ll(buf + p->pos + 1, (size_t)at - p->pos - 1, &n))
+                        at = -2;
+                }
+                if (at < 0 || n < 0 || (unsigned long long)n > lim->max_bulk_len) {
                     *err = "ERR Protocol error: invalid bulk length";
                     return BKS_PARSE_ERROR;
                 }

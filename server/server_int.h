@@ -131,6 +131,15 @@ void bks_multi_flag_dirty(bks_client *c);
  * c NULL, EXEC replays a transaction record of the log. */
 void bks_multi_command(bks_client *c, bks_session *s, bkc_reply *r, int resp, int argc,
                        const bkc_str *argv);
+/* Wait until the records this thread appended to the log (keyspace.c's
+ * log_argv) have reached the file: before the answers to the writes that
+ * made them go out. 0, or -1 when they could not be logged (the answers
+ * become MISCONF errors; writes are refused from then on). */
+int bks_log_settle(void);
+/* The last log record this thread appended and has not waited for (0:
+ * none). */
+extern _Thread_local uint64_t bks_tl_log_ticket;
+
 /* keyspace.c's log_argv: every write goes through here first (WATCH
  * versions); returns 1 when it was kept for EXEC's one log record. */
 int bks_multi_wrote(int argc, const bkc_str *argv);

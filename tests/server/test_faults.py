@@ -209,6 +209,50 @@ def test_faults():
         shutil.rmtree(d, ignore_errors=True)
 
 
+def test_batch_refused():
+    """The log write a pipeline's batch waits for fails: every write of the
+    batch answers MISCONF (its record never reached the log), every read
+    keeps its answer, and after the fault clears and a restart nothing the
+    refusals covered is claimed."""
+    d = tempfile.mkdtemp(prefix="bks-batch-")
+    ctl = os.path.join(tempfile.gettempdir(), "bks-fault-b%d" % os.getpid())
+    try:
+        srv = shimmed("--appendfsync", "everysec", d=d, ctl=ctl)
+        r = srv.client()
+        assert r.execute_command("BF.ADD", "bf:b", "before") == 1
+        assert r.execute_command("CF.ADD", "cf:b", "before") == 1
+        with open(ctl, "w") as f:
+            f.write("write ENOSPC\n")
+        p = r.pipeline(transaction=False)
+        p.execute_command("BF.EXISTS", "bf:b", "before")
+        p.execute_command("BF.ADD", "bf:b", "x1")
+        p.execute_command("BF.EXISTS", "bf:b", "nothing")
+        p.execute_command("CF.ADD", "cf:b", "x2")
+        p.execute_command("CF.EXISTS", "cf:b", "before")
+        p.execute_command("BF.ADD", "bf:b", "x3")
+        p.execute_command("BF.ADD", "bf:b", "x4")
+        got = p.execute(raise_on_error=False)
+        kinds = ["MISCONF" if isinstance(g, redis.exceptions.ResponseError) and
+                 str(g).startswith("MISCONF") else g for g in got]
+        assert kinds == [1, "MISCONF", 0, "MISCONF", 1, "MISCONF", "MISCONF"], got
+        assert info(r)["aof_last_write_status"] == "err"
+        os.unlink(ctl)
+        wait_for(lambda: info(r)["aof_last_write_status"] == "ok", 15, "the log to recover")
+        assert r.execute_command("BF.ADD", "bf:b", "after") == 1
+        end(srv)
+        s = Server(dir=d)
+        c = s.client()
+        assert c.execute_command("BF.EXISTS", "bf:b", "before") == 1
+        assert c.execute_command("BF.EXISTS", "bf:b", "after") == 1
+        assert c.execute_command("CF.EXISTS", "cf:b", "before") == 1
+        assert s.stop() == 0, "SHUTDOWN failed (or a sanitizer report):\n" + s.log()
+        end(s)
+    finally:
+        if os.path.exists(ctl):
+            os.unlink(ctl)
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def synced_sizes(syncdir):
     out = {}
     for p in glob.glob(os.path.join(syncdir, "*.synced")):
@@ -270,6 +314,8 @@ def main():
         run.failed += 1
         run.finish()
     run.check("log write/fsync faults: MISCONF, then writes resume", test_faults)
+    run.check("a batch's log write fails: its writes MISCONF, its reads kept",
+              test_batch_refused)
     run.check("power loss (always): logs cut to their last fdatasync", test_power_loss)
     run.finish()
 

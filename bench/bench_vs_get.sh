@@ -1,0 +1,159 @@
+#!/bin/sh
+# bench_vs_get.sh - issue 30's bar: BF.* and CF.* rates of bloomkit-server
+# and of bloomkit.so inside Redis, each as a fraction of Debian
+# redis-server's GET of one fixed key measured in the same run (RedisBloom
+# cannot be built here; the issue gives its rates as fractions of that GET).
+#
+# Usage: bench/bench_vs_get.sh [path/to/bloomkit-server] [path/to/bloomkit.so]
+#   env: NP (requests per -P64 row, default 2000000), N1 (requests per -P1
+#        row, default 200000), BENCH_THREADS (redis-benchmark --threads, 2),
+#        SERVER_THREADS (bloomkit-server --threads, 0 = one per core),
+#        ONLY (server | module: run one half)
+#
+# Three processes on free loopback ports, every one logging writes:
+#   bloomkit-server with its defaults (append-only log, fsync every second);
+#   redis-server --appendonly yes --appendfsync everysec (the GET stand-in
+#     of the server rows);
+#   redis-server with bloomkit.so, the same log settings (its own GET is the
+#     stand-in of the module rows).
+# Filters: "bfr" BF.RESERVE 0.01 1e8, "bfd" made by the first BF.ADD (the
+# default path, grows), "cf" CF.RESERVE 2e7; items random (-r 1e8).
+#
+# Output: a table a host: req/s, the ratio to that host's GET, the target
+# (issue 30) and a verdict; then p50/p99 at -P1 -c50 against GET's.
+set -eu
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BKS=${1:-${BLOOMKIT_SERVER:-$ROOT/build/release/server/bloomkit-server}}
+MOD=${2:-${BLOOMKIT_MODULE:-$ROOT/build/release/module/bloomkit.so}}
+NP=${NP:-2000000}
+N1=${N1:-200000}
+BT=${BENCH_THREADS:-2}
+ST=${SERVER_THREADS:-0}
+ONLY=${ONLY:-}
+
+for tool in redis-benchmark redis-server redis-cli; do
+    command -v $tool >/dev/null || { echo "bench_vs_get.sh: $tool is missing (scripts/install-deps.sh)" >&2; exit 1; }
+done
+[ -x "$BKS" ] || { echo "bench_vs_get.sh: no server at $BKS (make build)" >&2; exit 1; }
+[ -f "$MOD" ] || { echo "bench_vs_get.sh: no module at $MOD (make build)" >&2; exit 1; }
+MOD=$(cd "$(dirname "$MOD")" && pwd)/$(basename "$MOD")
+
+free_port() {
+    /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+TMP=$(mktemp -d /tmp/bk-vsget.XXXXXX)
+PIDS=""
+cleanup() {
+    for p in $PIDS; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT INT TERM
+
+wait_ping() {
+    i=0
+    until [ "$(redis-cli -p "$1" PING 2>/dev/null)" = PONG ]; do
+        i=$((i + 1))
+        [ $i -gt 200 ] && { echo "bench_vs_get.sh: server on port $1 did not start" >&2; exit 1; }
+        sleep 0.05
+    done
+}
+
+start_redis() { # DIR PORT [--loadmodule MOD]
+    dir=$1 port=$2
+    shift 2
+    mkdir -p "$dir"
+    redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" \
+        --appendonly yes --appendfsync everysec --daemonize no \
+        --logfile "$dir/log" "$@" &
+    PIDS="$PIDS $!"
+    wait_ping "$port"
+}
+
+setup() { # PORT
+    r=$(redis-cli -p "$1" BF.RESERVE bfr 0.01 100000000)
+    r="$r $(redis-cli -p "$1" CF.RESERVE cf 20000000)"
+    r="$r $(redis-cli -p "$1" BF.ADD bfd first)"
+    [ "$r" = "OK OK 1" ] || { echo "bench_vs_get.sh: setup on port $1 answered: $r" >&2; exit 1; }
+}
+
+# rate PORT PIPE CLIENTS N cmd... -> "rps p50 p99"
+rate() {
+    port=$1 pipe=$2 c=$3 n=$4
+    shift 4
+    timeout 300 redis-benchmark -p "$port" -c "$c" -n "$n" -P "$pipe" \
+        --threads "$BT" -r 100000000 --csv "$@" 2>/dev/null | tail -n 1 |
+        tr -d '"' | awk -F, '{ print $2, $5, $7 }'
+}
+
+# host LABEL PORT GETPORT T1 ... T6 (targets as fractions of GET)
+host() {
+    label=$1 port=$2 gport=$3
+    shift 3
+    redis-cli -p "$gport" SET fixed somevalue >/dev/null
+    get=$(rate "$gport" 64 20 "$NP" GET fixed | cut -d' ' -f1)
+    echo
+    echo "$label, -P64 -c20; GET = $get req/s (redis-server, GET of one fixed key)"
+    echo
+    echo "| command                | req/s      | / GET | target | verdict |"
+    echo "|------------------------|-----------:|------:|-------:|---|"
+    for row in "BF.ADD reserved|BF.ADD bfr __rand_int__" \
+               "BF.EXISTS reserved|BF.EXISTS bfr __rand_int__" \
+               "BF.ADD default path|BF.ADD bfd __rand_int__" \
+               "BF.EXISTS default path|BF.EXISTS bfd __rand_int__" \
+               "CF.ADD reserved|CF.ADD cf __rand_int__" \
+               "CF.EXISTS reserved|CF.EXISTS cf __rand_int__"; do
+        name=${row%%|*}
+        cmd=${row#*|}
+        t=$1
+        shift
+        # shellcheck disable=SC2086
+        r=$(rate "$port" 64 20 "$NP" $cmd | cut -d' ' -f1)
+        echo "$r $get $t" | awk -v n="$name" '{ q = $1 / $2;
+            printf "| %-22s | %10.0f | %5.2f | %6.2f | %s |\n", n, $1, q, $3, (q >= $3) ? "ok" : "MISSED" }'
+    done
+    echo
+    echo "$label, -P1 -c50, latency against GET's (target: within 1.1x)"
+    echo
+    echo "| command   | req/s  | p50 ms | p99 ms | p50 / GET | p99 / GET | verdict |"
+    echo "|-----------|-------:|-------:|-------:|----:|----:|---|"
+    g=$(rate "$gport" 1 50 "$N1" GET fixed)
+    echo "$g" | awk '{ printf "| GET       | %6.0f | %6s | %6s |     |     |   |\n", $1, $2, $3 }'
+    for row in "BF.ADD|BF.ADD bfr __rand_int__" "BF.EXISTS|BF.EXISTS bfr __rand_int__" \
+               "CF.ADD|CF.ADD cf __rand_int__" "CF.EXISTS|CF.EXISTS cf __rand_int__"; do
+        name=${row%%|*}
+        cmd=${row#*|}
+        # shellcheck disable=SC2086
+        r=$(rate "$port" 1 50 "$N1" $cmd)
+        echo "$name $r $g" | awk '{ a = $3 / $6; b = $4 / $7;
+            printf "| %-9s | %6.0f | %6s | %6s | %4.2f | %4.2f | %s |\n", $1, $2, $3, $4, a, b,
+                   (a <= 1.1 && b <= 1.1) ? "ok" : "MISSED" }'
+    done
+}
+
+echo "bloomkit-server: $BKS (threads: $ST, 0 = one per core); module: $MOD"
+echo "redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'); machine: $(nproc) cores; redis-benchmark --threads $BT -r 100000000"
+
+if [ "$ONLY" != module ]; then
+    BK_PORT=$(free_port)
+    mkdir -p "$TMP/bk"
+    "$BKS" --port "$BK_PORT" --dir "$TMP/bk" --threads "$ST" --loglevel warning \
+        >"$TMP/bk.log" 2>&1 &
+    PIDS="$PIDS $!"
+    wait_ping "$BK_PORT"
+    RS_PORT=$(free_port)
+    start_redis "$TMP/rs" "$RS_PORT"
+    setup "$BK_PORT"
+    host "bloomkit-server" "$BK_PORT" "$RS_PORT" 1.16 1.30 0.60 0.70 1.48 1.40
+    for p in $PIDS; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
+    PIDS=""
+fi
+if [ "$ONLY" != server ]; then
+    RM_PORT=$(free_port)
+    start_redis "$TMP/rm" "$RM_PORT" --loadmodule "$MOD"
+    setup "$RM_PORT"
+    host "redis-server + bloomkit.so" "$RM_PORT" "$RM_PORT" 0.70 0.78 0.36 0.42 0.89 0.84
+fi
+echo
+echo "command: $0 $*  (NP=$NP N1=$N1 BENCH_THREADS=$BT SERVER_THREADS=$ST ONLY=$ONLY)"
