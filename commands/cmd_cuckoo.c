@@ -451,22 +451,48 @@ static void wrote_created(bkc_ctx *c, int argc, const bkc_str *sent, const bkc_v
     bkc__wrote_as(c, argc, sent, head, k, items, n);
 }
 
-static void add_single(bkc_ctx *c, int argc, const bkc_str *argv, int nx)
+/* One CF.ADD / CF.ADDNX of an open key: its reply and its log record. */
+static void add_item(bkc_ctx *c, bkc_key *k, bkc_value *v, const bkc_str *argv, int nx,
+                     int created)
 {
-    cf_opts o;
-    bkc_key *k;
-    int created, attempted = 0;
+    int attempted = 0;
     const char *err;
-    opts_default(&o);
-    bkc_value *v = open_for_add(c, argv[1], &o, 0, &k, &created);
-    if (v == NULL) return;
     size_t before = cap_begin(c, v);
     int r = cf_add_one(c, k, v, argv[2], nx, &err, &attempted);
     cap_end(c, k, v, before);
     if (r == CF_NOROOM) bkc__err(c, err);
     else bkc__bool(c, r);
-    if (created) wrote_created(c, argc, argv, v, nx, argv + 2, 1);
-    else if (attempted) bkc__wrote(c, argc, argv);
+    if (created) wrote_created(c, 3, argv, v, nx, argv + 2, 1);
+    else if (attempted) bkc__wrote(c, 3, argv);
+}
+
+static void add_single(bkc_ctx *c, int argc, const bkc_str *argv, int nx)
+{
+    cf_opts o;
+    bkc_key *k;
+    int created;
+    (void)argc;
+    opts_default(&o);
+    bkc_value *v = open_for_add(c, argv[1], &o, 0, &k, &created);
+    if (v == NULL) return;
+    add_item(c, k, v, argv, nx, created);
+    bkc__close(c, k);
+}
+
+void bkc_cf_add_many(bkc_ctx *c, const bkc_str *const *argvs, size_t n, int nx)
+{
+    cf_opts o;
+    bkc_key *k;
+    int created;
+    if (n == 0) return;
+    opts_default(&o);
+    bkc_value *v = open_for_add(c, argvs[0][1], &o, 0, &k, &created);
+    if (v == NULL) {
+        /* the first got the error; each of the others gets its own */
+        for (size_t i = 1; i < n; i++) add_single(c, 3, argvs[i], nx);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) add_item(c, k, v, argvs[i], nx, created && i == 0);
     bkc__close(c, k);
 }
 

@@ -57,6 +57,9 @@ typedef struct bkc__info_field {
  * field alone as a one-element array (or "Invalid information value");
  * without, every field as label/value pairs (a map in RESP3). value()
  * writes field i of src. */
+/* The client's protocol: 2 or 3 (asks the host once when c->resp is 0). */
+int bkc__resp(bkc_ctx *c);
+
 void bkc__reply_info(bkc_ctx *c, int argc, const bkc_str *argv,
                      const bkc__info_field *fields, int nfields,
                      void (*value)(bkc_ctx *c, const void *src, int field),

@@ -378,8 +378,21 @@ static bkc_names command_names = BKC_NAMES_INIT(bkc_command_table);
 
 const bkc_command *bkc_lookup(bkc_str name)
 {
+    /* Clients repeat a command: the last name each thread looked up, as
+     * sent, is answered with one compare. */
+    static _Thread_local char last[24];
+    static _Thread_local size_t last_len;
+    static _Thread_local const bkc_command *last_cmd;
+    if (name.len == last_len && name.len && !memcmp(name.ptr, last, name.len))
+        return last_cmd;
     long i = bkc_names_find(&command_names, name);
-    return i < 0 ? NULL : &bkc_command_table[i];
+    const bkc_command *cmd = i < 0 ? NULL : &bkc_command_table[i];
+    if (name.len < sizeof last && name.ptr) {
+        memcpy(last, name.ptr, name.len);
+        last_len = name.len;
+        last_cmd = cmd;
+    }
+    return cmd;
 }
 
 int bkc_check_arity(bkc_ctx *c, const bkc_command *cmd, int argc)
@@ -683,6 +696,13 @@ int bkc__arg_capacity(bkc_ctx *c, bkc_str s, uint64_t *out)
  * *.INFO replies, shared by the families
  *==========================================================================*/
 
+int bkc__resp(bkc_ctx *c)
+{
+    if (c->resp == 0 && c->host_vt->resp != NULL)
+        c->resp = c->host_vt->resp(c->host);
+    return c->resp >= 3 ? 3 : 2;
+}
+
 void bkc__reply_info(bkc_ctx *c, int argc, const bkc_str *argv,
                      const bkc__info_field *fields, int nfields,
                      void (*value)(bkc_ctx *c, const void *src, int field),
@@ -692,7 +712,7 @@ void bkc__reply_info(bkc_ctx *c, int argc, const bkc_str *argv,
         for (int f = 0; f < nfields; f++) {
             if (bkc_streq(argv[2], fields[f].keyword)) {
                 /* RedisBloom: a one-pair map in RESP3, [value] in RESP2 */
-                if (c->resp >= 3) {
+                if (bkc__resp(c) >= 3) {
                     c->reply->vt->map(c->reply, 1);
                     bkc__simple(c, fields[f].label);
                 } else {

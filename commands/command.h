@@ -263,6 +263,10 @@ typedef struct bkc_host_vt {
      * reply to give, or NULL for the generic one ("ERR cannot open key").
      * The server names a corrupt snapshot file here. */
     const char *(*open_error)(void *host);
+    /* Optional: the client's protocol (2 or 3), for a context made with
+     * resp 0 (the module: asking Redis costs more than most commands,
+     * and few replies depend on it). */
+    int (*resp)(void *host);
 } bkc_host_vt;
 
 /*==========================================================================
@@ -273,7 +277,8 @@ typedef struct bkc_ctx {
     bkc_reply *reply;
     const bkc_host_vt *host_vt;
     void *host;
-    int resp;            /* protocol version of the client: 2 or 3 */
+    int resp;            /* protocol version of the client: 2 or 3; 0 until
+                            asked (host_vt->resp): read it with bkc__resp */
     uint64_t now_ms;     /* the host's clock (WF.* and expiry use it) */
 } bkc_ctx;
 
@@ -305,6 +310,12 @@ typedef struct bkc_command {
 /* The table, sorted by name; bkc_command_count entries. */
 extern const bkc_command bkc_command_table[];
 extern const size_t bkc_command_count;
+
+/* What n CF.ADD (nx: CF.ADDNX) requests would do, argvs[i] being each one's
+ * three arguments, all naming the same key: n replies and the same log
+ * records, with the key opened once (a host's pipelines; bloomkit-server's
+ * batches). */
+void bkc_cf_add_many(bkc_ctx *c, const bkc_str *const *argvs, size_t n, int nx);
 
 /* Case-insensitive lookup; NULL for an unknown command. */
 const bkc_command *bkc_lookup(bkc_str name);

@@ -438,7 +438,7 @@ static size_t fh_memory_left(void *host)
 
 static const bkc_host_vt fake_vt = {fh_open,    fh_kind,  fh_value, fh_set,
                                     fh_resized, fh_close, fh_wrote, fh_memory_left,
-                                    NULL /* open_error: the generic text */};
+                                    NULL /* open_error: the generic text */, NULL};
 
 static void host_init(fake_host *h)
 {

@@ -205,10 +205,36 @@ static RedisModuleString *name_string(bkm_host *h, bkc_str name, RedisModuleStri
     return *made;
 }
 
+/* Key handles: a command holds one or two at a time (Redis runs one
+ * command at a time), so a few are kept in place of an allocation each. */
+#define BKM_KEY_POOL 4
+static _Thread_local bkc_key key_pool[BKM_KEY_POOL];
+static _Thread_local unsigned key_pool_used; /* bit i: key_pool[i] is out */
+
+static bkc_key *key_alloc(void)
+{
+    for (unsigned i = 0; i < BKM_KEY_POOL; i++) {
+        if (!(key_pool_used & 1u << i)) {
+            key_pool_used |= 1u << i;
+            return &key_pool[i];
+        }
+    }
+    return RedisModule_Alloc(sizeof(bkc_key));
+}
+
+static void key_free(bkc_key *k)
+{
+    uintptr_t at = (uintptr_t)k, lo = (uintptr_t)key_pool;
+    if (at >= lo && at < lo + sizeof key_pool)
+        key_pool_used &= ~(1u << (unsigned)((at - lo) / sizeof *k));
+    else
+        RedisModule_Free(k);
+}
+
 static bkc_key *host_open(void *host, bkc_str name, bkc_open_mode mode)
 {
     bkm_host *h = host;
-    bkc_key *k = RedisModule_Alloc(sizeof(*k));
+    bkc_key *k = key_alloc();
     RedisModuleString *s = name_string(h, name, &k->made);
     /* Redis runs one command at a time: WHOLE is a READ here */
     int rmode = mode == BKC_OPEN_READ || mode == BKC_OPEN_WHOLE
@@ -263,7 +289,7 @@ static void host_close(bkc_key *k)
 {
     if (k->key != NULL) RedisModule_CloseKey(k->key);
     if (k->made != NULL) RedisModule_FreeString(k->ctx, k->made);
-    RedisModule_Free(k);
+    key_free(k);
 }
 
 /* The command as sent is replicated verbatim; one the layer rewrote (a BF
@@ -306,9 +332,15 @@ static size_t host_memory_left(void *host)
     return max - used > SIZE_MAX - 1 ? SIZE_MAX - 1 : (size_t)(max - used);
 }
 
+static int host_resp(void *host)
+{
+    bkm_host *h = host;
+    return (RedisModule_GetContextFlags(h->ctx) & REDISMODULE_CTX_FLAGS_RESP3) ? 3 : 2;
+}
+
 static const bkc_host_vt bkm_host_vt = {host_open, host_kind, host_value, host_set,
                                         host_resized, host_close, host_wrote,
-                                        host_memory_left, NULL};
+                                        host_memory_left, NULL, host_resp};
 
 /*==========================================================================
  * Commands
@@ -324,8 +356,8 @@ static int bkm_command(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 
     bkm_host host = {ctx, argv, args, argc};
     bkc_reply reply = {&bkm_reply_vt, ctx};
-    int resp = (RedisModule_GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_RESP3) ? 3 : 2;
-    bkc_ctx c = {&reply, &bkm_host_vt, &host, resp, (uint64_t)RedisModule_Milliseconds()};
+    /* resp 0: the protocol is asked of Redis only by a reply that needs it */
+    bkc_ctx c = {&reply, &bkm_host_vt, &host, 0, (uint64_t)RedisModule_Milliseconds()};
     bkc_dispatch(&c, argc, args);
 
     if (args != stack) RedisModule_Free(args);

@@ -1173,7 +1173,7 @@ void bks_replay(bks_session *s, bkc_reply *reply, int argc, const bkc_str *argv)
 }
 
 /*--------------------------------------------------------------------------
- * Pipelines: coalescing BF.ADD / BF.EXISTS runs
+ * Pipelines: runs of BF.ADD, BF.EXISTS, CF.ADD(NX), CF.EXISTS on one key
  *--------------------------------------------------------------------------*/
 
 /* A reply sink that drops the top-level array header of a BF.MADD /
@@ -1241,11 +1241,72 @@ static int is_cmd(bkc_str s, const char *name, size_t len)
     return s.len == len && !strncasecmp(s.ptr, name, len);
 }
 
-/* Run requests [i, j) (all BF.ADD or all BF.EXISTS on one key) as one
- * batched command. */
+/* Runs of one command on one key that a batch takes as one. */
+typedef enum run_kind {
+    RUN_NONE,
+    RUN_BF_ADD,     /* as BF.MADD */
+    RUN_BF_EXISTS,  /* as BF.MEXISTS */
+    RUN_CF_EXISTS,  /* as CF.MEXISTS */
+    RUN_CF_ADD,     /* bkc_cf_add_many */
+    RUN_CF_ADDNX
+} run_kind;
+
+static run_kind run_kind_of(bkc_str name)
+{
+    if (is_cmd(name, "bf.add", 6)) return RUN_BF_ADD;
+    if (is_cmd(name, "bf.exists", 9)) return RUN_BF_EXISTS;
+    if (is_cmd(name, "cf.add", 6)) return RUN_CF_ADD;
+    if (is_cmd(name, "cf.exists", 9)) return RUN_CF_EXISTS;
+    if (is_cmd(name, "cf.addnx", 8)) return RUN_CF_ADDNX;
+    return RUN_NONE;
+}
+
+/* Run requests [i, j) (all CF.ADD or all CF.ADDNX on one key) with the key
+ * opened once. */
+static void run_cf_adds(bks_client *c, bks_session *s, bks_outbuf *out, int resp,
+                        const bkc_str *const *argvs, int i, int j, int nx)
+{
+    size_t n = (size_t)(j - i);
+    bks_encoder enc;
+    bkc_reply real;
+    bks_reply_init(&real, &enc, out, resp);
+    size_t mark = out->len;
+    bks_tl_log_failed = 0;
+    atomic_fetch_add_explicit(&g_srv.total_commands, n, memory_order_relaxed);
+    bkc_ctx ctx = {&real, &bks_host_vt, s, resp, bks_now_ms()};
+    uint64_t start = bks_ops_clock_us();
+    bkc_cf_add_many(&ctx, argvs + i, n, nx);
+    if (c) {
+        /* Each reply is one line: an error counts as its own failed call
+         * (INFO errorstats), the others together. */
+        const char *name = bkc_lookup(argvs[i][0])->name;
+        size_t ok = n, at = mark;
+        while (at < out->len && !out->oom) {
+            const char *line = out->p + at;
+            const char *eol = memchr(line, '\n', out->len - at);
+            size_t len = eol ? (size_t)(eol - line) + 1 : out->len - at;
+            if (line[0] == '-' && ok > 0) {
+                ok--;
+                bks_ops_record(c, name, 1, 3, argvs[i], start, line + 1,
+                               len >= 3 ? len - 3 : 0);
+            }
+            at += len;
+        }
+        if (ok)
+            bks_ops_record(c, name, ok, 3, argvs[i], start, NULL, 0);
+    }
+    if (bks_tl_log_failed) {
+        out->len = mark;
+        for (size_t k = 0; k < n; k++)
+            refuse_write(&real);
+    }
+}
+
+/* Run requests [i, j) (all BF.ADD, all BF.EXISTS or all CF.EXISTS on one
+ * key) as one batched command. */
 static void run_coalesced(bks_client *c, bks_session *s, bks_outbuf *out, int resp,
                           const int *argcs, const bkc_str *const *argvs, int i, int j,
-                          int add)
+                          run_kind kind)
 {
     size_t n = (size_t)(j - i);
     bkc_str stack[130];
@@ -1259,7 +1320,9 @@ static void run_coalesced(bks_client *c, bks_session *s, bks_outbuf *out, int re
             bks_execute(c, s, &real, resp, argcs[k], argvs[k]);
         return;
     }
-    argv[0] = add ? (bkc_str){"BF.MADD", 7} : (bkc_str){"BF.MEXISTS", 10};
+    argv[0] = kind == RUN_BF_ADD      ? (bkc_str){"BF.MADD", 7}
+              : kind == RUN_BF_EXISTS ? (bkc_str){"BF.MEXISTS", 10}
+                                      : (bkc_str){"CF.MEXISTS", 10};
     argv[1] = argvs[i][1];
     for (size_t k = 0; k < n; k++)
         argv[2 + k] = argvs[i + (int)k][2];
@@ -1358,21 +1421,25 @@ int bks_execute_batch(bks_client *c, bks_session *s, bks_outbuf *out, int resp,
             break;         /* QUIT, SHUTDOWN: nothing after it runs */
         if (out->len >= out_stop)
             break;         /* the rest waits until the client reads (net.c) */
-        int add = 0;
+        run_kind kind = RUN_NONE;
         uint64_t before = bks_tl_log_ticket;
         size_t mark = out->len;
         /* after MULTI every request is queued, one by one */
         if (can_batch && argcs[i] == 3 && !bks_multi_queueing(c) &&
-            ((add = is_cmd(argvs[i][0], "bf.add", 6)) || is_cmd(argvs[i][0], "bf.exists", 9))) {
+            (kind = run_kind_of(argvs[i][0])) != RUN_NONE) {
             int j = i + 1;
             while (j < nreq && argcs[j] == 3 && argvs[j][0].len == argvs[i][0].len &&
                    !strncasecmp(argvs[j][0].ptr, argvs[i][0].ptr, argvs[i][0].len) &&
                    argvs[j][1].len == argvs[i][1].len &&
                    !memcmp(argvs[j][1].ptr, argvs[i][1].ptr, argvs[i][1].len))
                 j++;
-            if (j - i >= 2 && !(add && atomic_load(&g_srv.write_error))) {
+            int writes = kind == RUN_BF_ADD || kind == RUN_CF_ADD || kind == RUN_CF_ADDNX;
+            if (j - i >= 2 && !(writes && atomic_load(&g_srv.write_error))) {
                 int cur = c ? bks_client_resp(c) : resp;
-                run_coalesced(c, s, out, cur, argcs, argvs, i, j, add);
+                if (kind == RUN_CF_ADD || kind == RUN_CF_ADDNX)
+                    run_cf_adds(c, s, out, cur, argvs, i, j, kind == RUN_CF_ADDNX);
+                else
+                    run_coalesced(c, s, out, cur, argcs, argvs, i, j, kind);
                 note_span(out, spans, &nspans, before, mark, j - i, cur);
                 i = j;
                 continue;

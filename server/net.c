@@ -23,9 +23,10 @@
  * The query buffer receives reads directly (libuv's alloc callback hands out
  * its free tail); resp.c parses requests in place. One read is processed as
  * a batch: every complete request in the buffer is parsed (up to
- * BATCH_MAX at a time), executed in order by hostcmd.c (which coalesces
- * BF.ADD / BF.EXISTS runs into batched calls), and all the replies go out
- * in one write. What is left (a partial request) moves to the front.
+ * BATCH_MAX at a time), executed in order by hostcmd.c (which takes runs
+ * of BF.ADD, BF.EXISTS, CF.ADD and CF.EXISTS on one key as one call, and
+ * waits once for the batch's log records), and all the replies go out in
+ * one write. What is left (a partial request) moves to the front.
  *
  * Replies a client has not read yet hold it back: once they pass
  * out_hold() (16 MiB, or half of client-output-buffer-limit if that is

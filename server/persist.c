@@ -33,14 +33,20 @@
  * one the command ran at: replay hands it to the command as ctx->now_ms, so
  * time-window filters (and the host's expiry) replay exactly.
  *
- * Appending (bks_persist_log) is group commit: a writer encodes its record,
- * appends it to a shared buffer under the log mutex, and then either waits
- * or, when nobody is writing, becomes the leader: it takes the whole buffer,
- * write()s it (and with appendfsync always fdatasyncs) outside the mutex and
- * wakes the others. Every writer returns only once its record has reached
- * the file (always: the disk), so a kill -9 loses nothing that was
- * acknowledged in any mode; everysec's background thread fdatasyncs once a
- * second, bounding what a power loss can take.
+ * Appending is group commit in two halves. A writer encodes its record and
+ * appends it to a shared buffer under the log mutex (bks_persist_append,
+ * called under the key's lock, so the log orders each key's writes as they
+ * happened); later, before it answers, it waits (bks_persist_wait): when
+ * nobody is writing it becomes the leader, takes the whole buffer,
+ * write()s it (with appendfsync always, fdatasyncs) outside the mutex and
+ * wakes the others. bloomkit-server's workers append while they run a
+ * batch of pipelined requests and wait once at its end, after the key
+ * locks are let go, before any answer goes out: no answer to a write is
+ * sent before its record has reached the file (always: the disk), so a
+ * kill -9 loses nothing that was acknowledged in any mode; everysec's
+ * background thread fdatasyncs once a second, bounding what a power loss
+ * can take. If that write fails, each answer that waited on it becomes
+ * MISCONF (the write changed memory, and stays until a snapshot).
  *
  * Reading a log: a record that is incomplete at the end of the last log, or
  * whose checksum fails at the very end of it, or a zero-filled tail, is a

@@ -196,7 +196,7 @@ static size_t h_memory_left(void *host)
 }
 
 static const bkc_host_vt host_vt = {h_open, h_kind, h_value, h_set, h_resized,
-                                    h_close, h_wrote, h_memory_left, NULL};
+                                    h_close, h_wrote, h_memory_left, NULL, NULL};
 
 static void r_simple(bkc_reply *r, const char *s) { (void)r; (void)s; }
 static void r_error(bkc_reply *r, const char *s)

@@ -143,13 +143,19 @@ class Writer:
             i = 0
             while not self.stop.is_set():
                 kind = self.kinds[i % len(self.kinds)]
-                item = "%s-%d-%d" % (self.tag, t, i)
-                i += 1
                 cmd = "BF.ADD" if kind == "bf" else "CF.ADD"
-                r.execute_command(cmd, "%s:%s" % (kind, self.key), item)
+                # thread 0 pipelines 8 adds of one key at a time (the
+                # server takes them as one run), the others send one by one
+                items = ["%s-%d-%d-%d" % (self.tag, t, i, j) for j in range(8 if t == 0 else 1)]
+                i += 1
+                p = r.pipeline(transaction=False)
+                for item in items:
+                    p.execute_command(cmd, "%s:%s" % (kind, self.key), item)
+                p.execute()
                 with self.lock:
-                    self.acked[kind].append(item)
-                    self.ack_time[item] = time.time()
+                    for item in items:
+                        self.acked[kind].append(item)
+                        self.ack_time[item] = time.time()
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
             pass   # the server was killed: the last command was not acknowledged
         except redis.exceptions.ResponseError as e:

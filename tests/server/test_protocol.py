@@ -237,6 +237,46 @@ def pipelined_wrongtype_split():
 run.check("pipelined BF.ADD on a wrong type: one error each", pipelined_wrongtype_split)
 
 
+def pipelined_cf_runs():
+    """Runs of CF.ADD / CF.ADDNX / CF.EXISTS on one key are taken as one
+    inside a batch: the replies are those of the commands one by one,
+    errors included, each counted as a call."""
+    def req(*args):
+        return b"*%d\r\n" % len(args) + b"".join(
+            b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
+    watcher.execute_command("BF.ADD", "cf-bf", "a")
+    before = watcher.info("commandstats")
+    calls = lambda cs, name: cs.get("cmdstat_" + name, {}).get("calls", 0)
+    failed = lambda cs, name: cs.get("cmdstat_" + name, {}).get("failed_calls", 0)
+    reqs = b"".join(req(b"CF.ADD", b"cfrun", b"i%d" % i) for i in range(50))
+    reqs += b"".join(req(b"cf.addnx", b"cfrun", x) for x in (b"i1", b"new", b"new"))
+    reqs += b"".join(req(b"CF.EXISTS", b"cfrun", x) for x in (b"i7", b"new", b"absent-x"))
+    reqs += b"".join(req(b"CF.ADD", b"cf-bf", x) for x in (b"a", b"b"))
+    reqs += req(b"CF.ADD", b"cfrun2", b"z") + req(b"CF.ADD", b"cfrun", b"z")
+    s = srv.raw()
+    s.sendall(reqs)
+    data, _ = recv_all(s, 10, until=lambda d: d.count(b"\r\n") >= 60)
+    s.close()
+    lines = data.split(b"\r\n")[:-1]
+    assert lines[:50] == [b":1"] * 50, lines[:50]
+    assert lines[50:53] == [b":0", b":1", b":0"], lines[50:53]
+    assert lines[53:55] == [b":1", b":1"], lines[53:56]
+    assert lines[55] in (b":0", b":1"), lines[55]     # a false positive is allowed
+    assert all(l.startswith(b"-WRONGTYPE") for l in lines[56:58]), lines[56:58]
+    assert lines[58:] == [b":1", b":1"], lines[58:]
+    after = watcher.info("commandstats")
+    assert calls(after, "cf.add") - calls(before, "cf.add") == 54, after.get("cmdstat_cf.add")
+    assert failed(after, "cf.add") - failed(before, "cf.add") == 2, after.get("cmdstat_cf.add")
+    assert calls(after, "cf.addnx") - calls(before, "cf.addnx") == 3
+    assert calls(after, "cf.exists") - calls(before, "cf.exists") == 3
+    info = watcher.execute_command("CF.INFO", "cfrun")
+    fields = dict(zip(info[::2], info[1::2]))
+    assert fields[b"Number of items inserted"] == 52, fields
+
+
+run.check("pipelined CF.ADD / CF.ADDNX / CF.EXISTS runs", pipelined_cf_runs)
+
+
 def slow_reader():
     """A client that pipelines requests without reading is held back, not
     disconnected: once its unread replies pass half the output limit the
