@@ -569,7 +569,9 @@ BK_API int bk_blocked_set_simd_level(int level);
  *     add on several threads keeps the concurrent mode;
  *   - bloomkit-server runs BF adds under the key's shared lock, so adds
  *     and lookups of one filter may run at once: concurrent; the Redis
- *     module keeps the default (concurrent) too;
+ *     module, whose commands run one at a time, sets single-writer on the
+ *     filters its keys hold (scalable chains too: bk_scalable_set_single_
+ *     writer);
  *   - a library caller that serialises all use of a filter with its own
  *     lock (or uses it from one thread): single-writer. */
 
@@ -1250,6 +1252,16 @@ BK_API size_t bk_scalable_max_bytes(const bk_scalable *f);
  * BK_EINVAL or BK_EPARAM. Exclusive. */
 BK_API int bk_scalable_set_max_stages(bk_scalable *f, uint32_t max_stages);
 BK_API uint32_t bk_scalable_max_stages(const bk_scalable *f);
+
+/* The write mode, as for blocked filters (bk_blocked_set_single_writer):
+ * 0 concurrent (the default: adds may run on many threads at once, one
+ * atomic OR per word that misses bits), 1 single-writer (plain stores;
+ * the caller guarantees that no other thread adds to or reads f while an
+ * add runs: the Redis module, whose commands run one at a time). Answers
+ * and stored bits are the same. Returns BK_OK or BK_EINVAL. Not
+ * thread-safe: call before sharing f. */
+BK_API int bk_scalable_set_single_writer(bk_scalable *f, int single_writer);
+BK_API int bk_scalable_single_writer(const bk_scalable *f);
 
 typedef struct bk_scalable_stats {
     uint64_t seed;

@@ -446,6 +446,46 @@ static void test_oom(void **state)
 
 /* add_nogrow never adds a stage: a new key past the newest stage's capacity
  * gets BK_EFULL with nothing changed; present keys still answer 0. */
+/* The single-writer mode stores the same bits as the concurrent one, in
+ * the classic first stage and the blocked stages after it. */
+static void test_single_writer(void **state)
+{
+    (void)state;
+    bk_scalable *a, *b;
+    assert_int_equal(bk_scalable_create(&a, 1000, 0.01, 2, 0, 7), BK_OK);
+    assert_int_equal(bk_scalable_create(&b, 1000, 0.01, 2, 0, 7), BK_OK);
+    assert_int_equal(bk_scalable_single_writer(b), 0);
+    assert_int_equal(bk_filter_set_single_writer(bk_scalable_as_filter(b), 1), BK_OK);
+    assert_int_equal(bk_scalable_single_writer(b), 1);
+    bk_filter_info info;
+    assert_int_equal(bk_filter_get_info(bk_scalable_as_filter(b), &info), BK_OK);
+    assert_int_equal(info.single_writer, 1);
+    char key[32];
+    for (int i = 0; i < 20000; i++) {
+        int n = snprintf(key, sizeof key, "sw-%d", i);
+        int ra = bk_scalable_add(a, key, (size_t)n), rb = bk_scalable_add(b, key, (size_t)n);
+        assert_int_equal(ra, rb);
+    }
+    bk_scalable_stats sa, sb;
+    assert_int_equal(bk_scalable_get_stats(a, &sa), BK_OK);
+    assert_int_equal(bk_scalable_get_stats(b, &sb), BK_OK);
+    assert_true(sa.stages >= 4);
+    assert_int_equal(sa.stages, sb.stages);
+    assert_int_equal(sa.items, sb.items);
+    uint64_t size = bk_filter_serialized_size(bk_scalable_as_filter(a));
+    assert_int_equal(size, bk_filter_serialized_size(bk_scalable_as_filter(b)));
+    unsigned char *ba = malloc((size_t)size), *bb = malloc((size_t)size);
+    assert_non_null(ba);
+    assert_non_null(bb);
+    assert_int_equal(bk_filter_serialize(bk_scalable_as_filter(a), ba, (size_t)size), BK_OK);
+    assert_int_equal(bk_filter_serialize(bk_scalable_as_filter(b), bb, (size_t)size), BK_OK);
+    assert_memory_equal(ba, bb, (size_t)size);
+    free(ba);
+    free(bb);
+    bk_scalable_free(a);
+    bk_scalable_free(b);
+}
+
 static void test_add_nogrow(void **state)
 {
     (void)state;
@@ -487,6 +527,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_add_nogrow),
+        cmocka_unit_test(test_single_writer),
         cmocka_unit_test(test_create_errors),
         cmocka_unit_test(test_growth_redisbloom),
         cmocka_unit_test(test_growth_bounded),
