@@ -1352,23 +1352,15 @@ static void run_coalesced(bks_client *c, bks_session *s, bks_outbuf *out, int re
         bks_execute(c, s, &real, resp, argcs[k], argvs[k]);
 }
 
-/* The answers of one batch that wait on its log records: n replies in
- * out->p[start, end), encoded in resp. */
-typedef struct log_span {
-    size_t start, end;
-    int n, resp;
-} log_span;
-
+/* The batch's answers that wait on its log records (at most SPANS_MAX
+ * kept here; then they are settled, or moved to the caller's wait). */
 #define SPANS_MAX 256
 
-/* Wait for the batch's log records; when they could not be logged, each
- * answer that waited on them becomes the MISCONF error (the others stay
- * as they are). Empties spans. */
-static void settle_batch(bks_outbuf *out, log_span *sp, int *nsp)
+/* Replace each answer the spans cover with the MISCONF error, keeping the
+ * bytes between them. */
+static void refuse_spans(bks_outbuf *out, const bks_log_span *sp, int n)
 {
-    int n = *nsp;
-    *nsp = 0;
-    if (bks_log_settle() == 0 || n == 0)
+    if (n == 0)
         return;
     size_t from = sp[0].start, tail = out->len - from;
     char *keep = malloc(tail ? tail : 1);
@@ -1392,25 +1384,75 @@ static void settle_batch(bks_outbuf *out, log_span *sp, int *nsp)
     free(keep);
 }
 
+void bks_log_release(bks_outbuf *out, bks_log_wait *w)
+{
+    if (w->n == 0)
+        return;
+    if (bks_log_wait_ticket(w->ticket) < 0)
+        refuse_spans(out, w->v, w->n);
+    w->n = 0;
+    w->ticket = 0;
+}
+
+/* Wait now for the batch's records (and the thread's earlier ones); on
+ * failure its answers become MISCONF. Empties spans. */
+static void settle_batch(bks_outbuf *out, bks_log_span *sp, int *nsp)
+{
+    int n = *nsp;
+    *nsp = 0;
+    if (bks_log_settle() < 0)
+        refuse_spans(out, sp, n);
+}
+
+/* Hand the batch's spans to the caller's wait (its answers go out once it
+ * has waited); when they cannot be kept, wait now. */
+static void defer_batch(bks_outbuf *out, bks_log_span *sp, int *nsp, bks_log_wait *w)
+{
+    if (*nsp == 0)
+        return;
+    if (w->n + *nsp > w->cap) {
+        int cap = w->cap ? w->cap : 16;
+        while (cap < w->n + *nsp)
+            cap *= 2;
+        bks_log_span *v = realloc(w->v, (size_t)cap * sizeof *v);
+        if (!v) {
+            bks_log_release(out, w);
+            settle_batch(out, sp, nsp);
+            return;
+        }
+        w->v = v;
+        w->cap = cap;
+    }
+    memcpy(w->v + w->n, sp, (size_t)*nsp * sizeof *sp);
+    w->n += *nsp;
+    w->ticket = bks_tl_log_ticket;
+    *nsp = 0;
+}
+
 /* After a request (or a coalesced run of n) whose answers start at mark:
  * when it appended to the log, its answers wait for the record. */
-static void note_span(bks_outbuf *out, log_span *sp, int *nsp, uint64_t before, size_t mark,
-                      int n, int resp)
+static void note_span(bks_outbuf *out, bks_log_span *sp, int *nsp, uint64_t before,
+                      size_t mark, int n, int resp, bks_log_wait *w)
 {
     if (bks_tl_log_ticket == before || bks_tl_log_ticket == 0)
         return;
-    if (*nsp == SPANS_MAX)
-        settle_batch(out, sp, nsp);   /* earlier answers settled; now this one's */
-    sp[*nsp] = (log_span){mark, out->len, n, resp};
+    if (*nsp == SPANS_MAX) {   /* earlier answers settled or handed over; now this one's */
+        if (w)
+            defer_batch(out, sp, nsp, w);
+        else
+            settle_batch(out, sp, nsp);
+    }
+    sp[*nsp] = (bks_log_span){mark, out->len, n, resp};
     ++*nsp;
 }
 
 int bks_execute_batch(bks_client *c, bks_session *s, bks_outbuf *out, int resp,
-                      int nreq, const int *argcs, const bkc_str *const *argvs, size_t out_stop)
+                      int nreq, const int *argcs, const bkc_str *const *argvs, size_t out_stop,
+                      bks_log_wait *wait)
 {
     bks_encoder enc;
     bkc_reply r;
-    log_span spans[SPANS_MAX];
+    bks_log_span spans[SPANS_MAX];
     int nspans = 0;
     /* MONITOR shows each request as sent: no coalescing while one watches */
     int can_batch = !(c && g_srv.cfg.requirepass[0] && !bks_client_authed(c)) &&
@@ -1440,7 +1482,7 @@ int bks_execute_batch(bks_client *c, bks_session *s, bks_outbuf *out, int resp,
                     run_cf_adds(c, s, out, cur, argvs, i, j, kind == RUN_CF_ADDNX);
                 else
                     run_coalesced(c, s, out, cur, argcs, argvs, i, j, kind);
-                note_span(out, spans, &nspans, before, mark, j - i, cur);
+                note_span(out, spans, &nspans, before, mark, j - i, cur, wait);
                 i = j;
                 continue;
             }
@@ -1454,12 +1496,15 @@ int bks_execute_batch(bks_client *c, bks_session *s, bks_outbuf *out, int resp,
             out->len = mark;
             refuse_write(&r);
         } else {
-            note_span(out, spans, &nspans, before, mark, 1, cur);
+            note_span(out, spans, &nspans, before, mark, 1, cur, wait);
         }
         i++;
     }
     if (c && bks_client_closing(c))
         i = nreq;
-    settle_batch(out, spans, &nspans);
+    if (wait)
+        defer_batch(out, spans, &nspans, wait);
+    else
+        settle_batch(out, spans, &nspans);
     return i;
 }

@@ -450,17 +450,22 @@ static void log_argv(bks_session *s, int argc, const bkc_str *argv)
     }
 }
 
-int bks_log_settle(void)
+int bks_log_wait_ticket(uint64_t ticket)
 {
-    uint64_t ticket = bks_tl_log_ticket;
-    if (!ticket)
+    if (!ticket || !tl_log_persist)
         return 0;
-    bks_tl_log_ticket = 0;
     if (bks_persist_wait(tl_log_persist, ticket) < 0) {
         log_failed();
         return -1;
     }
     return 0;
+}
+
+int bks_log_settle(void)
+{
+    uint64_t ticket = bks_tl_log_ticket;
+    bks_tl_log_ticket = 0;
+    return bks_log_wait_ticket(ticket);
 }
 
 static void log_del(bks_session *s, const char *name, size_t len)

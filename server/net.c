@@ -119,6 +119,8 @@ struct bks_client {
     int writing;
     bks_session session;
     bks_multi *multi;            /* MULTI queue and WATCHes (multi.c), or NULL */
+    bks_log_wait logwait;        /* answers in out waiting for their log records */
+    int awaiting;                /* listed in w->awaiting */
 };
 
 struct bks_worker {
@@ -140,6 +142,9 @@ struct bks_worker {
     bks_client *clients;
     bks_session timer_session;
     int spare_fd;                /* kept open to accept-and-close when out of fds */
+    uv_check_t check;            /* after each round of reads: the log, then replies */
+    bks_client **awaiting;       /* clients whose replies wait for the log */
+    int nawait, await_cap;
     uint64_t emfile_logged_ms;   /* last "out of descriptors" warning */
 };
 
@@ -442,6 +447,7 @@ static void on_client_closed(uv_handle_t *h)
     bks_multi_free(c->multi);
     bks_outbuf_free(&c->out);
     bks_outbuf_free(&c->wbuf);
+    free(c->logwait.v);
     free(c->name);
     free(c);
 }
@@ -471,6 +477,42 @@ static size_t out_hold(void)
 
 static void client_flush(bks_client *c);
 static void client_process(bks_client *c);
+
+/* List c for on_check. 0, or -1 (no memory: the caller flushes now). */
+static int await_push(bks_worker *w, bks_client *c)
+{
+    if (c->awaiting)
+        return 0;
+    if (w->nawait == w->await_cap) {
+        int cap = w->await_cap ? w->await_cap * 2 : 64;
+        bks_client **v = realloc(w->awaiting, (size_t)cap * sizeof *v);
+        if (!v)
+            return -1;
+        w->awaiting = v;
+        w->await_cap = cap;
+    }
+    w->awaiting[w->nawait++] = c;
+    c->awaiting = 1;
+    return 0;
+}
+
+/* After the round's read callbacks: wait once for the log records they
+ * appended, then send the replies that waited. A client closed meanwhile
+ * is still allocated (libuv frees closed handles after this phase). */
+static void on_check(uv_check_t *h)
+{
+    bks_worker *w = h->data;
+    if (w->nawait == 0)
+        return;
+    bks_log_settle();   /* one write (and with always one fdatasync) for all */
+    for (int i = 0; i < w->nawait; i++) {
+        bks_client *c = w->awaiting[i];
+        c->awaiting = 0;
+        if (!c->closed)
+            client_flush(c);
+    }
+    w->nawait = 0;
+}
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
@@ -514,6 +556,7 @@ static void client_flush(bks_client *c)
 {
     if (c->closed || c->writing)
         return;
+    bks_log_release(&c->out, &c->logwait);   /* no answer before its log record */
     if (c->out.len == 0) {
         if (c->closing)
             client_close_written(c);
@@ -647,7 +690,7 @@ static int batch_run(bks_client *c)
         size_t stop = c->out.len + (pending < hold ? hold - pending : 0);
         c->next_req += bks_execute_batch(c, &c->session, &c->out, c->resp,
                                          c->nreq - c->next_req, c->argcs + c->next_req,
-                                         c->argvs + c->next_req, stop);
+                                         c->argvs + c->next_req, stop, &c->logwait);
         if (c->next_req < c->nreq)
             return 0;
     }
@@ -760,6 +803,11 @@ static void client_run(bks_client *c)
         client_close(c);
         return;
     }
+    /* Replies that wait for log records go out after this round of reads
+     * (on_check): one write of the log serves every client of the round,
+     * as Redis writes its AOF once per event loop turn. */
+    if (c->logwait.n && !c->held && !c->closing && !c->writing && await_push(w, c) == 0)
+        return;
     client_flush(c);
 }
 
@@ -1024,6 +1072,7 @@ static void on_wake(uv_async_t *a)
         close_handle_if_open((uv_handle_t *)&w->timer);
     for (bks_client *c = w->clients; c; c = c->next)
         client_close(c);
+    close_handle_if_open((uv_handle_t *)&w->check);
     close_handle_if_open((uv_handle_t *)&w->wake);
 }
 
@@ -1044,6 +1093,9 @@ static void worker_main(void *arg)
     bks_worker *w = arg;
     tl_worker = w;
     uv_run(&w->loop, UV_RUN_DEFAULT);
+    free(w->awaiting);
+    w->awaiting = NULL;
+    w->nawait = w->await_cap = 0;
 }
 
 /* A listening socket of our own (SO_REUSEPORT), handed to libuv. */
@@ -1187,6 +1239,10 @@ int bks_net_start(void)
         w->wake.data = w;
         uv_async_init(&w->loop, &w->notify, on_notify);
         w->notify.data = w;
+        uv_check_init(&w->loop, &w->check);
+        w->check.data = w;
+        uv_check_start(&w->check, on_check);
+        uv_unref((uv_handle_t *)&w->check);   /* it never keeps the loop alive */
         w->timer_session.ks = g_srv.ks;
         w->timer_session.persist = g_srv.persist;
     }

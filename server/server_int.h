@@ -103,13 +103,39 @@ void bks_net_free(void);
 void bks_execute(bks_client *c, bks_session *s, bkc_reply *r, int resp,
                  int argc, const bkc_str *argv);
 
+/* Answers in an output buffer that wait for log records: n replies in
+ * out->p[start, end), encoded in resp. */
+typedef struct bks_log_span {
+    size_t start, end;
+    int n, resp;
+} bks_log_span;
+
+/* A client's answers not yet free to go out: the spans, and the last log
+ * record they wait for (its ticket, bks_persist_append). */
+typedef struct bks_log_wait {
+    bks_log_span *v;
+    int n, cap;
+    uint64_t ticket;
+} bks_log_wait;
+
 /* Execute a run of requests parsed from one read (pipelining): consecutive
- * BF.ADD / BF.EXISTS on the same key are coalesced into one batched
- * BF.MADD / BF.MEXISTS and their replies split again. Stops before a
- * request once out holds out_stop bytes; returns how many ran (all of them
- * once the client is closing). */
+ * BF.ADD / BF.EXISTS (CF.EXISTS) on the same key are coalesced into one
+ * batched BF.MADD / BF.MEXISTS (CF.MEXISTS) and their replies split again;
+ * CF.ADD runs open their key once. Stops before a request once out holds
+ * out_stop bytes; returns how many ran (all of them once the client is
+ * closing). With wait NULL it waits for the batch's log records before it
+ * returns; else the answers that need them are added to *wait, and the
+ * caller waits (bks_log_release) before it sends out. */
 int bks_execute_batch(bks_client *c, bks_session *s, bks_outbuf *out, int resp,
-                      int nreq, const int *argcs, const bkc_str *const *argvs, size_t out_stop);
+                      int nreq, const int *argcs, const bkc_str *const *argvs, size_t out_stop,
+                      bks_log_wait *wait);
+
+/* Wait for the records w waits for; if they could not be logged, each
+ * answer it covers becomes the MISCONF error. Empties w. */
+void bks_log_release(bks_outbuf *out, bks_log_wait *w);
+/* Wait for one ticket (keyspace.c): 0, or -1 when it could not be logged
+ * (writes are then refused). */
+int bks_log_wait_ticket(uint64_t ticket);
 
 /*==========================================================================
  * Transactions (multi.c)
