@@ -609,7 +609,7 @@ void bkc_cmd_cf_mexists(bkc_ctx *c, int argc, const bkc_str *argv)
     bkc_value *v = open_lookup(c, argv[1], &k, &failed);
     if (failed) return;
     bkc__array(c, (size_t)(argc - 2));
-    for (int i = 2; i < argc; i++) bkc__bool(c, v ? cf_contains(v, argv[i]) : 0);
+    bkc__reply_contains_many(c, v ? v->filters[0] : NULL, argv + 2, (size_t)(argc - 2));
     bkc__close(c, k);
 }
 

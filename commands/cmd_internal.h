@@ -57,6 +57,10 @@ typedef struct bkc__info_field {
  * field alone as a one-element array (or "Invalid information value");
  * without, every field as label/value pairs (a map in RESP3). value()
  * writes field i of src. */
+/* n boolean replies: whether f (NULL: an empty key) may hold each item,
+ * looked up in batches (the library overlaps their cache misses). */
+void bkc__reply_contains_many(bkc_ctx *c, const bk_filter *f, const bkc_str *items, size_t n);
+
 /* The client's protocol: 2 or 3 (asks the host once when c->resp is 0). */
 int bkc__resp(bkc_ctx *c);
 

@@ -696,6 +696,26 @@ int bkc__arg_capacity(bkc_ctx *c, bkc_str s, uint64_t *out)
  * *.INFO replies, shared by the families
  *==========================================================================*/
 
+void bkc__reply_contains_many(bkc_ctx *c, const bk_filter *f, const bkc_str *items, size_t n)
+{
+    enum { CHUNK = 64 };   /* the library prefetches ahead within a chunk */
+    const void *keys[CHUNK];
+    size_t lens[CHUNK];
+    uint8_t found[CHUNK];
+    for (size_t at = 0; at < n; at += CHUNK) {
+        size_t m = n - at < CHUNK ? n - at : CHUNK;
+        for (size_t i = 0; i < m; i++) {
+            keys[i] = items[at + i].ptr ? items[at + i].ptr : "";
+            lens[i] = items[at + i].len;
+            found[i] = 0;
+        }
+        if (f != NULL && bk_filter_contains_batch(f, keys, lens, m, found) < 0)
+            for (size_t i = 0; i < m; i++)
+                found[i] = bk_filter_contains(f, keys[i], lens[i]) == 1;
+        for (size_t i = 0; i < m; i++) bkc__bool(c, found[i] != 0);
+    }
+}
+
 int bkc__resp(bkc_ctx *c)
 {
     if (c->resp == 0 && c->host_vt->resp != NULL)
