@@ -1229,6 +1229,15 @@ BK_API int64_t bk_scalable_add_batch(bk_scalable *f, const void *const *keys,
                                      const size_t *lens, size_t n,
                                      int *results);
 
+/* bk_scalable_add_nogrow of keys in order, hashed and prefetched a few
+ * keys ahead so that their cache misses overlap: results[i] (not NULL) is
+ * 1 (new) or 0 (present). Stops before the first key that needs a new
+ * stage and returns how many keys it did (n when all), or BK_EINVAL. The
+ * caller adds the rest with bk_scalable_add, exclusively. Thread-safe, as
+ * bk_scalable_add_nogrow. */
+BK_API int64_t bk_scalable_add_nogrow_batch(bk_scalable *f, const void *const *keys,
+                                            const size_t *lens, size_t n, int *results);
+
 /* Batch lookup: results[i] = bk_scalable_contains(keys[i]); results may be
  * NULL. Returns the number found or BK_EINVAL. Thread-safe. */
 BK_API int64_t bk_scalable_contains_batch(const bk_scalable *f,

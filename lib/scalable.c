@@ -393,6 +393,22 @@ static inline uint64_t classic_probe(bk_hash h, uint32_t i, uint64_t m)
     return bk__fastrange64(z, m);
 }
 
+/* Prefetch what a lookup or an add of h reads in stage s: a blocked
+ * stage's line, a classic stage's words of its first 8 probes (a lookup
+ * tests them 4 at a time). */
+static inline void prefetch_stage(const stage *s, bk_hash h)
+{
+    uint64_t shape = s->shape;
+    const uint64_t *w = stage_words(s);
+    if (shape_classic(shape)) {
+        uint32_t k = shape_k(shape) < 8 ? shape_k(shape) : 8;
+        uint64_t m = shape_units(shape);
+        for (uint32_t i = 0; i < k; i++) BK_PREFETCH_READ(w + (classic_probe(h, i, m) >> 6));
+        return;
+    }
+    BK_PREFETCH_READ(w + bk__fastrange64(h.lo, shape_units(shape)) * BLOCK_WORDS);
+}
+
 /* The address a lookup of h reads first in a stage (to prefetch). */
 static inline const uint64_t *first_line(const stage *s, bk_hash h)
 {
@@ -927,6 +943,40 @@ int64_t bk_scalable_add_batch(bk_scalable *f, const void *const *keys,
     return added;
 }
 
+int64_t bk_scalable_add_nogrow_batch(bk_scalable *f, const void *const *keys,
+                                     const size_t *lens, size_t n, int *results)
+{
+    const stage *st[BK_SCALABLE_MAX_STAGES];
+    bk_hash ring[BATCH_AHEAD];
+    if (f == NULL || results == NULL || (n > 0 && (keys == NULL || lens == NULL)))
+        return BK_EINVAL;
+    /* the stages as they are now: only for prefetching (a stage added
+     * meanwhile is found by the adds themselves) */
+    uint32_t ns = load_nstages(f);
+    st[0] = &f->first;
+    if (ns > 1) {
+        stage_dir *d = load_dir(f);
+        for (uint32_t i = 1; i < ns; i++) st[i] = __atomic_load_n(&d->slot[i], __ATOMIC_ACQUIRE);
+    }
+    size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
+    for (size_t i = 0; i < ahead; i++) {
+        ring[i] = bk__hash(keys[i], lens[i], f->seed);
+        for (uint32_t s = 0; s < ns; s++) prefetch_stage(st[s], ring[i]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t slot = i % BATCH_AHEAD;
+        int r = add_hash(f, ring[slot], 0);
+        if (r < 0) return (int64_t)i;
+        results[i] = r;
+        size_t next = i + BATCH_AHEAD;
+        if (next < n) {
+            ring[slot] = bk__hash(keys[next], lens[next], f->seed);
+            for (uint32_t s = 0; s < ns; s++) prefetch_stage(st[s], ring[slot]);
+        }
+    }
+    return (int64_t)n;
+}
+
 /* Keys are hashed BATCH_AHEAD ahead and their lines in every stage are
  * prefetched then, so the misses of several keys and stages overlap. */
 int64_t bk_scalable_contains_batch(const bk_scalable *f,
@@ -950,7 +1000,7 @@ int64_t bk_scalable_contains_batch(const bk_scalable *f,
         ring[i] = bk__hash(keys[i], lens[i], f->seed);
         for (uint32_t s = 0; s < ns; s++) {
             at[i][s] = first_line(st[s], ring[i]);
-            BK_PREFETCH_READ(at[i][s]);
+            prefetch_stage(st[s], ring[i]);
         }
     }
     for (size_t i = 0; i < n; i++) {
@@ -963,7 +1013,7 @@ int64_t bk_scalable_contains_batch(const bk_scalable *f,
             ring[slot] = bk__hash(keys[next], lens[next], f->seed);
             for (uint32_t s = 0; s < ns; s++) {
                 at[slot][s] = first_line(st[s], ring[slot]);
-                BK_PREFETCH_READ(at[slot][s]);
+                prefetch_stage(st[s], ring[slot]);
             }
         }
     }

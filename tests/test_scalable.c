@@ -486,6 +486,36 @@ static void test_single_writer(void **state)
     bk_scalable_free(b);
 }
 
+/* The prefetching batch of nogrow adds answers as the adds one by one and
+ * stops where a new stage is needed. */
+static void test_add_nogrow_batch(void **state)
+{
+    (void)state;
+    bk_scalable *a, *b;
+    assert_int_equal(bk_scalable_create(&a, 1000, 0.01, 2, 0, 9), BK_OK);
+    assert_int_equal(bk_scalable_create(&b, 1000, 0.01, 2, 0, 9), BK_OK);
+    enum { N = 1500 };
+    static char text[N][16];
+    const void *keys[N];
+    size_t lens[N];
+    int res[N];
+    for (int i = 0; i < N; i++) {
+        /* every tenth key repeats an earlier one: some answers are 0 */
+        lens[i] = (size_t)snprintf(text[i], sizeof text[i], "nb-%d", i % 10 == 9 ? i / 2 : i);
+        keys[i] = text[i];
+    }
+    int64_t done = bk_scalable_add_nogrow_batch(b, keys, lens, N, res);
+    assert_true(done > 900 && done < N);   /* stage 0 holds 1000 new keys */
+    for (int64_t i = 0; i < done; i++)
+        assert_int_equal(res[i], bk_scalable_add_nogrow(a, keys[i], lens[i]));
+    assert_true(bk_scalable_add_nogrow(a, keys[done], lens[done]) < 0);
+    assert_int_equal(bk_scalable_items(a), bk_scalable_items(b));
+    assert_int_equal(bk_scalable_add_nogrow_batch(NULL, keys, lens, 1, res), BK_EINVAL);
+    assert_int_equal(bk_scalable_add_nogrow_batch(b, keys, lens, 1, NULL), BK_EINVAL);
+    bk_scalable_free(a);
+    bk_scalable_free(b);
+}
+
 static void test_add_nogrow(void **state)
 {
     (void)state;
@@ -528,6 +558,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_add_nogrow),
         cmocka_unit_test(test_single_writer),
+        cmocka_unit_test(test_add_nogrow_batch),
         cmocka_unit_test(test_create_errors),
         cmocka_unit_test(test_growth_redisbloom),
         cmocka_unit_test(test_growth_bounded),
