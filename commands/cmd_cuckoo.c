@@ -492,7 +492,23 @@ void bkc_cf_add_many(bkc_ctx *c, const bkc_str *const *argvs, size_t n, int nx)
         for (size_t i = 1; i < n; i++) add_single(c, 3, argvs[i], nx);
         return;
     }
-    for (size_t i = 0; i < n; i++) add_item(c, k, v, argvs[i], nx, created && i == 0);
+    /* A chain's adds are answered one by one (a full stage grows before
+     * the next item), so they cannot be one library batch: the buckets of
+     * the item AHEAD places on are hinted instead, overlapping the misses. */
+    enum { AHEAD = 6 };
+    bk_cuckoo *cf = growable_of(v) ? NULL : bk_filter_as_cuckoo(v->filters[0]);
+    uint64_t seed = cf ? bk_cuckoo_seed(cf) : 0;
+    for (size_t i = 0; cf && i < AHEAD && i < n; i++)
+        bk_cuckoo_prefetch_hash(cf, bk_hash_key(argvs[i][2].ptr ? argvs[i][2].ptr : "",
+                                                argvs[i][2].len, seed));
+    for (size_t i = 0; i < n; i++) {
+        if (cf && i + AHEAD < n) {
+            const bkc_str *it = &argvs[i + AHEAD][2];
+            bk_cuckoo_prefetch_hash(cf, bk_hash_key(it->ptr ? it->ptr : "", it->len, seed));
+        }
+        add_item(c, k, v, argvs[i], nx, created && i == 0);
+        if (cf && bk_filter_as_cuckoo(v->filters[0]) != cf) cf = NULL;   /* replaced */
+    }
     bkc__close(c, k);
 }
 

@@ -1061,6 +1061,12 @@ BK_API int bk_cuckoo_remove_hash(bk_cuckoo *f, bk_hash h);
 BK_API int bk_cuckoo_contains_hash(const bk_cuckoo *f, bk_hash h);
 BK_API uint32_t bk_cuckoo_count_hash(const bk_cuckoo *f, bk_hash h);
 
+/* A hint: start loading the two buckets of the newest stage that an add
+ * of the key hashed to h reads, so that a caller adding keys one by one
+ * (each answered on its own) can overlap their cache misses by hinting a
+ * few keys ahead. Changes nothing. A reader. */
+BK_API void bk_cuckoo_prefetch_hash(const bk_cuckoo *f, bk_hash h);
+
 /* Batch add: results[i] (when results is not NULL) is what bk_cuckoo_add
  * returned for key i; keys after a failure are still tried. Returns the
  * number of keys added or BK_EINVAL. A writer. */

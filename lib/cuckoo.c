@@ -931,6 +931,11 @@ static inline void prefetch_position(const bk_cuckoo *f, position p)
     BK_PREFETCH_READ(f->table + ((p.i2 * bits) >> 3));
 }
 
+void bk_cuckoo_prefetch_hash(const bk_cuckoo *f, bk_hash h)
+{
+    if (f != NULL) prefetch_position(f, locate(f, h));
+}
+
 int64_t bk_cuckoo_add_batch(bk_cuckoo *f, const void *const *keys,
                             const size_t *lens, size_t n, int *results)
 {
