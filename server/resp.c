@@ -282,9 +282,9 @@ static int parse_ll(const char *s, size_t n, long long *out)
     return 1;
 }
 
-static int push_arg(bks_parser *p, size_t off, size_t len)
+static inline int push_arg(bks_parser *p, size_t off, size_t len)
 {
-    if (p->nargs == p->cap) {
+    if (__builtin_expect(p->nargs == p->cap, 0)) {
         size_t cap = p->cap ? p->cap * 2 : 16;
         bks_arg *a = realloc(p->args, cap * sizeof *a);
         if (!a)
@@ -427,17 +427,25 @@ static int split_inline(bks_parser *p, char *buf, size_t start, size_t end,
  * starting at from. 1 with *at (the offset of '\r') and *n set; 0 when it
  * is anything else, which the careful path (find_header_end, parse_ll)
  * then reads, errors and partial headers included. */
-static int quick_header(const char *buf, size_t from, size_t len, long *at, long long *n)
+static inline int quick_header(const char *buf, size_t from, size_t len, long *at,
+                               long long *n)
 {
-    size_t i = from, end = len - from > 18 ? from + 18 : len;
-    long long v = 0;
-    if (i >= len || buf[i] < '1' || buf[i] > '9')
+    const unsigned char *p = (const unsigned char *)buf + from;
+    size_t room = from < len ? len - from : 0;
+    if (room < 3)   /* a digit and CRLF */
         return 0;
-    while (i < end && buf[i] >= '0' && buf[i] <= '9')
-        v = v * 10 + (buf[i++] - '0');
-    if (i + 1 >= len || buf[i] != '\r' || buf[i + 1] != '\n')
+    unsigned d = (unsigned)p[0] - '0';
+    if (d - 1 > 8)  /* 1 ... 9: no sign, no leading zero */
         return 0;
-    *at = (long)i;
+    long long v = d;
+    size_t i = 1, lim = room - 2 < 18 ? room - 2 : 18;   /* CRLF stays in reach */
+    while (i < lim && (d = (unsigned)p[i] - '0') <= 9) {
+        v = v * 10 + d;
+        i++;
+    }
+    if (p[i] != '\r' || p[i + 1] != '\n')
+        return 0;
+    *at = (long)(from + i);
     *n = v;
     return 1;
 }
