@@ -457,7 +457,8 @@ static void add_items(bkc_ctx *c, int argc, const bkc_str *argv, bkc_str name,
     bkc_key *k = NULL;
     int created = 0, changed = 0;
     const char *err = NULL;
-    int *results = malloc((n ? n : 1) * sizeof(int));
+    int stack[64];   /* BF.ADD, and the server's runs of up to 64 */
+    int *results = n <= 64 ? stack : malloc(n * sizeof(int));
     if (results == NULL) {
         bkc__err(c, BKC_ERR_OOM);
         return;
@@ -487,7 +488,7 @@ static void add_items(bkc_ctx *c, int argc, const bkc_str *argv, bkc_str name,
         bkc__close(c, k);
     }
 done:
-    free(results);
+    if (results != stack) free(results);
 }
 
 /*==========================================================================
