@@ -376,6 +376,26 @@ _Static_assert(sizeof bkc_command_table / sizeof bkc_command_table[0] <= BKC_NAM
                "the command table outgrew its name index");
 static bkc_names command_names = BKC_NAMES_INIT(bkc_command_table);
 
+void *bkc_pool_get(bkc_pool *p)
+{
+    for (unsigned i = 0; i < BKC_POOL_SLOTS; i++) {
+        if (!(p->used & 1u << i)) {
+            p->used |= 1u << i;
+            return p->slot[i];
+        }
+    }
+    return NULL;
+}
+
+int bkc_pool_put(bkc_pool *p, void *obj)
+{
+    uintptr_t at = (uintptr_t)obj, lo = (uintptr_t)p->slot;
+    if (at < lo || at >= lo + sizeof p->slot)
+        return 0;
+    p->used &= ~(1u << (unsigned)((at - lo) / BKC_POOL_BYTES));
+    return 1;
+}
+
 const bkc_command *bkc_lookup(bkc_str name)
 {
     /* Clients repeat a command: the last name each thread looked up, as

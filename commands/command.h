@@ -317,6 +317,20 @@ extern const size_t bkc_command_count;
  * batches). */
 void bkc_cf_add_many(bkc_ctx *c, const bkc_str *const *argvs, size_t n, int nx);
 
+/* A few objects of at most BKC_POOL_BYTES each, kept for reuse by one
+ * thread: the hosts' key handles (a command holds one or two at a time)
+ * without an allocation per command. bkc_pool_get returns NULL when all are
+ * out (the caller allocates); bkc_pool_put returns 0 for an object that is
+ * not the pool's (the caller frees it). */
+#define BKC_POOL_SLOTS 4
+#define BKC_POOL_BYTES 64
+typedef struct bkc_pool {
+    unsigned used;  /* bit i: slot i is out */
+    _Alignas(16) unsigned char slot[BKC_POOL_SLOTS][BKC_POOL_BYTES];
+} bkc_pool;
+void *bkc_pool_get(bkc_pool *p);
+int bkc_pool_put(bkc_pool *p, void *obj);
+
 /* Case-insensitive lookup; NULL for an unknown command. */
 const bkc_command *bkc_lookup(bkc_str name);
 

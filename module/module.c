@@ -205,29 +205,20 @@ static RedisModuleString *name_string(bkm_host *h, bkc_str name, RedisModuleStri
     return *made;
 }
 
-/* Key handles: a command holds one or two at a time (Redis runs one
- * command at a time), so a few are kept in place of an allocation each. */
-#define BKM_KEY_POOL 4
-static _Thread_local bkc_key key_pool[BKM_KEY_POOL];
-static _Thread_local unsigned key_pool_used; /* bit i: key_pool[i] is out */
+/* Key handles come from a per-thread pool (bkc_pool) before
+ * RedisModule_Alloc (Redis runs one command at a time). */
+static _Thread_local bkc_pool key_pool;
+_Static_assert(sizeof(bkc_key) <= BKC_POOL_BYTES, "a key handle fits a pool slot");
 
 static bkc_key *key_alloc(void)
 {
-    for (unsigned i = 0; i < BKM_KEY_POOL; i++) {
-        if (!(key_pool_used & 1u << i)) {
-            key_pool_used |= 1u << i;
-            return &key_pool[i];
-        }
-    }
-    return RedisModule_Alloc(sizeof(bkc_key));
+    bkc_key *k = bkc_pool_get(&key_pool);
+    return k ? k : RedisModule_Alloc(sizeof(bkc_key));
 }
 
 static void key_free(bkc_key *k)
 {
-    uintptr_t at = (uintptr_t)k, lo = (uintptr_t)key_pool;
-    if (at >= lo && at < lo + sizeof key_pool)
-        key_pool_used &= ~(1u << (unsigned)((at - lo) / sizeof *k));
-    else
+    if (!bkc_pool_put(&key_pool, k))
         RedisModule_Free(k);
 }
 

@@ -720,29 +720,19 @@ static void ks_release(bks_keyspace *ks, ks_entry *e, bkc_open_mode mode)
 /* Why the last host_open of this thread returned NULL ("" : memory). */
 static _Thread_local char open_error[640];
 
-/* Key handles: a command holds one or two at a time, so each thread keeps
- * a few in place of a malloc and free per command. */
-#define KEY_POOL 4
-static _Thread_local bkc_key key_pool[KEY_POOL];
-static _Thread_local unsigned key_pool_used;   /* bit i: key_pool[i] is out */
+/* Key handles come from a per-thread pool (bkc_pool) before malloc. */
+static _Thread_local bkc_pool key_pool;
+_Static_assert(sizeof(bkc_key) <= BKC_POOL_BYTES, "a key handle fits a pool slot");
 
 static bkc_key *key_alloc(void)
 {
-    for (unsigned i = 0; i < KEY_POOL; i++) {
-        if (!(key_pool_used & 1u << i)) {
-            key_pool_used |= 1u << i;
-            return &key_pool[i];
-        }
-    }
-    return malloc(sizeof(bkc_key));
+    bkc_key *k = bkc_pool_get(&key_pool);
+    return k ? k : malloc(sizeof(bkc_key));
 }
 
 static void key_free(bkc_key *k)
 {
-    uintptr_t at = (uintptr_t)k, lo = (uintptr_t)key_pool;
-    if (at >= lo && at < lo + sizeof key_pool)
-        key_pool_used &= ~(1u << (unsigned)((at - lo) / sizeof *k));
-    else
+    if (!bkc_pool_put(&key_pool, k))
         free(k);
 }
 

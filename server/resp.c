@@ -450,6 +450,22 @@ static inline int quick_header(const char *buf, size_t from, size_t len, long *a
     return 1;
 }
 
+/* The header number after the type byte at pos ("*<count>" or "$<len>"):
+ * 0 with *at (its '\r') and *n, -1 when its CRLF has not arrived, -2 when
+ * it is not a number of at most max. */
+static inline int read_header(const char *buf, size_t pos, size_t len, unsigned long long max,
+                              long *at, long long *n)
+{
+    if (!quick_header(buf, pos + 1, len, at, n)) {
+        *at = find_header_end(buf, pos + 1, len);
+        if (*at == -1)
+            return -1;
+        if (*at < 0 || !parse_ll(buf + pos + 1, (size_t)*at - pos - 1, n))
+            return -2;
+    }
+    return *n < 0 || (unsigned long long)*n > max ? -2 : 0;
+}
+
 bks_parse_result bks_parse(bks_parser *p, char *buf, size_t len,
                            const bks_limits *lim, int *argc,
                            const bkc_str **argv, size_t *need,
@@ -502,14 +518,10 @@ bks_parse_result bks_parse(bks_parser *p, char *buf, size_t len,
             /* "*<count>\r\n" */
             long at;
             long long n;
-            if (!quick_header(buf, p->pos + 1, len, &at, &n)) {
-                at = find_header_end(buf, p->pos + 1, len);
-                if (at == -1)
-                    return BKS_PARSE_MORE;
-                if (at < 0 || !parse_ll(buf + p->pos + 1, (size_t)at - p->pos - 1, &n))
-                    at = -2;
-            }
-            if (at < 0 || n < 0 || (unsigned long long)n > lim->max_args) {
+            int hr = read_header(buf, p->pos, len, lim->max_args, &at, &n);
+            if (hr == -1)
+                return BKS_PARSE_MORE;
+            if (hr < 0) {
                 *err = "ERR Protocol error: invalid multibulk length";
                 return BKS_PARSE_ERROR;
             }
@@ -538,14 +550,10 @@ bks_parse_result bks_parse(bks_parser *p, char *buf, size_t len,
                 }
                 long at;
                 long long n;
-                if (!quick_header(buf, p->pos + 1, len, &at, &n)) {
-                    at = find_header_end(buf, p->pos + 1, len);
-                    if (at == -1)
-                        return BKS_PARSE_MORE;
-                    if (at < 0 || !parse_ll(buf + p->pos + 1, (size_t)at - p->pos - 1, &n))
-                        at = -2;
-                }
-                if (at < 0 || n < 0 || (unsigned long long)n > lim->max_bulk_len) {
+                int hr = read_header(buf, p->pos, len, lim->max_bulk_len, &at, &n);
+                if (hr == -1)
+                    return BKS_PARSE_MORE;
+                if (hr < 0) {
                     *err = "ERR Protocol error: invalid bulk length";
                     return BKS_PARSE_ERROR;
                 }
