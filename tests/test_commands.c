@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,6 +338,40 @@ static void test_table(void **state)
     assert_string_equal(bkc_lookup(mixed)->name, "bf.add");
     assert_null(bkc_lookup(none));
     assert_null(bkc_lookup(longer));
+    /* The hash folds bit 5 of every byte, so a byte that differs from a
+     * name's only there hashes alike: upper case (a match), but also 0x0E
+     * for '.', which must miss; so must a NUL inside or a longer name. */
+    assert_null(bkc_lookup((bkc_str){"BF\x0e" "ADD", 6}));
+    assert_null(bkc_lookup((bkc_str){"bf.add\0", 7}));
+    assert_null(bkc_lookup((bkc_str){"bf.ad\x04", 6}));
+    assert_null(bkc_lookup((bkc_str){"", 0}));
+    assert_null(bkc_lookup((bkc_str){NULL, 0}));
+    for (size_t i = 0; i < bkc_command_count; i++) {
+        /* every name, in lower and upper case, twice (the repeat cache) */
+        char buf[64];
+        size_t n = strlen(bkc_command_table[i].name);
+        assert_true(n < sizeof buf);
+        for (size_t j = 0; j < n; j++) buf[j] = (char)toupper((unsigned char)bkc_command_table[i].name[j]);
+        for (int rep = 0; rep < 2; rep++) {
+            assert_ptr_equal(bkc_lookup((bkc_str){bkc_command_table[i].name, n}), &bkc_command_table[i]);
+            assert_ptr_equal(bkc_lookup((bkc_str){buf, n}), &bkc_command_table[i]);
+        }
+        buf[0] ^= 0x40;   /* a control byte in place of the first letter */
+        assert_null(bkc_lookup((bkc_str){buf, n}));
+    }
+    /* the key handle pool: 4 slots, then the caller allocates */
+    bkc_pool pool = {0};
+    void *slots[BKC_POOL_SLOTS];
+    for (int i = 0; i < BKC_POOL_SLOTS; i++) {
+        slots[i] = bkc_pool_get(&pool);
+        assert_non_null(slots[i]);
+        for (int j = 0; j < i; j++) assert_ptr_not_equal(slots[i], slots[j]);
+    }
+    assert_null(bkc_pool_get(&pool));
+    int outside;
+    assert_int_equal(bkc_pool_put(&pool, &outside), 0);
+    assert_int_equal(bkc_pool_put(&pool, slots[2]), 1);
+    assert_ptr_equal(bkc_pool_get(&pool), slots[2]);
     bkc_str del = {"DEL", 3};
     const bkc_command *d = bkc_lookup(del);
     assert_int_equal(d->first_key, 1);
