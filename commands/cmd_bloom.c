@@ -415,7 +415,7 @@ static long add_shared(bkc_ctx *c, int argc, const bkc_str *argv, bkc_str name,
     size_t i = 0;
     if (st == BKC__FOUND) {
         bf_filter f = bf_of(v);
-        while (f.s && i < n) {   /* in chunks, prefetched ahead (scalable) */
+        while (i < n) {   /* in chunks, prefetched ahead */
             enum { CHUNK = 64 };
             const void *keys[CHUNK];
             size_t lens[CHUNK], m = n - i < CHUNK ? n - i : CHUNK;
@@ -423,19 +423,13 @@ static long add_shared(bkc_ctx *c, int argc, const bkc_str *argv, bkc_str name,
                 keys[j] = items[i + j].ptr ? items[i + j].ptr : "";
                 lens[j] = items[i + j].len;
             }
-            int64_t done = bk_scalable_add_nogrow_batch(f.s, keys, lens, m, results + i);
+            int64_t done = f.s ? bk_scalable_add_nogrow_batch(f.s, keys, lens, m, results + i)
+                               : bk_growable_add_nogrow_batch(f.g, keys, lens, m, results + i);
             if (done < 0) done = 0;
             for (int64_t j = 0; j < done; j++)
                 if (results[i + (size_t)j] == 1) *changed = 1;
             i += (size_t)done;
             if ((size_t)done < m) break;   /* the rest: exclusive path */
-        }
-        for (; f.g && i < n; i++) {
-            /* < 0: needs a doubling or the stash: exclusive path */
-            int rc = bk_growable_add_nogrow(f.g, items[i].ptr, items[i].len);
-            if (rc < 0) break;
-            results[i] = rc;
-            if (rc == 1) *changed = 1;
         }
         if (i == n && *changed) bkc__wrote(c, argc, argv);
     }

@@ -1428,6 +1428,14 @@ BK_API int bk_growable_add_nogrow_hash(bk_growable *f, uint64_t h);
 /* 1 if the key may be present, 0 if it is certainly absent. */
 BK_API int bk_growable_contains(const bk_growable *f, const void *key, size_t len);
 
+/* bk_growable_add_nogrow of keys in order, hashed and their blocks
+ * prefetched 32 keys ahead: results[i] (not NULL) is 1 (new) or 0
+ * (present). Stops before the first key that needs the exclusive path (a
+ * list, a full block, a doubling) and returns how many it did (n when all;
+ * 0 for a list), or BK_EINVAL. Thread-safe as bk_growable_add_nogrow. */
+BK_API int64_t bk_growable_add_nogrow_batch(bk_growable *f, const void *const *keys,
+                                            const size_t *lens, size_t n, int *results);
+
 /* Batches: results[i] as the single calls (results may be NULL). Return
  * the keys added (found), or BK_EINVAL. Lookups hash 32 keys ahead and
  * prefetch their blocks. Where the CPU has them, lookups use AVX-512 VBMI

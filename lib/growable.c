@@ -1907,6 +1907,37 @@ int bk_growable_contains(const bk_growable *f, const void *key, size_t len)
 }
 #endif
 
+int64_t bk_growable_add_nogrow_batch(bk_growable *f, const void *const *keys,
+                                     const size_t *lens, size_t n, int *results)
+{
+    if (f == NULL || results == NULL || (n > 0 && (keys == NULL || lens == NULL)))
+        return BK_EINVAL;
+    if (!f->blocks) return 0; /* a list: every add is exclusive */
+    for (size_t i = 0; i < n; i++)
+        if (keys[i] == NULL && lens[i] != 0) return BK_EINVAL;
+    /* blocks and their number do not change under nogrow adds */
+    const uint64_t nb = f->nb;
+    const uint64_t *blocks = blocks_of(f);
+    uint64_t ring[AHEAD];
+    size_t ahead = n < AHEAD ? n : AHEAD;
+    for (size_t i = 0; i < ahead; i++) {
+        ring[i] = bk_growable_hash_key(f, keys[i], lens[i]);
+        BK_PREFETCH_READ(blocks + bk__fastrange64(ring[i], nb) * BLOCK_WORDS);
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t slot = i % AHEAD;
+        int r = add_nogrow_h(f, ring[slot]);
+        if (r < 0) return (int64_t)i;
+        results[i] = r;
+        size_t next = i + AHEAD;
+        if (next < n) {
+            ring[slot] = bk_growable_hash_key(f, keys[next], lens[next]);
+            BK_PREFETCH_READ(blocks + bk__fastrange64(ring[slot], nb) * BLOCK_WORDS);
+        }
+    }
+    return (int64_t)n;
+}
+
 int64_t bk_growable_add_batch(bk_growable *f, const void *const *keys, const size_t *lens,
                               size_t n, int *results)
 {

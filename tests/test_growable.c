@@ -1061,10 +1061,42 @@ static void test_multiset_generic(void **state)
     bk_growable_free(s);
 }
 
+/* The prefetching batch of nogrow adds answers as the adds one by one,
+ * takes nothing from a list, and stops where the exclusive path is needed. */
+static void test_add_nogrow_batch(void **state)
+{
+    (void)state;
+    bk_growable *a, *b, *small;
+    assert_int_equal(bk_growable_create(&a, 100000, 0.01, 5), BK_OK);
+    assert_int_equal(bk_growable_create(&b, 100000, 0.01, 5), BK_OK);
+    enum { N = 30000 };
+    static char text[N][16];
+    static const void *keys[N];
+    static size_t lens[N];
+    static int res[N];
+    for (int i = 0; i < N; i++) {
+        lens[i] = (size_t)snprintf(text[i], sizeof text[i], "gb-%d", i % 7 == 6 ? i / 3 : i);
+        keys[i] = text[i];
+    }
+    int64_t done = bk_growable_add_nogrow_batch(b, keys, lens, N, res);
+    assert_true(done > 0);
+    for (int64_t i = 0; i < done; i++)
+        assert_int_equal(res[i], bk_growable_add_nogrow(a, keys[i], lens[i]));
+    if (done < N) assert_true(bk_growable_add_nogrow(a, keys[done], lens[done]) < 0);
+    assert_int_equal(bk_growable_items(a), bk_growable_items(b));
+    assert_int_equal(bk_growable_create(&small, 100, 0.01, 5), BK_OK);
+    assert_int_equal(bk_growable_add_nogrow_batch(small, keys, lens, 10, res), 0);   /* a list */
+    assert_int_equal(bk_growable_add_nogrow_batch(a, keys, lens, 1, NULL), BK_EINVAL);
+    bk_growable_free(a);
+    bk_growable_free(b);
+    bk_growable_free(small);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_errors),
+        cmocka_unit_test(test_add_nogrow_batch),
         cmocka_unit_test(test_redisbloom_sizes_as_quoted),
         cmocka_unit_test(test_sizes_follow_the_keys),
         cmocka_unit_test(test_smaller_than_redisbloom),
