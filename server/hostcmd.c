@@ -1410,6 +1410,14 @@ static void defer_batch(bks_outbuf *out, bks_log_span *sp, int *nsp, bks_log_wai
 {
     if (*nsp == 0)
         return;
+    if (w->n + *nsp > SPANS_MAX) {
+        /* A client that pipelines a lot waits now, in steps of SPANS_MAX
+         * answers: its records never pile up in the log's buffer (nor its
+         * spans here) for the whole of a large read. */
+        bks_log_release(out, w);
+        settle_batch(out, sp, nsp);
+        return;
+    }
     if (w->n + *nsp > w->cap) {
         int cap = w->cap ? w->cap : 16;
         while (cap < w->n + *nsp)
