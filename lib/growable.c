@@ -863,6 +863,16 @@ __attribute__((always_inline)) static inline int probe(const bk_growable *f, uin
     return probe_at(f, blocks_of(f), h, b, r, mode);
 }
 
+/* The hash of a key a batch will reach AHEAD keys later, its block
+ * prefetched now. */
+static inline uint64_t hash_ahead(const bk_growable *f, const uint64_t *blocks, uint64_t nb,
+                                  const void *key, size_t len)
+{
+    uint64_t h = bk_growable_hash_key(f, key, len);
+    BK_PREFETCH_READ(blocks + bk__fastrange64(h, nb) * BLOCK_WORDS);
+    return h;
+}
+
 /* Keys hashed AHEAD ahead and their blocks prefetched then; what every
  * key needs is read once. */
 __attribute__((always_inline)) static inline int64_t
@@ -875,8 +885,7 @@ probe_batch(const bk_growable *f, const void *const *keys, const size_t *lens, s
     int64_t found = 0;
     size_t ahead = n < AHEAD ? n : AHEAD;
     for (size_t i = 0; i < ahead; i++) {
-        ring[i] = bk_growable_hash_key(f, keys[i], lens[i]);
-        BK_PREFETCH_READ(blocks + bk__fastrange64(ring[i], nb) * BLOCK_WORDS);
+        ring[i] = hash_ahead(f, blocks, nb, keys[i], lens[i]);
     }
     for (size_t i = 0; i < n; i++) {
         size_t slot = i % AHEAD;
@@ -886,8 +895,7 @@ probe_batch(const bk_growable *f, const void *const *keys, const size_t *lens, s
         if (results != NULL) results[i] = (uint8_t)res;
         size_t next = i + AHEAD;
         if (next < n) {
-            ring[slot] = bk_growable_hash_key(f, keys[next], lens[next]);
-            BK_PREFETCH_READ(blocks + bk__fastrange64(ring[slot], nb) * BLOCK_WORDS);
+            ring[slot] = hash_ahead(f, blocks, nb, keys[next], lens[next]);
         }
     }
     return found;
@@ -1921,8 +1929,7 @@ int64_t bk_growable_add_nogrow_batch(bk_growable *f, const void *const *keys,
     uint64_t ring[AHEAD];
     size_t ahead = n < AHEAD ? n : AHEAD;
     for (size_t i = 0; i < ahead; i++) {
-        ring[i] = bk_growable_hash_key(f, keys[i], lens[i]);
-        BK_PREFETCH_READ(blocks + bk__fastrange64(ring[i], nb) * BLOCK_WORDS);
+        ring[i] = hash_ahead(f, blocks, nb, keys[i], lens[i]);
     }
     for (size_t i = 0; i < n; i++) {
         size_t slot = i % AHEAD;
@@ -1931,8 +1938,7 @@ int64_t bk_growable_add_nogrow_batch(bk_growable *f, const void *const *keys,
         results[i] = r;
         size_t next = i + AHEAD;
         if (next < n) {
-            ring[slot] = bk_growable_hash_key(f, keys[next], lens[next]);
-            BK_PREFETCH_READ(blocks + bk__fastrange64(ring[slot], nb) * BLOCK_WORDS);
+            ring[slot] = hash_ahead(f, blocks, nb, keys[next], lens[next]);
         }
     }
     return (int64_t)n;

@@ -638,17 +638,23 @@ static inline int use_simd(void)
 #endif
 }
 
+/* Stages 0 ... n-1 into st (stage 0 lives in the handle). */
+static void load_stages(const bk_scalable *f, uint32_t n, const stage **st)
+{
+    st[0] = &f->first;
+    if (n > 1) {
+        stage_dir *d = load_dir(f);
+        for (uint32_t i = 1; i < n; i++) st[i] = __atomic_load_n(&d->slot[i], __ATOMIC_ACQUIRE);
+    }
+}
+
 /* Every stage's line (blocked) or first probe's word (classic) is located
  * and prefetched, then the stages are tested newest first. */
 static int contains_in(const bk_scalable *f, uint32_t n, bk_hash h)
 {
     const stage *st[BK_SCALABLE_MAX_STAGES];
     const uint64_t *at[BK_SCALABLE_MAX_STAGES];
-    st[0] = &f->first;
-    if (n > 1) {
-        stage_dir *d = load_dir(f);
-        for (uint32_t i = 1; i < n; i++) st[i] = __atomic_load_n(&d->slot[i], __ATOMIC_ACQUIRE);
-    }
+    load_stages(f, n, st);
     for (uint32_t i = 0; i < n; i++) {
         at[i] = first_line(st[i], h);
         BK_PREFETCH_READ(at[i]);
@@ -953,11 +959,7 @@ int64_t bk_scalable_add_nogrow_batch(bk_scalable *f, const void *const *keys,
     /* the stages as they are now: only for prefetching (a stage added
      * meanwhile is found by the adds themselves) */
     uint32_t ns = load_nstages(f);
-    st[0] = &f->first;
-    if (ns > 1) {
-        stage_dir *d = load_dir(f);
-        for (uint32_t i = 1; i < ns; i++) st[i] = __atomic_load_n(&d->slot[i], __ATOMIC_ACQUIRE);
-    }
+    load_stages(f, ns, st);
     size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
     for (size_t i = 0; i < ahead; i++) {
         ring[i] = bk__hash(keys[i], lens[i], f->seed);
@@ -989,11 +991,7 @@ int64_t bk_scalable_contains_batch(const bk_scalable *f,
     int64_t found = 0;
     if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
     uint32_t ns = load_nstages(f);
-    st[0] = &f->first;
-    if (ns > 1) {
-        stage_dir *d = load_dir(f);
-        for (uint32_t i = 1; i < ns; i++) st[i] = __atomic_load_n(&d->slot[i], __ATOMIC_ACQUIRE);
-    }
+    load_stages(f, ns, st);
     int simd = use_simd();
     size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
     for (size_t i = 0; i < ahead; i++) {

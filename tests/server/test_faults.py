@@ -138,6 +138,13 @@ def missing(r, key, items):
     return out
 
 
+def drop(ctl, d):
+    """Clear the fault (its control file) and remove the data directory."""
+    if os.path.exists(ctl):
+        os.unlink(ctl)
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def wait_for(cond, timeout, what):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -204,9 +211,7 @@ def test_faults():
             assert s.stop() == 0, "SHUTDOWN failed (or a sanitizer report):\n" + s.log()
             end(s)
     finally:
-        if os.path.exists(ctl):
-            os.unlink(ctl)
-        shutil.rmtree(d, ignore_errors=True)
+        drop(ctl, d)
 
 
 def test_batch_refused():
@@ -248,9 +253,7 @@ def test_batch_refused():
         assert s.stop() == 0, "SHUTDOWN failed (or a sanitizer report):\n" + s.log()
         end(s)
     finally:
-        if os.path.exists(ctl):
-            os.unlink(ctl)
-        shutil.rmtree(d, ignore_errors=True)
+        drop(ctl, d)
 
 
 def synced_sizes(syncdir):
