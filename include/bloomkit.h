@@ -1505,6 +1505,171 @@ BK_API bk_filter *bk_growable_as_filter(bk_growable *f);
 BK_API bk_growable *bk_filter_as_growable(bk_filter *f);
 
 /*==========================================================================
+ * RedisBloom's own layouts (taking over RedisBloom's data)
+ *
+ * bk_rbloom is RedisBloom's scalable Bloom filter (a chain of classic
+ * filters) and bk_rcuckoo its cuckoo filter (a chain of 8-bit fingerprint
+ * tables), hashed with MurmurHash64A and laid out byte for byte as
+ * RedisBloom 2.x (and Redis 8's built-in Bloom and Cuckoo types, the same
+ * code) makes them. A filter read from RedisBloom's SCANDUMP chunks, DUMP
+ * payload or RDB file answers exactly what RedisBloom answered, false
+ * positives included, and keeps taking adds (and cuckoo deletes) the way
+ * RedisBloom would, new stages included. Written back out (chunks or
+ * fields) an unchanged filter gives RedisBloom's bytes again. These are
+ * not what bloomkit builds by default (its own families are smaller and
+ * faster); they exist for data that came from RedisBloom. Formats:
+ * docs/FORMAT.md, "RedisBloom's formats".
+ *
+ * Chunks: what BF.SCANDUMP / CF.SCANDUMP return. Iterator 0 gives the
+ * header chunk (the chain's sizes, no bits); each iterator after that
+ * names a data chunk; the last chunk is followed by iterator 0 and an
+ * empty chunk. BF.LOADCHUNK / CF.LOADCHUNK take them back in order.
+ *
+ * Fields: a value as RedisBloom's rdb_save writes it, a sequence of
+ * unsigned integers, doubles and strings (Redis's module RDB encoding,
+ * which an RDB file and a DUMP payload carry), read or written through a
+ * bk_rfields supplied by the caller (the module wraps RedisModuleIO, the
+ * server a DUMP payload). encver is the module type's encoding version
+ * (the low 10 bits of Redis's module type id).
+ *
+ * Memory beyond the tables is the chain's handle and one small record per
+ * stage. Concurrency: none inside; a caller serialises adds, deletes and
+ * loads against everything else (lookups may run together).
+ *==========================================================================*/
+
+typedef struct bk_rbloom bk_rbloom;
+typedef struct bk_rcuckoo bk_rcuckoo;
+
+/* A field reader or writer. A reader's get_* return 0 with the value, or
+ * nonzero when the stream has no more fields or the next one is of another
+ * type (the load then fails with BK_ECORRUPT or BK_ETRUNC). A string is
+ * valid until the next call on the reader (the family copies it). A
+ * writer's put_* return 0, or nonzero to stop the save (BK_EIO). Members
+ * a direction does not use may be NULL. */
+typedef struct bk_rfields {
+    void *ctx;
+    int (*get_unsigned)(void *ctx, uint64_t *v);
+    int (*get_double)(void *ctx, double *v);
+    int (*get_string)(void *ctx, const void **p, size_t *len);
+    int (*put_unsigned)(void *ctx, uint64_t v);
+    int (*put_double)(void *ctx, double v);
+    int (*put_string)(void *ctx, const void *p, size_t len);
+} bk_rfields;
+
+/* RedisBloom's module type names and the encoding versions its current
+ * release writes (what bk_rbloom_save_fields / bk_rcuckoo_save_fields
+ * write). */
+#define BK_RBLOOM_TYPE_NAME "MBbloom--"
+#define BK_RCUCKOO_TYPE_NAME "MBbloomCF"
+BK_API int bk_rbloom_encver(void);
+BK_API int bk_rcuckoo_encver(void);
+
+/*--- Bloom ---------------------------------------------------------------*/
+
+/* A chain as RedisBloom's BF.RESERVE key error_rate capacity [EXPANSION e]
+ * makes it; expansion 0 for NONSCALING. Returns BK_OK, BK_EFPR, BK_ECAPACITY,
+ * BK_EPARAM or BK_ENOMEM. */
+BK_API int bk_rbloom_create(bk_rbloom **out, uint64_t capacity, double error,
+                            uint32_t expansion);
+BK_API void bk_rbloom_free(bk_rbloom *f);
+
+/* 1 when the item was new (bits changed), 0 when it may have been there;
+ * BK_EFULL when a non-scaling chain is full (nothing added), BK_ENOMEM
+ * when a new stage cannot be allocated (nothing added), BK_ELIMIT when a
+ * new stage would pass bk_rbloom_set_max_bytes. As RedisBloom: the newest
+ * stage takes the item unless an older stage holds it. */
+BK_API int bk_rbloom_add(bk_rbloom *f, const void *item, size_t len);
+/* 1 when some stage may hold the item, else 0. */
+BK_API int bk_rbloom_contains(const bk_rbloom *f, const void *item, size_t len);
+/* Cap on bytes (bk_rbloom_bytes) a new stage may bring the chain to;
+ * 0 for no cap. */
+BK_API void bk_rbloom_set_max_bytes(bk_rbloom *f, size_t max_bytes);
+
+/* BF.INFO's values as RedisBloom reports them: summed capacity of the
+ * stages, Size (RedisBloom's own count of bytes), number of stages, items
+ * inserted, expansion (0 for a non-scaling chain). */
+BK_API uint64_t bk_rbloom_capacity(const bk_rbloom *f);
+BK_API uint64_t bk_rbloom_size(const bk_rbloom *f);
+BK_API uint32_t bk_rbloom_stages(const bk_rbloom *f);
+BK_API uint64_t bk_rbloom_items(const bk_rbloom *f);
+BK_API uint32_t bk_rbloom_expansion(const bk_rbloom *f);
+/* Bytes this process really holds for the filter. */
+BK_API size_t bk_rbloom_bytes(const bk_rbloom *f);
+
+/* Chunks. bk_rbloom_header writes the header chunk into buf when cap is
+ * enough and returns its size either way. bk_rbloom_chunk gives the data
+ * chunk at iterator iter (>= 1): a pointer into the filter, its length and
+ * the next iterator (0 and length 0 after the last). BK_EINVAL for an
+ * iterator that names no chunk. */
+BK_API size_t bk_rbloom_header(const bk_rbloom *f, void *buf, size_t cap);
+BK_API int bk_rbloom_chunk(const bk_rbloom *f, uint64_t iter, uint64_t *next,
+                           const void **data, size_t *len);
+/* A chain from a header chunk: the stages it declares, every bit clear.
+ * BK_ETRUNC, BK_ECORRUPT (sizes that do not add up or could not come from
+ * RedisBloom), BK_ESIZE (larger than this machine can hold) or BK_ENOMEM. */
+BK_API int bk_rbloom_from_header(bk_rbloom **out, const void *data, size_t len);
+/* Copy a data chunk to where iterator iter places it (the iterator
+ * SCANDUMP returned with it). BK_ECHUNK when it does not fall inside the
+ * stages; nothing is changed then. */
+BK_API int bk_rbloom_load_chunk(bk_rbloom *f, uint64_t iter, const void *data, size_t len);
+
+/* Fields. Returns BK_OK, BK_EVERSION (encver unknown), BK_ETRUNC,
+ * BK_ECORRUPT, BK_ESIZE or BK_ENOMEM; BK_EIO from a writer. */
+BK_API int bk_rbloom_load_fields(bk_rbloom **out, int encver, const bk_rfields *r);
+BK_API int bk_rbloom_save_fields(const bk_rbloom *f, const bk_rfields *w);
+
+/* The generic handle: family BK_FAMILY_RBLOOM, "rbloom"; saved and loaded
+ * in bloomkit's own file format like any filter (docs/FORMAT.md). */
+BK_API bk_filter *bk_rbloom_as_filter(bk_rbloom *f);
+BK_API bk_rbloom *bk_filter_as_rbloom(bk_filter *f);
+
+/*--- Cuckoo --------------------------------------------------------------*/
+
+/* A filter as RedisBloom's CF.RESERVE key capacity [BUCKETSIZE b]
+ * [MAXITERATIONS i] [EXPANSION e] makes it (expansion 0: never grows).
+ * Returns BK_OK, BK_ECAPACITY, BK_EPARAM or BK_ENOMEM. */
+BK_API int bk_rcuckoo_create(bk_rcuckoo **out, uint64_t capacity, uint32_t bucket_size,
+                             uint32_t max_iterations, uint32_t expansion);
+BK_API void bk_rcuckoo_free(bk_rcuckoo *f);
+
+/* CF.ADD: 1 added; BK_EFULL when no stage takes it and the filter may not
+ * grow ("Maximum expansions reached" / "filter is full" as RedisBloom
+ * words it), BK_ENOMEM, BK_ELIMIT. */
+BK_API int bk_rcuckoo_add(bk_rcuckoo *f, const void *item, size_t len);
+/* CF.ADDNX: 1 added, 0 when it may be there already; errors as add. */
+BK_API int bk_rcuckoo_add_unique(bk_rcuckoo *f, const void *item, size_t len);
+BK_API int bk_rcuckoo_contains(const bk_rcuckoo *f, const void *item, size_t len);
+/* CF.COUNT: copies of the item's fingerprint where it may be stored. */
+BK_API uint64_t bk_rcuckoo_count(const bk_rcuckoo *f, const void *item, size_t len);
+/* CF.DEL: 1 when one copy was removed, 0 when none was found. */
+BK_API int bk_rcuckoo_remove(bk_rcuckoo *f, const void *item, size_t len);
+BK_API void bk_rcuckoo_set_max_bytes(bk_rcuckoo *f, size_t max_bytes);
+
+/* CF.INFO's values as RedisBloom reports them. */
+BK_API uint64_t bk_rcuckoo_size(const bk_rcuckoo *f);
+BK_API uint64_t bk_rcuckoo_buckets(const bk_rcuckoo *f);
+BK_API uint32_t bk_rcuckoo_stages(const bk_rcuckoo *f);
+BK_API uint64_t bk_rcuckoo_items(const bk_rcuckoo *f);
+BK_API uint64_t bk_rcuckoo_deleted(const bk_rcuckoo *f);
+BK_API uint32_t bk_rcuckoo_bucket_size(const bk_rcuckoo *f);
+BK_API uint32_t bk_rcuckoo_expansion(const bk_rcuckoo *f);
+BK_API uint32_t bk_rcuckoo_max_iterations(const bk_rcuckoo *f);
+BK_API size_t bk_rcuckoo_bytes(const bk_rcuckoo *f);
+
+/* Chunks and fields as for bk_rbloom. */
+BK_API size_t bk_rcuckoo_header(const bk_rcuckoo *f, void *buf, size_t cap);
+BK_API int bk_rcuckoo_chunk(const bk_rcuckoo *f, uint64_t iter, uint64_t *next,
+                            const void **data, size_t *len);
+BK_API int bk_rcuckoo_from_header(bk_rcuckoo **out, const void *data, size_t len);
+BK_API int bk_rcuckoo_load_chunk(bk_rcuckoo *f, uint64_t iter, const void *data, size_t len);
+BK_API int bk_rcuckoo_load_fields(bk_rcuckoo **out, int encver, const bk_rfields *r);
+BK_API int bk_rcuckoo_save_fields(const bk_rcuckoo *f, const bk_rfields *w);
+
+/* The generic handle: family BK_FAMILY_RCUCKOO, "rcuckoo". */
+BK_API bk_filter *bk_rcuckoo_as_filter(bk_rcuckoo *f);
+BK_API bk_rcuckoo *bk_filter_as_rcuckoo(bk_filter *f);
+
+/*==========================================================================
  * Time-window filter
  *
  * Answers "was this key added within the last W?" and forgets older keys,
@@ -2084,7 +2249,9 @@ typedef enum bk_family {
     BK_FAMILY_STATIC = 16,   /* static filter, binary fuse (bk_static) */
     BK_FAMILY_MAP = 17,      /* static map, Bloomier filter (bk_map) */
     BK_FAMILY_GROWABLE = 18, /* growable fingerprint table (bk_growable) */
-    BK_FAMILY_BUMPED = 19    /* static filter, one line per lookup (bk_bumped) */
+    BK_FAMILY_BUMPED = 19,   /* static filter, one line per lookup (bk_bumped) */
+    BK_FAMILY_RBLOOM = 20,   /* RedisBloom's scalable Bloom filter (bk_rbloom) */
+    BK_FAMILY_RCUCKOO = 21   /* RedisBloom's cuckoo filter (bk_rcuckoo) */
 } bk_family;
 
 /* "bloom", "blocked", "counting", "deletable", "cuckoo", "scalable",

@@ -48,6 +48,8 @@ typedef struct bk__part {
  * and the bumped static filter (XXH3-64). */
 #define BK__HASH_XXH3_128 1u
 #define BK__HASH_XXH3_64 2u
+/* MurmurHash64A as RedisBloom hashes (families 20 and 21, which require it) */
+#define BK__HASH_MURMUR64A 3u
 
 typedef struct bk__image {
     uint32_t family;
@@ -148,6 +150,8 @@ extern const bk__family_ops *const bk__static_family;
 extern const bk__family_ops *const bk__map_family;
 extern const bk__family_ops *const bk__growable_family;
 extern const bk__family_ops *const bk__bumped_family;
+extern const bk__family_ops *const bk__rbloom_family;   /* rbloom.c */
+extern const bk__family_ops *const bk__rcuckoo_family;  /* rcuckoo.c */
 
 /* A blocked filter as one part of an image, and back (blocked.c): shared
  * by the families whose stages are blocked filters. restore_part borrows

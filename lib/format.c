@@ -340,12 +340,15 @@ static int parse_fixed(const unsigned char *b, size_t len, header *h)
     if (h->ops == NULL) return BK_EFAMILY;
     /* XXH3-64 only for the blocked family's split layout (which checks
      * that its part says split too) and the growable and bumped families
-     * (which require it) */
+     * (which require it); RedisBloom's MurmurHash64A only for RedisBloom's
+     * layouts (which require it) */
     h->hash = get32(b + H_HASH);
     if (h->hash != HASH_XXH3_128 &&
         !(h->hash == BK__HASH_XXH3_64 && (h->ops->family == BK_FAMILY_BLOCKED ||
                                           h->ops->family == BK_FAMILY_GROWABLE ||
-                                          h->ops->family == BK_FAMILY_BUMPED)))
+                                          h->ops->family == BK_FAMILY_BUMPED)) &&
+        !(h->hash == BK__HASH_MURMUR64A && (h->ops->family == BK_FAMILY_RBLOOM ||
+                                            h->ops->family == BK_FAMILY_RCUCKOO)))
         return BK_ECORRUPT;
     h->nparts = get32(b + H_NPARTS);
     if (h->nparts == 0 || h->nparts > BK__MAX_PARTS) return BK_ECORRUPT;

@@ -177,4 +177,10 @@ static inline bk_hash bk__hash_keyed(const bk__hash_keys *x, const void *data, s
     return x->k0;
 }
 
+/* MurmurHash64A and the 32-bit MurmurHash2 (lib/hash.c): the item hashes
+ * of RedisBloom's layouts, bit for bit as RedisBloom computes them (little-
+ * endian words; the length folded in as RedisBloom's int). */
+uint64_t bk__murmur64a(const void *key, size_t len, uint64_t seed);
+uint32_t bk__murmur2_32(const void *key, size_t len, uint32_t seed);
+
 #endif /* BK_HASH_H */
