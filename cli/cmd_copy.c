@@ -1,5 +1,5 @@
 /*
- * cmd_copy.c - bloomkit copy SRC DST [--pattern P] [--replace] [--quiet]:
+ * cmd_copy.c - bloomkit copy SRC DST [--pattern P] [--replace] [--chunks] [--quiet]:
  * copy keys between servers with DUMP and RESTORE.
  *
  * SRC and DST are each one server (bloomkit-server, Redis with bloomkit.so)
@@ -17,6 +17,16 @@
  * DST refuses (BUSYKEY without --replace, a value DST cannot hold) is
  * reported by name and makes the exit status 2; the others are copied.
  * Keys keep their remaining time to live.
+ *
+ * RedisBloom's filters (TYPE MBbloom-- / MBbloomCF) are copied with their
+ * chunks instead: BF.SCANDUMP / CF.SCANDUMP on SRC, each chunk given to
+ * BF.LOADCHUNK / CF.LOADCHUNK on DST as it comes, then PEXPIRE. Chunks
+ * carry no RDB version, so this works whatever Redis version SRC runs (a
+ * DUMP payload of a newer Redis is refused by an older one), and the
+ * destination (bloomkit-server, or the module) keeps RedisBloom's layout:
+ * the filter answers exactly as it did. --chunks copies bloomkit's own BF
+ * and CF keys that way too. A filter being written to while it is copied
+ * this way may arrive torn (SCANDUMP is not a snapshot): stop its writers.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -33,6 +43,7 @@ typedef struct copy_opts {
     const char *pattern;
     int replace;
     int quiet;
+    int chunks;   /* --chunks: bloomkit's BF/CF keys by chunks too */
 } copy_opts;
 
 typedef struct copy_stats {
@@ -59,6 +70,8 @@ static int parse_copy_args(int argc, char **argv, copy_opts *o)
             o->replace = 1;
         } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
             o->quiet = 1;
+        } else if (strcmp(a, "--chunks") == 0) {
+            o->chunks = 1;
         } else if (a[0] == '-' && a[1] != '\0') {
             cli_error("copy: unknown option '%s' (see bloomkit copy --help)", a);
             return -1;
@@ -79,8 +92,112 @@ static int parse_copy_args(int argc, char **argv, copy_opts *o)
     return 0;
 }
 
-/* One batch of names from a SCAN reply: DUMP + PTTL each on SRC, RESTORE on
- * DST. Returns 0, or -1 on a transport problem (printed). */
+/* The command prefix ("BF" / "CF") of a key copied by chunks, or NULL for
+ * one copied by DUMP. */
+static const char *chunk_prefix(const copy_opts *o, const redisReply *type)
+{
+    if (type->type != REDIS_REPLY_STATUS && type->type != REDIS_REPLY_STRING) return NULL;
+    if (strcmp(type->str, "MBbloom--") == 0) return "BF";
+    if (strcmp(type->str, "MBbloomCF") == 0) return "CF";
+    if (o->chunks && strcmp(type->str, "bkbloom--") == 0) return "BF";
+    if (o->chunks && strcmp(type->str, "bkcuckoo-") == 0) return "CF";
+    return NULL;
+}
+
+/* Run one command on the node owning name's slot; the reply (the caller
+ * frees it with cluster_free_replies), or NULL after a transport problem. */
+static int run_one(cluster *c, cluster_cmd *cmd, const redisReply *name, int argc,
+                   const char **argv, size_t *argvlen)
+{
+    *cmd = (cluster_cmd){cluster_key_slot(name->str, name->len), argc, argv, argvlen, NULL,
+                         NULL};
+    return cluster_run(c, cmd, 1);
+}
+
+/* Copy one key by chunks. 1 copied, 0 refused (named on stderr), -1 a
+ * transport problem. */
+static int copy_chunks(cluster *src, cluster *dst, const copy_opts *o, const redisReply *name,
+                       const char *prefix, long long ttl)
+{
+    char scan_cmd[16], load_cmd[16], iter[24], ttlbuf[24];
+    cluster_cmd cmd;
+    snprintf(scan_cmd, sizeof(scan_cmd), "%s.SCANDUMP", prefix);
+    snprintf(load_cmd, sizeof(load_cmd), "%s.LOADCHUNK", prefix);
+    const char *argv[4];
+    size_t argvlen[4];
+    argv[1] = name->str, argvlen[1] = name->len;
+    /* a key DST holds: kept unless --replace (as RESTORE's BUSYKEY) */
+    argv[0] = o->replace ? "DEL" : "EXISTS", argvlen[0] = strlen(argv[0]);
+    if (run_one(dst, &cmd, name, 2, argv, argvlen) != 0) {
+        cluster_free_replies(&cmd, 1);
+        return -1;
+    }
+    int busy = !o->replace && cmd.reply->type == REDIS_REPLY_INTEGER && cmd.reply->integer > 0;
+    cluster_free_replies(&cmd, 1);
+    if (busy) {
+        cli_error("copy: %.*s: exists on DST (--replace overwrites it)", (int)name->len,
+                  name->str);
+        return 0;
+    }
+    long long it = 0;
+    for (;;) {
+        snprintf(iter, sizeof(iter), "%lld", it);
+        argv[0] = scan_cmd, argvlen[0] = strlen(scan_cmd);
+        argv[2] = iter, argvlen[2] = strlen(iter);
+        if (run_one(src, &cmd, name, 3, argv, argvlen) != 0) {
+            cluster_free_replies(&cmd, 1);
+            return -1;
+        }
+        redisReply *r = cmd.reply;
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+            r->element[0]->type != REDIS_REPLY_INTEGER ||
+            r->element[1]->type != REDIS_REPLY_STRING) {
+            cli_error("copy: %.*s: %s: %s", (int)name->len, name->str, scan_cmd,
+                      r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+            cluster_free_replies(&cmd, 1);
+            return 0;
+        }
+        long long next = r->element[0]->integer;
+        if (next == 0) {
+            cluster_free_replies(&cmd, 1);
+            break;
+        }
+        snprintf(iter, sizeof(iter), "%lld", next);
+        const char *largv[4] = {load_cmd, name->str, iter, r->element[1]->str};
+        size_t llen[4] = {strlen(load_cmd), name->len, strlen(iter), r->element[1]->len};
+        cluster_cmd load;
+        int rc = run_one(dst, &load, name, 4, largv, llen);
+        cluster_free_replies(&cmd, 1);
+        if (rc != 0) {
+            cluster_free_replies(&load, 1);
+            return -1;
+        }
+        if (load.reply->type == REDIS_REPLY_ERROR) {
+            cli_error("copy: %s: %.*s: %s: %s", load.node->name, (int)name->len, name->str,
+                      load_cmd, load.reply->str);
+            cluster_free_replies(&load, 1);
+            return 0;
+        }
+        cluster_free_replies(&load, 1);
+        if (next <= it) break;   /* a source that goes back: never loop */
+        it = next;
+    }
+    if (ttl > 0) {
+        snprintf(ttlbuf, sizeof(ttlbuf), "%lld", ttl);
+        argv[0] = "PEXPIRE", argvlen[0] = 7;
+        argv[2] = ttlbuf, argvlen[2] = strlen(ttlbuf);
+        if (run_one(dst, &cmd, name, 3, argv, argvlen) != 0) {
+            cluster_free_replies(&cmd, 1);
+            return -1;
+        }
+        cluster_free_replies(&cmd, 1);
+    }
+    return 1;
+}
+
+/* One batch of names from a SCAN reply: TYPE + PTTL each on SRC; then
+ * RedisBloom's filters by chunks (copy_chunks), the others with DUMP on SRC
+ * and RESTORE on DST. Returns 0, or -1 on a transport problem (printed). */
 static int copy_batch(cluster *src, cluster *dst, const copy_opts *o, redisReply **names,
                       size_t n, copy_stats *st)
 {
@@ -100,7 +217,7 @@ static int copy_batch(cluster *src, cluster *dst, const copy_opts *o, redisReply
         unsigned slot = cluster_key_slot(names[i]->str, names[i]->len);
         for (int k = 0; k < 2; k++) {
             size_t a = 4 * i + 2 * (size_t)k;
-            argv[a] = k == 0 ? "DUMP" : "PTTL";
+            argv[a] = k == 0 ? "TYPE" : "PTTL";
             argvlen[a] = 4;
             argv[a + 1] = names[i]->str;
             argvlen[a + 1] = names[i]->len;
@@ -109,9 +226,54 @@ static int copy_batch(cluster *src, cluster *dst, const copy_opts *o, redisReply
         }
     }
     if (cluster_run(src, get, 2 * n) != 0) goto done;
+    /* chunk copies now, one key at a time; DUMP asked for the rest */
+    for (size_t i = 0; i < n; i++) {
+        redisReply *type = get[2 * i].reply, *pttl = get[2 * i + 1].reply;
+        const char *prefix = chunk_prefix(o, type);
+        if (prefix == NULL || pttl->type != REDIS_REPLY_INTEGER || pttl->integer == -2) {
+            argv[4 * i] = "DUMP";   /* (the name stays in argv[4i + 1]) */
+            continue;
+        }
+        argv[4 * i] = NULL;
+        int rc = copy_chunks(src, dst, o, names[i], prefix, pttl->integer);
+        if (rc < 0) goto done;
+        if (rc > 0) st->copied++;
+        else st->failed++;
+    }
+    size_t ndump = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (argv[4 * i] == NULL) continue;
+        cluster_free_replies(&get[2 * i], 1);
+        get[2 * i] = (cluster_cmd){cluster_key_slot(names[i]->str, names[i]->len), 2,
+                                   argv + 4 * i, argvlen + 4 * i, NULL, NULL};
+        ndump++;
+    }
+    /* the DUMPs (in place of the TYPE replies), pipelined */
+    {
+        cluster_cmd *batch = calloc(ndump ? ndump : 1, sizeof(*batch));
+        size_t *slot_of = calloc(ndump ? ndump : 1, sizeof(*slot_of));
+        if (!batch || !slot_of) {
+            free(batch);
+            free(slot_of);
+            cli_error("%s", bk_strerror(BK_ENOMEM));
+            goto done;
+        }
+        size_t b = 0;
+        for (size_t i = 0; i < n; i++)
+            if (argv[4 * i] != NULL) {
+                batch[b] = get[2 * i];
+                slot_of[b++] = i;
+            }
+        int rc = ndump ? cluster_run(src, batch, ndump) : 0;
+        for (size_t j = 0; j < b; j++) get[2 * slot_of[j]] = batch[j];
+        free(batch);
+        free(slot_of);
+        if (rc != 0) goto done;
+    }
     const char **pargv = argv + 4 * n;
     size_t *plen = argvlen + 4 * n;
     for (size_t i = 0; i < n; i++) {
+        if (argv[4 * i] == NULL) continue;   /* copied by chunks */
         redisReply *dump = get[2 * i].reply, *pttl = get[2 * i + 1].reply;
         if (dump->type == REDIS_REPLY_NIL ||
             (pttl->type == REDIS_REPLY_INTEGER && pttl->integer == -2)) {

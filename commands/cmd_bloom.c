@@ -230,10 +230,12 @@ static bkc_value *bf_create(bkc_ctx *c, const bf_opts *o, int by_add)
 }
 
 
-/* The filter of a BF value: one of the two is set. */
+/* The filter of a BF value: one of the three is set (r: a filter taken
+ * over from RedisBloom, kept in its layout: lib/rbloom.c). */
 typedef struct bf_filter {
     bk_scalable *s;
     bk_growable *g;
+    bk_rbloom *r;
 } bf_filter;
 
 static bf_filter bf_of(bkc_value *v)
@@ -241,23 +243,42 @@ static bf_filter bf_of(bkc_value *v)
     bf_filter b;
     b.s = bk_filter_as_scalable(v->filters[0]);
     b.g = b.s ? NULL : bk_filter_as_growable(v->filters[0]);
+    b.r = b.s || b.g ? NULL : bk_filter_as_rbloom(v->filters[0]);
     return b;
 }
 
 static int bf_contains(bf_filter b, bkc_str item)
 {
+    if (b.r) return bk_rbloom_contains(b.r, item.ptr, item.len);
     return b.g ? bk_growable_contains(b.g, item.ptr, item.len)
                : bk_scalable_contains(b.s, item.ptr, item.len);
 }
 
 static uint64_t bf_items(bf_filter b)
 {
+    if (b.r) return bk_rbloom_items(b.r);
     return b.g ? bk_growable_items(b.g) : bk_scalable_items(b.s);
 }
 
 static size_t bf_bytes(bf_filter b)
 {
+    if (b.r) return bk_rbloom_bytes(b.r);
     return b.g ? bk_growable_bytes(b.g) : bk_scalable_bytes(b.s);
+}
+
+/* Cap the growth of b's filter at max_bytes (0: none). */
+static void bf_set_max_bytes(bf_filter b, size_t max_bytes)
+{
+    if (b.r) bk_rbloom_set_max_bytes(b.r, max_bytes);
+    else if (b.s) bk_scalable_set_max_bytes(b.s, max_bytes);
+    else bk_growable_set_max_bytes(b.g, max_bytes);
+}
+
+static int bf_add(bf_filter b, bkc_str item)
+{
+    if (b.r) return bk_rbloom_add(b.r, item.ptr, item.len);
+    return b.g ? bk_growable_add(b.g, item.ptr, item.len)
+               : bk_scalable_add(b.s, item.ptr, item.len);
 }
 
 /* RedisBloom's chain for a growable filter's items: its stage count and
@@ -308,15 +329,11 @@ static size_t bf_add_items(bkc_ctx *c, bkc_key *k, bkc_value *v, const bkc_str *
     int capped = left != SIZE_MAX;
     /* growth may take the budget and no more, for this command */
     uint64_t cap = before + budget < before ? UINT64_MAX : before + budget;
-    if (cap < SIZE_MAX && (old_cap == 0 || cap < old_cap)) {
-        if (b.s) bk_scalable_set_max_bytes(b.s, (size_t)cap);
-        else bk_growable_set_max_bytes(b.g, (size_t)cap);
-    }
+    if (cap < SIZE_MAX && (old_cap == 0 || cap < old_cap)) bf_set_max_bytes(b, (size_t)cap);
     size_t i;
     *err = NULL;
     for (i = 0; i < n; i++) {
-        int rc = b.g ? bk_growable_add(b.g, items[i].ptr, items[i].len)
-                     : bk_scalable_add(b.s, items[i].ptr, items[i].len);
+        int rc = bf_add(b, items[i]);
         if (rc < 0) {
             *err = add_error_text(b, rc, capped);
             if (*err == NULL) *err = BKC_ERR_OOM;
@@ -325,8 +342,7 @@ static size_t bf_add_items(bkc_ctx *c, bkc_key *k, bkc_value *v, const bkc_str *
         results[i] = rc;
         if (rc == 1) *changed = 1;
     }
-    if (b.s) bk_scalable_set_max_bytes(b.s, old_cap);
-    else bk_growable_set_max_bytes(b.g, old_cap);
+    bf_set_max_bytes(b, old_cap);
     if (bf_bytes(b) != before) {
         *changed = 1;
         c->host_vt->resized(k);
@@ -413,7 +429,7 @@ static long add_shared(bkc_ctx *c, int argc, const bkc_str *argv, bkc_str name,
     int st = bkc__open(c, name, BKC_OPEN_ADD, BKC_KIND_BLOOM, &k, &v);
     if (st == BKC__FAILED) return -1;
     size_t i = 0;
-    if (st == BKC__FOUND) {
+    if (st == BKC__FOUND && bf_of(v).r == NULL) { /* (RedisBloom's layout: exclusive) */
         bf_filter f = bf_of(v);
         while (i < n) {   /* in chunks, prefetched ahead */
             enum { CHUNK = 64 };
@@ -643,6 +659,19 @@ static void info_value(bkc_ctx *c, const void *src, int field)
 {
     const bf_filter *b = src;
     bk_scalable *s = b->s;
+    if (b->r != NULL) {   /* RedisBloom's own numbers */
+        switch (field) {
+        case F_CAPACITY: bkc__int(c, (long long)bk_rbloom_capacity(b->r)); break;
+        case F_SIZE: bkc__int(c, (long long)bk_rbloom_size(b->r)); break;
+        case F_FILTERS: bkc__int(c, (long long)bk_rbloom_stages(b->r)); break;
+        case F_ITEMS: bkc__int(c, (long long)bk_rbloom_items(b->r)); break;
+        default:
+            if (bk_rbloom_expansion(b->r) == 0) c->reply->vt->null(c->reply);
+            else bkc__int(c, (long long)bk_rbloom_expansion(b->r));
+            break;
+        }
+        return;
+    }
     if (b->g != NULL) {
         uint64_t capacity, stages;
         growable_chain(b->g, &capacity, &stages);

@@ -142,6 +142,26 @@ static bk_growable *growable_of(const bkc_value *v)
     return bk_filter_as_growable(v->filters[0]);
 }
 
+/* A filter taken over from RedisBloom, in its layout (lib/rcuckoo.c). */
+static bk_rcuckoo *rcuckoo_of(const bkc_value *v)
+{
+    return bk_filter_as_rcuckoo(v->filters[0]);
+}
+
+/* The text of a failed add of RedisBloom's layout: as RedisBloom words
+ * it, "Maximum expansions reached" once the chain has all its stages (32),
+ * "Filter is full" for one that never grows. */
+static const char *rcuckoo_error(bkc_ctx *c, const bk_rcuckoo *r, int rc)
+{
+    switch (rc) {
+    case BK_EFULL: return bk_rcuckoo_stages(r) >= BKC_CF_MAX_STAGES ? ERR_MAX_EXPANSIONS : ERR_FULL;
+    case BK_ELIMIT:
+        return c->host_vt->memory_left(c->host) != SIZE_MAX ? BKC_ERR_MAXMEMORY : BKC_ERR_TOO_LARGE;
+    case BK_ESIZE: return BKC_ERR_TOO_LARGE;
+    default: return BKC_ERR_OOM;
+    }
+}
+
 /* NULL when `bytes` more fit in memory, else the error text. */
 static const char *fit_error(bkc_ctx *c, uint64_t bytes)
 {
@@ -186,6 +206,24 @@ static int cf_add_one(bkc_ctx *c, bkc_key *k, bkc_value *v, bkc_str item, int nx
 {
     *err = NULL;
     if (nx && cf_contains(v, item)) return CF_PRESENT;
+    bk_rcuckoo *r = rcuckoo_of(v);
+    if (r != NULL) {   /* RedisBloom's own adds, growth within the budget */
+        *attempted = 1;
+        size_t before = bk_rcuckoo_bytes(r);
+        uint64_t budget = bkc__memory_budget(c);
+        uint64_t cap = before + budget < before ? UINT64_MAX : before + budget;
+        bk_rcuckoo_set_max_bytes(r, cap < SIZE_MAX ? (size_t)cap : 0);
+        int rc = nx ? bk_rcuckoo_add_unique(r, item.ptr, item.len)
+                    : bk_rcuckoo_add(r, item.ptr, item.len);
+        bk_rcuckoo_set_max_bytes(r, 0);
+        if (k != NULL && bk_rcuckoo_bytes(r) != before) {
+            bkc__cf_settings_sync(v);
+            c->host_vt->resized(k);
+        }
+        if (rc >= 0) return rc == 1 ? CF_ADDED : CF_PRESENT;
+        *err = rcuckoo_error(c, r, rc);
+        return CF_NOROOM;
+    }
     bk_growable *g = growable_of(v);
     if (g != NULL) {
         *attempted = 1;
@@ -658,9 +696,11 @@ void bkc_cmd_cf_del(bkc_ctx *c, int argc, const bkc_str *argv)
     } else {
         /* the newest stage holding the item loses one copy (a growable
          * filter: the longest matching entry) */
-        int removed = bk_filter_remove(v->filters[0], argv[2].ptr, argv[2].len) == BK_OK;
+        int removed = rcuckoo_of(v) ? bk_rcuckoo_remove(rcuckoo_of(v), argv[2].ptr, argv[2].len) == 1
+                                    : bk_filter_remove(v->filters[0], argv[2].ptr, argv[2].len) == BK_OK;
         if (removed) {
             v->cf->deleted++;
+            bkc__cf_settings_sync(v); /* RedisBloom's layout counts its own */
             bkc__wrote(c, argc, argv);
         }
         bkc__bool(c, removed);
@@ -706,8 +746,29 @@ void bkc_cmd_cf_info(bkc_ctx *c, int argc, const bkc_str *argv)
     } else {
         const bk_cuckoo *cf = cf_of(v);
         const bk_growable *g = growable_of(v);
+        const bk_rcuckoo *r = rcuckoo_of(v);
         char note[200];
         int noted = cf != NULL && waste_note(v, note, sizeof(note));
+        if (r != NULL) {   /* RedisBloom's own numbers */
+            long long vals[8] = {(long long)bk_rcuckoo_size(r),
+                                 (long long)bk_rcuckoo_buckets(r),
+                                 (long long)bk_rcuckoo_stages(r),
+                                 (long long)bk_rcuckoo_items(r),
+                                 (long long)bk_rcuckoo_deleted(r),
+                                 (long long)bk_rcuckoo_bucket_size(r),
+                                 (long long)bk_rcuckoo_expansion(r),
+                                 (long long)bk_rcuckoo_max_iterations(r)};
+            static const char *const labels[8] = {
+                "Size", "Number of buckets", "Number of filters", "Number of items inserted",
+                "Number of items deleted", "Bucket size", "Expansion rate", "Max iterations"};
+            c->reply->vt->map(c->reply, 8);
+            for (int i = 0; i < 8; i++) {
+                bkc__simple(c, labels[i]);
+                bkc__int(c, vals[i]);
+            }
+            bkc__close(c, k);
+            return;
+        }
         /* a growable filter: its capacity in buckets of the key's size,
          * one filter */
         uint64_t bytes = g ? bk_growable_bytes(g) : bk_cuckoo_bytes(cf);

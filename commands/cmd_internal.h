@@ -163,6 +163,13 @@ uint64_t bkc__cf_stage_bytes(uint64_t capacity, uint32_t bucket_size);
  * Shared command bodies: SCANDUMP / LOADCHUNK for every kind (value.c)
  *==========================================================================*/
 
+/* v's filter when it is in one of RedisBloom's layouts (bk_rbloom,
+ * bk_rcuckoo), else NULL. */
+bk_filter *bkc__rb_filter(const bkc_value *v);
+/* A CF value holding a bk_rcuckoo: its settings block copied from the
+ * filter (the container and CF.INFO read it). Anything else: unchanged. */
+void bkc__cf_settings_sync(bkc_value *v);
+
 void bkc__scandump(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind);
 void bkc__loadchunk(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind);
 

@@ -145,7 +145,9 @@ typedef struct bkc_value {
  * older CF stage that cannot join the key's filter: the filter is then
  * still the caller's). For a CF value that already has its filter, the new
  * one's stages join it (the stage lists saved before stages existed) and
- * the filter is freed; BK_EINVAL / BK_ESIZE when they cannot join. Hosts
+ * the filter is freed; BK_EINVAL / BK_ESIZE when they cannot join. A
+ * filter in RedisBloom's layout (bk_rbloom in a BLOOM value, bk_rcuckoo in
+ * a CUCKOO value) brings its own CF settings. Hosts
  * that rebuild values (the server's snapshot loader) use these, so the
  * value's accounting stays the command layer's. */
 bkc_value *bkc_value_new(bkc_kind kind);

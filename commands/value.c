@@ -109,6 +109,7 @@ int bkc_value_push(bkc_value *v, bk_filter *f)
     }
     v->filters[0] = f;
     v->nfilters = 1;
+    bkc__cf_settings_sync(v);
     return BK_OK;
 }
 
@@ -265,8 +266,10 @@ static int family_fits(bkc_kind kind, bk_family family)
 {
     if (family == kind_family(kind)) return 1;
     if (kind == BKC_KIND_STATIC) return family == BK_FAMILY_MAP || family == BK_FAMILY_BUMPED;
-    if (kind == BKC_KIND_BLOOM || kind == BKC_KIND_CUCKOO)
-        return family == BK_FAMILY_GROWABLE; /* cmd_bloom.c, cmd_cuckoo.c */
+    /* cmd_bloom.c, cmd_cuckoo.c: a growable filter, or one taken over from
+     * RedisBloom in its own layout */
+    if (kind == BKC_KIND_BLOOM) return family == BK_FAMILY_GROWABLE || family == BK_FAMILY_RBLOOM;
+    if (kind == BKC_KIND_CUCKOO) return family == BK_FAMILY_GROWABLE || family == BK_FAMILY_RCUCKOO;
     return kind == BKC_KIND_COUNTING &&
            (family == BK_FAMILY_DLEFT || family == BK_FAMILY_VARCOUNT ||
             family == BK_FAMILY_HIER || family == BK_FAMILY_HYBRID ||
@@ -471,11 +474,11 @@ int bkc_value_decode(const unsigned char *buf, size_t len, bkc_value **out)
         cf->expansion = get32(buf + 36);
         cf->deleted = get64(buf + 40);
         if (nfilters < 1 || nfilters > BKC_CF_MAX_STAGES) goto corrupt;
-        if (cf->bucket_size != 2 && cf->bucket_size != 4 && cf->bucket_size != 8)
-            goto corrupt;
-        if (cf->capacity < 2ull * cf->bucket_size) goto corrupt;
-        if (cf->max_iterations < 1 || cf->max_iterations > BK_CUCKOO_MAX_KICKS)
-            goto corrupt;
+        /* bloomkit's chains take 2, 4 or 8 (checked below); RedisBloom's
+         * layout 1 to 255 */
+        if (cf->bucket_size < 1 || cf->bucket_size > 255) goto corrupt;
+        if (cf->capacity < cf->bucket_size) goto corrupt;
+        if (cf->max_iterations < 1 || cf->max_iterations > 65535) goto corrupt;
         if (cf->expansion > 32768) goto corrupt;
     } else {
         if (nfilters != 1) goto corrupt;
@@ -505,6 +508,14 @@ int bkc_value_decode(const unsigned char *buf, size_t len, bkc_value **out)
         pos += (size_t)n;
     }
     if (pos != len) goto corrupt;
+    /* RedisBloom's layout keeps its own settings (bkc_value_push copied
+     * them over the header's) */
+    if (kind == BKC_KIND_CUCKOO && bkc__rb_filter(v) == NULL) {
+        if (v->cf->bucket_size != 2 && v->cf->bucket_size != 4 && v->cf->bucket_size != 8)
+            goto corrupt;
+        if (v->cf->capacity < 2ull * v->cf->bucket_size) goto corrupt;
+        if (v->cf->max_iterations > BK_CUCKOO_MAX_KICKS) goto corrupt;
+    }
     if (kind == BKC_KIND_CUCKOO && v->nfilters == 1 && bk_filter_as_cuckoo(v->filters[0])) {
         const bk_cuckoo *cf = bk_filter_as_cuckoo(v->filters[0]);
         if (bk_cuckoo_stages(cf) > BKC_CF_MAX_STAGES ||
@@ -534,6 +545,143 @@ size_t bkc__scandump_chunk = 4u << 20;
 #define ERR_ITERATOR "ERR invalid iterator"
 #define ERR_ORDER "ERR chunk out of order"
 
+/*--------------------------------------------------------------------------
+ * RedisBloom's chunks (a value in RedisBloom's layout: lib/rbloom.c,
+ * lib/rcuckoo.c). SCANDUMP gives them as RedisBloom does: iterator 0 the
+ * header, then data chunks at RedisBloom's iterators, [0, ""] at the end.
+ * LOADCHUNK takes iterator 1 as a header, which no dump of ours can be
+ * (our first chunk ends at its length, at least HDR_SIZE): a new filter of
+ * that shape, every bit clear, replaces the key's value of this kind at
+ * once (as in RedisBloom, the key is usable from then on); a later
+ * iterator on a key in RedisBloom's layout copies its chunk into place.
+ * A chunk that is refused changes nothing.
+ *--------------------------------------------------------------------------*/
+
+bk_filter *bkc__rb_filter(const bkc_value *v)
+{
+    if ((v->kind != BKC_KIND_BLOOM && v->kind != BKC_KIND_CUCKOO) || v->nfilters != 1) return NULL;
+    bk_family fam = bk_filter_family(v->filters[0]);
+    return fam == BK_FAMILY_RBLOOM || fam == BK_FAMILY_RCUCKOO ? v->filters[0] : NULL;
+}
+
+void bkc__cf_settings_sync(bkc_value *v)
+{
+    const bk_rcuckoo *rc = v->kind == BKC_KIND_CUCKOO && v->nfilters == 1
+                               ? bk_filter_as_rcuckoo(v->filters[0])
+                               : NULL;
+    if (rc == NULL || v->cf == NULL) return;
+    /* stage 0's slots are RedisBloom's capacity after its rounding */
+    uint64_t stage0 = bk_rcuckoo_buckets(rc);
+    v->cf->capacity = stage0 * bk_rcuckoo_bucket_size(rc);
+    v->cf->bucket_size = bk_rcuckoo_bucket_size(rc);
+    v->cf->max_iterations = bk_rcuckoo_max_iterations(rc);
+    v->cf->expansion = bk_rcuckoo_expansion(rc);
+    v->cf->deleted = bk_rcuckoo_deleted(rc);
+}
+
+static size_t rb_header(bk_filter *f, void *buf, size_t cap)
+{
+    bk_rbloom *b = bk_filter_as_rbloom(f);
+    return b ? bk_rbloom_header(b, buf, cap) : bk_rcuckoo_header(bk_filter_as_rcuckoo(f), buf, cap);
+}
+
+static int rb_chunk(bk_filter *f, uint64_t iter, uint64_t *next, const void **data, size_t *len)
+{
+    bk_rbloom *b = bk_filter_as_rbloom(f);
+    return b ? bk_rbloom_chunk(b, iter, next, data, len)
+             : bk_rcuckoo_chunk(bk_filter_as_rcuckoo(f), iter, next, data, len);
+}
+
+/* Items a CF value holds (every layout). */
+static uint64_t cf_items(const bkc_value *v)
+{
+    if (v->nfilters != 1) return 1;
+    bk_filter *f = v->filters[0];
+    if (bk_filter_as_rcuckoo(f)) return bk_rcuckoo_items(bk_filter_as_rcuckoo(f));
+    if (bk_filter_as_cuckoo(f)) return bk_cuckoo_items(bk_filter_as_cuckoo(f));
+    if (bk_filter_as_growable(f)) return bk_growable_items(bk_filter_as_growable(f));
+    return 1;
+}
+
+static void rb_scandump(bkc_ctx *c, bk_filter *f, uint64_t iter)
+{
+    if (iter == 0) {
+        size_t n = rb_header(f, NULL, 0);
+        unsigned char *buf = bkc__malloc(n);
+        if (buf == NULL) {
+            bkc__err(c, BKC_ERR_OOM);
+            return;
+        }
+        rb_header(f, buf, n);
+        bkc__array(c, 2);
+        bkc__int(c, 1);
+        c->reply->vt->bulk(c->reply, buf, n);
+        bkc__free(buf);
+        return;
+    }
+    uint64_t next = 0;
+    const void *data = NULL;
+    size_t len = 0;
+    if (rb_chunk(f, iter, &next, &data, &len) != BK_OK) {
+        /* RedisBloom answers an iterator past the end (or one it never
+         * gave) as the end of the dump */
+        next = 0;
+        len = 0;
+    }
+    bkc__array(c, 2);
+    bkc__int(c, (long long)next);
+    c->reply->vt->bulk(c->reply, len ? data : "", len);
+}
+
+/* LOADCHUNK of RedisBloom's chunks on an open key (held: what it holds).
+ * Returns 1 when the key changed. */
+static int rb_loadchunk(bkc_ctx *c, bkc_key *k, bkc_kind kind, bkc_value *held, uint64_t iter,
+                        bkc_str data)
+{
+    char msg[160];
+    if (iter != 1) {
+        bk_filter *f = bkc__rb_filter(held);
+        bk_rbloom *b = bk_filter_as_rbloom(f);
+        int rc = b ? bk_rbloom_load_chunk(b, iter, data.ptr, data.len)
+                   : bk_rcuckoo_load_chunk(bk_filter_as_rcuckoo(f), iter, data.ptr, data.len);
+        if (rc != BK_OK) {
+            snprintf(msg, sizeof(msg), "ERR invalid chunk: %s", bk_strerror(rc));
+            bkc__err(c, msg);
+            return 0;
+        }
+        bkc__ok(c);
+        return 1;
+    }
+    bk_filter *f = NULL;
+    int rc;
+    if (kind == BKC_KIND_BLOOM) {
+        bk_rbloom *b = NULL;
+        rc = bk_rbloom_from_header(&b, data.ptr, data.len);
+        if (rc == BK_OK) f = bk_rbloom_as_filter(b);
+    } else {
+        bk_rcuckoo *r = NULL;
+        rc = bk_rcuckoo_from_header(&r, data.ptr, data.len);
+        if (rc == BK_OK) f = bk_rcuckoo_as_filter(r);
+    }
+    if (rc != BK_OK) {
+        if (rc == BK_ENOMEM) snprintf(msg, sizeof(msg), "%s", BKC_ERR_OOM);
+        else if (rc == BK_ESIZE) snprintf(msg, sizeof(msg), "%s", BKC_ERR_TOO_LARGE);
+        else snprintf(msg, sizeof(msg), "ERR invalid chunk: %s", bk_strerror(rc));
+        bkc__err(c, msg);
+        return 0;
+    }
+    if (!bkc__fits(c, bk_filter_memory_usage(f, NULL, NULL))) {
+        bk_filter_free(f);
+        return 0;
+    }
+    bkc_value *nv = bkc__value_of(c, kind, f);
+    if (nv == NULL) return 0;
+    bkc__cf_settings_sync(nv);
+    if (!bkc__store(c, k, nv)) return 0;
+    bkc__ok(c);
+    return 1;
+}
+
 void bkc__scandump(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind)
 {
     long long iter;
@@ -550,6 +698,14 @@ void bkc__scandump(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind)
         bkc__err(c, BKC_ERR_NOT_FOUND);
     } else if (st == BKC__WRONG) {
         bkc__err(c, BKC_ERR_WRONGTYPE);
+    } else if (kind == BKC_KIND_CUCKOO && cf_items(v) == 0) {
+        /* RedisBloom's answer for a CF key without items, whatever the
+         * iterator: nothing to dump */
+        bkc__array(c, 2);
+        bkc__int(c, 0);
+        c->reply->vt->null(c->reply);
+    } else if (bkc__rb_filter(v) != NULL) {
+        rb_scandump(c, bkc__rb_filter(v), (uint64_t)iter);
     } else {
         uint64_t total = container_size(v);
         if (total == 0) {
@@ -645,12 +801,13 @@ void bkc__loadchunk(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind)
     bkc_str data = argv[3];
     char msg[160];
 
-    if (!bkc_parse_ll(argv[2], &iter) || iter <= 0 || (uint64_t)iter < data.len ||
-        data.len == 0) {
+    int rb = kind == BKC_KIND_BLOOM || kind == BKC_KIND_CUCKOO; /* RedisBloom's too */
+    if (!bkc_parse_ll(argv[2], &iter) || iter <= 0 || data.len == 0 ||
+        ((uint64_t)iter < data.len && !(rb && iter == 1))) {
         bkc__err(c, ERR_ITERATOR);
         return;
     }
-    uint64_t start = (uint64_t)iter - data.len;
+    uint64_t start = (uint64_t)iter < data.len ? 0 : (uint64_t)iter - data.len;
     /* open: a first chunk may replace a value of this kind or a load in
      * progress; later chunks continue a load in progress */
     k = c->host_vt->open(c->host, argv[1], BKC_OPEN_WRITE);
@@ -663,6 +820,12 @@ void bkc__loadchunk(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind)
     int changed = 0;
     if (held != BKC_KIND_NONE && held != kind && held != BKC_KIND_LOADING) {
         bkc__err(c, BKC_ERR_WRONGTYPE);
+        goto out;
+    }
+    /* (RedisBloom's data chunks never start at 0: theirs is iterator - length - 1) */
+    if (rb && (iter == 1 ||
+               (start != 0 && held == kind && v != NULL && bkc__rb_filter(v) != NULL))) {
+        changed = rb_loadchunk(c, k, kind, v, (uint64_t)iter, data);
         goto out;
     }
     /* A chunk that cannot start a dump of this kind is refused before

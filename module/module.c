@@ -77,13 +77,33 @@
 #define BKM_LAST_KIND BKC_KIND_KEYSET
 
 static RedisModuleType *bkm_types[BKM_LAST_KIND + 1];
+/* RedisBloom's own types, MBbloom-- and MBbloomCF: values taken over from
+ * RedisBloom (its RDB files, DUMP payloads, chunks) keep its layout and
+ * its type, so they are saved as RedisBloom saves them and RedisBloom can
+ * load them back. */
+static RedisModuleType *bkm_rb_bloom, *bkm_rb_cuckoo;
 
 /* The kind a Redis data type stands for (BKC_KIND_OTHER: not ours). */
 static bkc_kind kind_of_type(const RedisModuleType *t)
 {
+    if (t == NULL) return BKC_KIND_OTHER;
     for (int k = BKC_KIND_BLOOM; k <= BKM_LAST_KIND; k++)
-        if (t != NULL && bkm_types[k] != NULL && bkm_types[k] == t) return (bkc_kind)k;
+        if (bkm_types[k] != NULL && bkm_types[k] == t) return (bkc_kind)k;
+    if (t == bkm_rb_bloom) return BKC_KIND_BLOOM;
+    if (t == bkm_rb_cuckoo) return BKC_KIND_CUCKOO;
     return BKC_KIND_OTHER;
+}
+
+/* The data type that holds v: RedisBloom's for its layouts. */
+static RedisModuleType *type_of_value(const bkc_value *v)
+{
+    if (v->kind < BKC_KIND_BLOOM || v->kind > BKM_LAST_KIND) return NULL;
+    if (v->nfilters == 1 && (v->kind == BKC_KIND_BLOOM || v->kind == BKC_KIND_CUCKOO)) {
+        bk_family fam = bk_filter_family(v->filters[0]);
+        if (fam == BK_FAMILY_RBLOOM) return bkm_rb_bloom;
+        if (fam == BK_FAMILY_RCUCKOO) return bkm_rb_cuckoo;
+    }
+    return bkm_types[v->kind];
 }
 
 /*==========================================================================
@@ -275,8 +295,8 @@ static int host_set(bkc_key *k, bkc_value *v)
             RedisModule_DeleteKey(k->key);
         return BK_OK;
     }
-    if (v->kind < BKC_KIND_BLOOM || v->kind > BKM_LAST_KIND || bkm_types[v->kind] == NULL ||
-        RedisModule_ModuleTypeSetValue(k->key, bkm_types[v->kind], v) != REDISMODULE_OK) {
+    RedisModuleType *type = type_of_value(v);
+    if (type == NULL || RedisModule_ModuleTypeSetValue(k->key, type, v) != REDISMODULE_OK) {
         bkc_value_free(v);
         return BK_EINVAL;
     }
@@ -611,6 +631,133 @@ static void aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *value)
     RedisModule_Free(chunk);
 }
 
+/*--------------------------------------------------------------------------
+ * RedisBloom's types: its fields (bk_rbloom_load_fields / _save_fields)
+ * through Redis's module I/O, so an RDB file RedisBloom wrote loads here
+ * and one saved here loads in RedisBloom. A rewritten AOF holds RedisBloom's
+ * chunks under BF.LOADCHUNK / CF.LOADCHUNK.
+ *--------------------------------------------------------------------------*/
+
+typedef struct rb_io {
+    RedisModuleIO *io;
+    char *last;   /* the last string read (freed at the next) */
+} rb_io;
+
+static int rb_get_unsigned(void *ctx, uint64_t *v)
+{
+    rb_io *r = ctx;
+    *v = RedisModule_LoadUnsigned(r->io);
+    return RedisModule_IsIOError(r->io) ? -1 : 0;
+}
+
+static int rb_get_double(void *ctx, double *v)
+{
+    rb_io *r = ctx;
+    *v = RedisModule_LoadDouble(r->io);
+    return RedisModule_IsIOError(r->io) ? -1 : 0;
+}
+
+static int rb_get_string(void *ctx, const void **p, size_t *len)
+{
+    rb_io *r = ctx;
+    if (r->last != NULL) RedisModule_Free(r->last);
+    r->last = RedisModule_LoadStringBuffer(r->io, len);
+    if (RedisModule_IsIOError(r->io) || r->last == NULL) return -1;
+    *p = r->last;
+    return 0;
+}
+
+static int rb_put_unsigned(void *ctx, uint64_t v)
+{
+    RedisModule_SaveUnsigned(((rb_io *)ctx)->io, v);
+    return 0;
+}
+
+static int rb_put_double(void *ctx, double v)
+{
+    RedisModule_SaveDouble(((rb_io *)ctx)->io, v);
+    return 0;
+}
+
+static int rb_put_string(void *ctx, const void *p, size_t len)
+{
+    RedisModule_SaveStringBuffer(((rb_io *)ctx)->io, p, len);
+    return 0;
+}
+
+static void *rb_load(RedisModuleIO *io, int encver, int bloom)
+{
+    rb_io r = {io, NULL};
+    bk_rfields in = {.ctx = &r, .get_unsigned = rb_get_unsigned,
+                     .get_double = rb_get_double, .get_string = rb_get_string};
+    bk_rbloom *b = NULL;
+    bk_rcuckoo *c = NULL;
+    int rc = bloom ? bk_rbloom_load_fields(&b, encver, &in)
+                   : bk_rcuckoo_load_fields(&c, encver, &in);
+    if (r.last != NULL) RedisModule_Free(r.last);
+    const char *type = bloom ? BK_RBLOOM_TYPE_NAME : BK_RCUCKOO_TYPE_NAME;
+    if (rc != BK_OK) {
+        RedisModule_LogIOError(io, "warning",
+                               "bloomkit: RedisBloom %s value (encoding version %d) "
+                               "refused: %s",
+                               type, encver, bk_strerror(rc));
+        return NULL;
+    }
+    bk_filter *f = b ? bk_rbloom_as_filter(b) : bk_rcuckoo_as_filter(c);
+    bkc_value *v = bkc_value_new(bloom ? BKC_KIND_BLOOM : BKC_KIND_CUCKOO);
+    if (v == NULL || bkc_value_push(v, f) != BK_OK) {
+        bkc_value_free(v);
+        bk_filter_free(f);
+        RedisModule_LogIOError(io, "warning", "bloomkit: no memory for a RedisBloom %s value",
+                               type);
+        return NULL;
+    }
+    return v;
+}
+
+static void *rb_load_bloom(RedisModuleIO *io, int encver) { return rb_load(io, encver, 1); }
+static void *rb_load_cuckoo(RedisModuleIO *io, int encver) { return rb_load(io, encver, 0); }
+
+static void rb_save(RedisModuleIO *io, void *value)
+{
+    bkc_value *v = value;
+    rb_io w = {io, NULL};
+    bk_rfields out = {.ctx = &w, .put_unsigned = rb_put_unsigned,
+                      .put_double = rb_put_double, .put_string = rb_put_string};
+    bk_rbloom *b = bk_filter_as_rbloom(v->filters[0]);
+    if (b != NULL) (void)bk_rbloom_save_fields(b, &out);
+    else (void)bk_rcuckoo_save_fields(bk_filter_as_rcuckoo(v->filters[0]), &out);
+}
+
+static void rb_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *value)
+{
+    bkc_value *v = value;
+    bk_rbloom *b = bk_filter_as_rbloom(v->filters[0]);
+    bk_rcuckoo *c = b ? NULL : bk_filter_as_rcuckoo(v->filters[0]);
+    const char *cmd = b ? "BF.LOADCHUNK" : "CF.LOADCHUNK";
+    size_t n = b ? bk_rbloom_header(b, NULL, 0) : bk_rcuckoo_header(c, NULL, 0);
+    char *hdr = RedisModule_TryAlloc(n ? n : 1);
+    if (hdr == NULL) {
+        RedisModule_LogIOError(aof, "warning", "bloomkit: cannot rewrite a %s value: out of memory",
+                               b ? BK_RBLOOM_TYPE_NAME : BK_RCUCKOO_TYPE_NAME);
+        return;
+    }
+    if (b) bk_rbloom_header(b, hdr, n);
+    else bk_rcuckoo_header(c, hdr, n);
+    RedisModule_EmitAOF(aof, cmd, "slb", key, 1LL, hdr, n);
+    RedisModule_Free(hdr);
+    for (uint64_t iter = 1;;) {
+        uint64_t next = 0;
+        const void *data = NULL;
+        size_t len = 0;
+        int rc = b ? bk_rbloom_chunk(b, iter, &next, &data, &len)
+                   : bk_rcuckoo_chunk(c, iter, &next, &data, &len);
+        if (rc != BK_OK || len == 0 || next == 0) break;
+        RedisModule_EmitAOF(aof, cmd, "slb", key, (long long)next, (const char *)data, len);
+        iter = next;
+    }
+}
+
 static size_t mem_usage(const void *value)
 {
     return bkc_value_bytes(value) + BKM_REDIS_KEY_OVERHEAD;
@@ -645,6 +792,29 @@ static int create_types(RedisModuleCtx *ctx)
         [BKC_KIND_COUNTING] = rdb_load_counting, [BKC_KIND_WINDOW] = rdb_load_window,
         [BKC_KIND_LOADING] = rdb_load_loading, [BKC_KIND_STATIC] = rdb_load_static,
         [BKC_KIND_KEYSET] = rdb_load_keyset};
+    for (int bloom = 1; bloom >= 0; bloom--) {
+        RedisModuleTypeMethods tm = {
+            .version = BKM_TYPE_METHOD_VERSION,
+            .rdb_load = bloom ? rb_load_bloom : rb_load_cuckoo,
+            .rdb_save = rb_save,
+            .aof_rewrite = rb_aof_rewrite,
+            .mem_usage = mem_usage,
+            .digest = digest,
+            .free = value_free,
+        };
+        const char *name = bloom ? BK_RBLOOM_TYPE_NAME : BK_RCUCKOO_TYPE_NAME;
+        RedisModuleType *t = RedisModule_CreateDataType(
+            ctx, name, bloom ? bk_rbloom_encver() : bk_rcuckoo_encver(), &tm);
+        if (t == NULL) {
+            RedisModule_Log(ctx, "warning",
+                            "bloomkit: cannot create the data type '%s' (RedisBloom is "
+                            "loaded, or the module is loaded after startup)",
+                            name);
+            return REDISMODULE_ERR;
+        }
+        if (bloom) bkm_rb_bloom = t;
+        else bkm_rb_cuckoo = t;
+    }
     for (int k = BKC_KIND_BLOOM; k <= BKM_LAST_KIND; k++) {
         if (loads[k] == NULL) continue; /* a kind number not in use */
         RedisModuleTypeMethods tm = {

@@ -127,6 +127,8 @@ typedef int (*RedisModuleCmdFunc)(RedisModuleCtx *ctx, RedisModuleString **argv,
     X(uint64_t, LoadUnsigned, (RedisModuleIO *io))                                     \
     X(void, SaveStringBuffer, (RedisModuleIO *io, const char *str, size_t len))        \
     X(char *, LoadStringBuffer, (RedisModuleIO *io, size_t *lenptr))                   \
+    X(void, SaveDouble, (RedisModuleIO *io, double value))                             \
+    X(double, LoadDouble, (RedisModuleIO *io))                                         \
     X(int, IsIOError, (RedisModuleIO *io))                                             \
     X(void, EmitAOF, (RedisModuleIO *io, const char *cmdname, const char *fmt, ...))   \
     X(void, DigestAddStringBuffer, (RedisModuleDigest *md, const char *ele,            \

@@ -27,6 +27,13 @@
  * empty filter compresses well), so RESTORE reads LZF; DUMP here never
  * compresses.
  *
+ * RedisBloom's types (MBbloom-- and MBbloomCF, its Bloom and cuckoo
+ * filters) are read too: their fields (unsigned integers, doubles,
+ * strings, each behind its opcode) go to bk_rbloom_load_fields /
+ * bk_rcuckoo_load_fields, and the value keeps RedisBloom's layout; DUMP of
+ * such a value writes RedisBloom's fields under its type again, so
+ * RedisBloom's RESTORE takes it back.
+ *
  * RESTORE checks the trailer first (Redis's "payload version or checksum
  * are wrong"), then every length against the payload's end, and finally
  * lets bkc_value_decode validate the container, so no payload can crash
@@ -46,7 +53,9 @@
 #define RDB_MAX_VERSION 11         /* the newest RESTORE accepts (Redis 7.2) */
 #define BKS_TYPE_ENCVER 1          /* one string: what DUMP here writes */
 #define BKS_TYPE_ENCVER_PIECES 2   /* module.c's BKM_ENCVER: a total, then pieces */
+#define RDB_MODULE_OPCODE_SINT 1
 #define RDB_MODULE_OPCODE_UINT 2
+#define RDB_MODULE_OPCODE_DOUBLE 4
 
 /*==========================================================================
  * CRC-64/Jones
@@ -131,24 +140,66 @@ static void put_len(bks_outbuf *b, uint64_t v)
     bks_outbuf_append(b, buf, n);
 }
 
+/* A bk_rfields writer of RedisBloom's fields into a payload. */
+static int put_unsigned(void *ctx, uint64_t v)
+{
+    put_len(ctx, RDB_MODULE_OPCODE_UINT);
+    put_len(ctx, v);
+    return ((bks_outbuf *)ctx)->oom ? -1 : 0;
+}
+
+static int put_double(void *ctx, double d)
+{
+    unsigned char b[8];
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(u >> (8 * i));
+    put_len(ctx, RDB_MODULE_OPCODE_DOUBLE);
+    bks_outbuf_append(ctx, b, 8);
+    return ((bks_outbuf *)ctx)->oom ? -1 : 0;
+}
+
+static int put_string(void *ctx, const void *p, size_t n)
+{
+    put_len(ctx, RDB_MODULE_OPCODE_STRING);
+    put_len(ctx, n);
+    bks_outbuf_append(ctx, p, n);
+    return ((bks_outbuf *)ctx)->oom ? -1 : 0;
+}
+
 /* The DUMP payload of a value; 0, or -1 (out of memory / cannot encode). */
 int bks_dump_encode(const bkc_value *v, bks_outbuf *out)
 {
-    const char *type = bkc_kind_type_name(v->kind);
-    uint64_t id = type ? module_type_id(type, BKS_TYPE_ENCVER) : 0;
-    if (!id)
-        return -1;
-    unsigned char *enc = NULL;
-    size_t len = 0;
-    if (bkc_value_encode(v, &enc, &len) != BK_OK)
-        return -1;
+    bk_filter *f = v->nfilters == 1 ? v->filters[0] : NULL;
+    bk_rbloom *rb = f ? bk_filter_as_rbloom(f) : NULL;
+    bk_rcuckoo *rc = f ? bk_filter_as_rcuckoo(f) : NULL;
     unsigned char t = RDB_TYPE_MODULE_2;
-    bks_outbuf_append(out, &t, 1);
-    put_len(out, id);
-    put_len(out, RDB_MODULE_OPCODE_STRING);
-    put_len(out, len);
-    bks_outbuf_append(out, enc, len);
-    free(enc);
+    if (rb || rc) {   /* RedisBloom's type and fields */
+        uint64_t id = rb ? module_type_id(BK_RBLOOM_TYPE_NAME, (unsigned)bk_rbloom_encver())
+                         : module_type_id(BK_RCUCKOO_TYPE_NAME, (unsigned)bk_rcuckoo_encver());
+        bk_rfields w = {.ctx = out, .put_unsigned = put_unsigned, .put_double = put_double,
+                        .put_string = put_string};
+        bks_outbuf_append(out, &t, 1);
+        put_len(out, id);
+        if ((rb ? bk_rbloom_save_fields(rb, &w) : bk_rcuckoo_save_fields(rc, &w)) != BK_OK)
+            return -1;
+    } else {
+        const char *type = bkc_kind_type_name(v->kind);
+        uint64_t id = type ? module_type_id(type, BKS_TYPE_ENCVER) : 0;
+        if (!id)
+            return -1;
+        unsigned char *enc = NULL;
+        size_t len = 0;
+        if (bkc_value_encode(v, &enc, &len) != BK_OK)
+            return -1;
+        bks_outbuf_append(out, &t, 1);
+        put_len(out, id);
+        put_len(out, RDB_MODULE_OPCODE_STRING);
+        put_len(out, len);
+        bks_outbuf_append(out, enc, len);
+        free(enc);
+    }
     put_len(out, RDB_MODULE_OPCODE_EOF);
     unsigned char trailer[10] = {RDB_DUMP_VERSION & 0xff, RDB_DUMP_VERSION >> 8};
     if (out->oom)
@@ -309,6 +360,91 @@ static int get_string(reader *r, uint64_t limit, const unsigned char **out, size
 static const char *BAD_PAYLOAD = "ERR DUMP payload version or checksum are wrong";
 static const char *BAD_DATA = "ERR Bad data format";
 
+/* A bk_rfields reader of RedisBloom's fields in a payload. */
+typedef struct field_reader {
+    reader *r;
+    unsigned char *owned;   /* the last string, when it was decompressed */
+} field_reader;
+
+static int get_unsigned(void *ctx, uint64_t *v)
+{
+    field_reader *f = ctx;
+    uint64_t op;
+    int special;
+    if (get_len(f->r, &op, &special) < 0 || special ||
+        (op != RDB_MODULE_OPCODE_UINT && op != RDB_MODULE_OPCODE_SINT))
+        return -1;
+    return get_len(f->r, v, &special) < 0 || special ? -1 : 0;
+}
+
+static int get_double(void *ctx, double *d)
+{
+    field_reader *f = ctx;
+    uint64_t op, u = 0;
+    int special;
+    if (get_len(f->r, &op, &special) < 0 || special || op != RDB_MODULE_OPCODE_DOUBLE ||
+        f->r->end - f->r->p < 8)
+        return -1;
+    for (int i = 0; i < 8; i++)
+        u |= (uint64_t)f->r->p[i] << (8 * i);
+    f->r->p += 8;
+    memcpy(d, &u, 8);
+    return 0;
+}
+
+static int get_string_field(void *ctx, const void **p, size_t *len)
+{
+    field_reader *f = ctx;
+    uint64_t op;
+    int special;
+    const unsigned char *s;
+    free(f->owned);
+    f->owned = NULL;
+    if (get_len(f->r, &op, &special) < 0 || special || op != RDB_MODULE_OPCODE_STRING ||
+        get_string(f->r, UINT64_MAX, &s, len, &f->owned) < 0)
+        return -1;
+    *p = s;
+    return 0;
+}
+
+/* A value of RedisBloom's type from its fields (r after the type id). */
+static bkc_value *restore_redisbloom(reader *r, int bloom, unsigned encver, char *err,
+                                     size_t errlen)
+{
+    field_reader fr = {r, NULL};
+    bk_rfields in = {.ctx = &fr, .get_unsigned = get_unsigned, .get_double = get_double,
+                     .get_string = get_string_field};
+    bk_rbloom *rb = NULL;
+    bk_rcuckoo *rc = NULL;
+    int st = bloom ? bk_rbloom_load_fields(&rb, (int)encver, &in)
+                   : bk_rcuckoo_load_fields(&rc, (int)encver, &in);
+    free(fr.owned);
+    uint64_t op;
+    int special;
+    if (st == BK_OK && (get_len(r, &op, &special) < 0 || special ||
+                        op != RDB_MODULE_OPCODE_EOF || r->p != r->end))
+        st = BK_ECORRUPT;   /* fields left over */
+    if (st != BK_OK) {
+        bk_rbloom_free(rb);
+        bk_rcuckoo_free(rc);
+        if (st == BK_ENOMEM)
+            snprintf(err, errlen, "ERR out of memory");
+        else
+            snprintf(err, errlen, "ERR Bad data format: RedisBloom %s value: %s",
+                     bloom ? BK_RBLOOM_TYPE_NAME : BK_RCUCKOO_TYPE_NAME, bk_strerror(st));
+        return NULL;
+    }
+    bk_filter *f = rb ? bk_rbloom_as_filter(rb) : bk_rcuckoo_as_filter(rc);
+    bkc_value *v = bkc_value_new(bloom ? BKC_KIND_BLOOM : BKC_KIND_CUCKOO);
+    if (v == NULL || bkc_value_push(v, f) != BK_OK) {
+        bkc_value_free(v);
+        bk_filter_free(f);
+        snprintf(err, errlen, "ERR out of memory");
+        return NULL;
+    }
+    return v;
+}
+
 /* Decode a payload into a value; NULL with *err set when it cannot be. */
 bkc_value *bks_restore_decode(const unsigned char *p, size_t len, uint64_t max_string_len,
                               char *err, size_t errlen)
@@ -351,11 +487,13 @@ bkc_value *bks_restore_decode(const unsigned char *p, size_t len, uint64_t max_s
     }
     if (!strcmp(type, bkc_kind_type_name(BKC_KIND_KEYSET)))
         kind = BKC_KIND_KEYSET;
+    if (!strcmp(type, BK_RBLOOM_TYPE_NAME) || !strcmp(type, BK_RCUCKOO_TYPE_NAME))
+        return restore_redisbloom(&r, !strcmp(type, BK_RBLOOM_TYPE_NAME),
+                                  (unsigned)(id & 1023), err, errlen);
     if (kind == BKC_KIND_NONE) {
         snprintf(err, errlen,
                  "ERR Bad data format: the payload holds a value of module type '%s', "
-                 "not one of bloomkit's (RedisBloom's MBbloom-- / MBbloomCF values cannot "
-                 "be read)",
+                 "not a filter of bloomkit's or RedisBloom's",
                  type);
         return NULL;
     }

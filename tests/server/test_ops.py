@@ -499,7 +499,8 @@ def dump_restore():
         newer = payload[:-10] + struct.pack("<H", 99)
         newer += struct.pack("<Q", crc64(newer))
         raises("checksum are wrong", r.restore, "x", 0, newer)
-        # a Redis string value (type 0) and RedisBloom's type: clear errors
+        # a Redis string value (type 0), and RedisBloom's type without its fields:
+        # clear errors
         s = b"\x00\x03abc" + struct.pack("<H", 10)
         s += struct.pack("<Q", crc64(s))
         raises("not a filter", r.restore, "x", 0, s)
