@@ -58,6 +58,12 @@ int cli_save_filter(const bk_filter *f, const char *path);
  * it" for anything else a save would replace. */
 int cli_check_target(const char *path);
 
+/* A write to *path that is a symbolic link goes to the file it points to:
+ * *path then points at buf (cap bytes) holding that file's path. 0, or -1
+ * after an error (a link to nothing, one that cannot be resolved). Call
+ * before cli_check_target and cli_lock_file. */
+int cli_resolve_target(const char **path, char *buf, size_t cap);
+
 /* Take an exclusive lock for a read-modify-write of path (the file, or its
  * directory while the file does not exist), held until cli_unlock_file.
  * Returns 0 with *fd the lock (-1: none could be taken, the command goes on

@@ -2,6 +2,7 @@
  * cmd_files.c - the subcommands on whole filter files: info, merge and
  * intersect.
  */
+#include <limits.h>   /* PATH_MAX */
 #include <math.h>     /* isfinite */
 #include <stdlib.h>   /* strtod */
 #include <string.h>   /* strcmp */
@@ -188,6 +189,8 @@ static int combine(const char *cmd, int argc, char **argv, int intersect)
         goto done;
     }
     const char *out = o.args[0], *first = o.args[1];
+    char resolved[PATH_MAX];
+    if (cli_resolve_target(&out, resolved, sizeof(resolved)) != 0) goto done;
     if (cli_check_target(out) != 0) goto done;
     /* OUT may be an input, or the file of a concurrent add: one writer. */
     if (cli_lock_file(out, &lock) != 0) goto done;

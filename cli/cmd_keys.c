@@ -14,6 +14,7 @@
  * families are filled from one thread, whatever -j says.
  */
 #include <errno.h>    /* errno, ENOENT */
+#include <limits.h>   /* PATH_MAX */
 #include <math.h>     /* isfinite */
 #include <pthread.h>  /* pthread_create, pthread_mutex_t */
 #include <stdlib.h>   /* calloc, free */
@@ -103,7 +104,9 @@ int cmd_create(int argc, char **argv)
         goto done;
     }
     const char *path = o.args[0];
+    char resolved[PATH_MAX];
     if (cli_check_sizing("create", &o) != 0) goto done;
+    if (cli_resolve_target(&path, resolved, sizeof(resolved)) != 0) goto done;
     if (cli_check_target(path) != 0) goto done;
     struct stat st;
     if (!o.force && stat(path, &st) == 0) {
@@ -257,6 +260,8 @@ int cmd_add(int argc, char **argv)
         goto done;
     }
     j.path = o.args[0];
+    char resolved[PATH_MAX];
+    if (cli_resolve_target(&j.path, resolved, sizeof(resolved)) != 0) goto done;
     /* One writer at a time (lock.c): concurrent adds must not lose keys. */
     if (cli_check_target(j.path) != 0) goto done;
     if (cli_lock_file(j.path, &lock) != 0) goto done;
@@ -401,6 +406,8 @@ int cmd_remove(int argc, char **argv)
         goto done;
     }
     const char *path = o.args[0];
+    char resolved[PATH_MAX];
+    if (cli_resolve_target(&path, resolved, sizeof(resolved)) != 0) goto done;
     if (cli_check_target(path) != 0) goto done;
     if (cli_lock_file(path, &lock) != 0) goto done;
     if (cli_load_filter(path, &f) != BK_OK) goto done;
@@ -475,6 +482,9 @@ int cmd_dedup(int argc, char **argv)
         goto done;
     }
     if (cli_check_sizing("dedup", &o) != 0) goto done;
+    char resolved[PATH_MAX];
+    if (o.save != NULL && cli_resolve_target(&o.save, resolved, sizeof(resolved)) != 0)
+        goto done;
     if (o.save != NULL && cli_check_target(o.save) != 0) goto done;
     if (create_filter(o.save ? o.save : "dedup", &o, &f) != BK_OK) goto done;
     bk_filter_set_single_writer(f, 1); /* one thread owns it: plain stores */

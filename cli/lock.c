@@ -23,10 +23,15 @@
  * Targets: bk_filter_save replaces whatever is at the path by a regular
  * file. A character device, block device, FIFO or socket there is refused
  * instead (create --force onto /dev/null must not turn it into a file).
+ * A symbolic link is resolved once, before the lock (cli_resolve_target):
+ * the lock, the load and the rename then all work on the file it points
+ * to, so the link stays a link and its target gets the keys. A link that
+ * points nowhere is refused.
  */
 #include <errno.h>    /* errno, EINTR */
 #include <fcntl.h>    /* open */
 #include <limits.h>   /* PATH_MAX */
+#include <stdlib.h>   /* realpath */
 #include <string.h>   /* strerror, strrchr */
 #include <sys/file.h> /* flock */
 #include <sys/stat.h> /* fstat, stat */
@@ -45,6 +50,28 @@ static const char *file_kind(mode_t mode)
     if (S_ISFIFO(mode)) return "a FIFO";
     if (S_ISSOCK(mode)) return "a socket";
     return "not a regular file";
+}
+
+int cli_resolve_target(const char **path, char *buf, size_t cap)
+{
+    struct stat st;
+    if (lstat(*path, &st) != 0 || !S_ISLNK(st.st_mode)) return 0;
+    char resolved[PATH_MAX];
+    if (realpath(*path, resolved) == NULL) {
+        if (errno == ENOENT)
+            cli_error("%s: a symbolic link to a file that does not exist: refusing to "
+                      "write through it (create the target, or give its path)", *path);
+        else
+            cli_error("%s: cannot resolve the symbolic link: %s", *path, strerror(errno));
+        return -1;
+    }
+    if (strlen(resolved) >= cap) {
+        cli_error("%s: %s", *path, strerror(ENAMETOOLONG));
+        return -1;
+    }
+    memcpy(buf, resolved, strlen(resolved) + 1);
+    *path = buf;
+    return 0;
 }
 
 int cli_check_target(const char *path)
