@@ -50,6 +50,16 @@ uint64_t bks_now_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* The clock of a command of the layer, read once for it (or for a run of
+ * pipelined ones): ctx.now_ms, and the time its log record carries
+ * (bks_tl_cmd_ms, keyspace.c), so a replay runs it at the very time it ran
+ * (time-window filters replay exactly). */
+static uint64_t command_clock(void)
+{
+    bks_tl_cmd_ms = bks_now_ms();
+    return bks_tl_cmd_ms;
+}
+
 /*==========================================================================
  * Helpers
  *==========================================================================*/
@@ -1085,6 +1095,7 @@ static void execute_one(bks_client *c, bks_session *s, bkc_reply *r, int resp, i
 {
     if (argc < 1)
         return;
+    bks_tl_cmd_ms = 0; /* a host command's records take the wall clock */
     atomic_fetch_add_explicit(&g_srv.total_commands, 1, memory_order_relaxed);
     const host_cmd *h = host_lookup(argv[0]);
     if (c && g_srv.cfg.requirepass[0] && !bks_client_authed(c) &&
@@ -1117,7 +1128,7 @@ static void execute_one(bks_client *c, bks_session *s, bkc_reply *r, int resp, i
         refuse_write(r);
         return;
     }
-    bkc_ctx ctx = {r, &bks_host_vt, s, resp, bks_now_ms()};
+    bkc_ctx ctx = {r, &bks_host_vt, s, resp, command_clock()};
     bkc_dispatch(&ctx, argc, argv);
 }
 
@@ -1273,7 +1284,7 @@ static void run_cf_adds(bks_client *c, bks_session *s, bks_outbuf *out, int resp
     size_t mark = out->len;
     bks_tl_log_failed = 0;
     atomic_fetch_add_explicit(&g_srv.total_commands, n, memory_order_relaxed);
-    bkc_ctx ctx = {&real, &bks_host_vt, s, resp, bks_now_ms()};
+    bkc_ctx ctx = {&real, &bks_host_vt, s, resp, command_clock()};
     uint64_t start = bks_ops_clock_us();
     bkc_cf_add_many(&ctx, argvs + i, n, nx);
     if (c) {
@@ -1331,7 +1342,7 @@ static void run_coalesced(bks_client *c, bks_session *s, bks_outbuf *out, int re
     size_t mark = out->len;
     bks_tl_log_failed = 0;
     atomic_fetch_add_explicit(&g_srv.total_commands, n - 1, memory_order_relaxed);
-    bkc_ctx ctx = {&r, &bks_host_vt, s, resp, bks_now_ms()};
+    bkc_ctx ctx = {&r, &bks_host_vt, s, resp, command_clock()};
     uint64_t start = bks_ops_clock_us();
     bkc_dispatch(&ctx, (int)n + 2, argv);
     if (c && !sink.bad)

@@ -420,6 +420,7 @@ static int set_expire_locked(bks_keyspace *ks, ks_entry *e, uint64_t at)
 
 _Thread_local int bks_tl_log_failed;
 _Thread_local uint64_t bks_tl_log_ticket;
+_Thread_local uint64_t bks_tl_cmd_ms;
 static _Thread_local bks_persist *tl_log_persist;
 
 static void log_failed(void)
@@ -440,7 +441,7 @@ static void log_argv(bks_session *s, int argc, const bkc_str *argv)
     if (!s || !s->persist)
         return;
     uint64_t ticket;
-    if (bks_persist_append(s->persist, argc, argv, &ticket) < 0) {
+    if (bks_persist_append(s->persist, argc, argv, bks_tl_cmd_ms, &ticket) < 0) {
         log_failed();
         return;
     }

@@ -83,7 +83,8 @@ void pst_lead_write(bks_persist *p)
     pthread_cond_broadcast(&p->cv);
 }
 
-int bks_persist_append(bks_persist *p, int argc, const bkc_str *argv, uint64_t *ticket)
+int bks_persist_append(bks_persist *p, int argc, const bkc_str *argv, uint64_t time_ms,
+                       uint64_t *ticket)
 {
     *ticket = 0;
     if (p == NULL) return 0;
@@ -104,7 +105,7 @@ int bks_persist_append(bks_persist *p, int argc, const bkc_str *argv, uint64_t *
         pthread_mutex_unlock(&p->mu);
         return -1;
     }
-    pst_record_encode(rec, size, pst_wall_ms(), argc, argv);
+    pst_record_encode(rec, size, time_ms ? time_ms : pst_wall_ms(), argc, argv);
 
     int rc = 0;
     pthread_mutex_lock(&p->mu);
@@ -165,7 +166,7 @@ int bks_persist_wait(bks_persist *p, uint64_t ticket)
 int bks_persist_log(bks_persist *p, int argc, const bkc_str *argv)
 {
     uint64_t ticket;
-    if (bks_persist_append(p, argc, argv, &ticket) < 0) return -1;
+    if (bks_persist_append(p, argc, argv, 0, &ticket) < 0) return -1;
     return bks_persist_wait(p, ticket);
 }
 

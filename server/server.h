@@ -190,8 +190,11 @@ int bks_persist_log(bks_persist *p, int argc, const bkc_str *argv);
  * append the record to the log's buffer (in the order the writes happened:
  * call it under the key's lock) and get its ticket (0: nothing to wait
  * for), then wait until the record has reached the file (always: the
- * disk) before answering. Both return 0 or -1 as bks_persist_log. */
-int bks_persist_append(bks_persist *p, int argc, const bkc_str *argv, uint64_t *ticket);
+ * disk) before answering. Both return 0 or -1 as bks_persist_log. The
+ * record carries time_ms (the clock the command ran with), or the wall
+ * clock when it is 0. */
+int bks_persist_append(bks_persist *p, int argc, const bkc_str *argv, uint64_t time_ms,
+                       uint64_t *ticket);
 int bks_persist_wait(bks_persist *p, uint64_t ticket);
 
 /* SAVE (in the foreground, server paused), BGSAVE (forked child), and the

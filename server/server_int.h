@@ -165,6 +165,9 @@ int bks_log_settle(void);
 /* The last log record this thread appended and has not waited for (0:
  * none). */
 extern _Thread_local uint64_t bks_tl_log_ticket;
+/* The clock of the layer's command running on this thread (its ctx.now_ms),
+ * the time its log records carry; 0 for a host command (the wall clock). */
+extern _Thread_local uint64_t bks_tl_cmd_ms;
 
 /* keyspace.c's log_argv: every write goes through here first (WATCH
  * versions); returns 1 when it was kept for EXEC's one log record. */
