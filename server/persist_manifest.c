@@ -432,9 +432,33 @@ void pst_schedule_retry(bks_persist *p)
 /* Start generation p->next_gen: its log becomes live at a paused instant,
  * and its snapshot of that instant is written by a fork child (background)
  * or right here (SAVE). Called with ctl_mu held and no child running. */
+/* Whether the installed snapshot still holds everything: no write since
+ * its switch (nothing buffered or appended to the one log after it, and no
+ * change counted with the log off), and nothing wrong with the log. Then a
+ * new snapshot would write the same data again (a stop of an idle server
+ * with a large filter: seconds of writing for nothing), so it is skipped. */
+static int snapshot_is_current(bks_persist *p)
+{
+    if (p->snap_gen == 0 || p->logs.n != 1 || atomic_load(&p->guards_corrupt) != 0)
+        return 0;
+    if (atomic_load(&p->changes) != atomic_load(&p->changes_saved)) return 0;
+    pthread_mutex_lock(&p->mu);
+    int idle = !p->broken && p->len == 0 && p->file_size <= LOG_HEADER_SIZE &&
+               p->appended == p->written;
+    pthread_mutex_unlock(&p->mu);
+    return idle;
+}
+
 int pst_start_snapshot(bks_persist *p, int foreground)
 {
     char err[512];
+    if (snapshot_is_current(p)) {
+        bks_log(BKS_LOG_INFO, "persist: nothing changed since snapshot %" PRIu64
+                ": kept as it is", p->snap_gen);
+        atomic_store(&p->lastsave, pst_wall_ms() / 1000);
+        atomic_store(&p->last_bgsave_err, 0);
+        return 0;
+    }
     /* No unverified mapped byte may be copied into a snapshot, where it
      * would get a fresh, valid checksum: finish the verification first. */
     pst_verify_all(p);

@@ -469,8 +469,56 @@ def test_repair_bad_header():
         shutil.rmtree(d, ignore_errors=True)
 
 
+def test_idle_save_kept():
+    """SAVE, BGSAVE and SHUTDOWN with nothing changed since the installed
+    snapshot keep it (issue 32: a stop of an idle server rewrote every
+    filter). The snapshot's files are untouched, byte for byte, through two
+    SAVEs, a BGSAVE, SHUTDOWN and a restart (whose live log is still empty);
+    LASTSAVE moves; one write makes the next SAVE a new snapshot."""
+    d = tempfile.mkdtemp(prefix="bk-idle-")
+    try:
+        with Server(dir=d) as srv:
+            r = srv.client()
+            r.execute_command("BF.RESERVE", "big", 0.01, 2000000)
+            r.execute_command("BF.MADD", "big", *["k%d" % i for i in range(1000)])
+            r.execute_command("CF.RESERVE", "c", 10000)
+            r.execute_command("CF.ADD", "c", "x")
+            r.save()
+            snap, logs = current(d)
+            files = listing(d)
+            assert r.info("persistence")["rdb_changes_since_last_save"] == 0
+            last = r.lastsave()
+            time.sleep(1.1)
+            r.save()
+            assert r.lastsave() > last
+            r.bgsave()
+            for _ in range(100):
+                if not r.info("persistence")["rdb_bgsave_in_progress"]:
+                    break
+                time.sleep(0.05)
+            assert current(d) == (snap, logs)
+            assert listing(d) == files
+            assert "nothing changed since snapshot %d" % snap in srv.log()
+            assert srv.stop() == 0
+            assert current(d) == (snap, logs) and listing(d) == files
+            srv.restart()
+            r = srv.client()
+            assert missing(r, "big", ["k%d" % i for i in range(1000)]) == []
+            r.save()
+            assert current(d) == (snap, logs) and listing(d) == files
+            r.execute_command("BF.ADD", "big", "new")
+            r.save()
+            assert current(d)[0] > snap
+            srv.restart()
+            assert srv.client().execute_command("BF.EXISTS", "big", "new") == 1
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def main():
     run = Runner("test_manifest")
+    run.check("SAVE, BGSAVE, SHUTDOWN of an idle server keep the snapshot",
+              test_idle_save_kept)
     run.check("CURRENT deleted: refused, rebuilt with the flag", test_current_deleted)
     run.check("CURRENT damaged: refused, rebuilt with the flag", test_current_damaged)
     run.check("empty log, no CURRENT: a fresh start", test_empty_first_start)
