@@ -60,6 +60,17 @@
 #define ERR_FULL "ERR non scaling filter is full"
 #define ERR_MAX_STAGES "ERR filter has reached its maximum number of sub-filters"
 #define MAX_EXPANSION 32768
+/* valkey-bloom's texts for its options (TIGHTENING, SEED, VALIDATESCALETO) */
+#define ERR_BAD_TIGHTENING "ERR bad tightening ratio"
+#define ERR_TIGHTENING_RANGE "ERR (0 < tightening ratio range < 1)"
+#define ERR_TIGHTENING_SCHEDULE "ERR tightening ratio: bloomkit's chains take 0.9 only"
+#define ERR_BAD_SEED "ERR invalid seed"
+#define ERR_SCALE_NONSCALING "ERR cannot use NONSCALING and VALIDATESCALETO options together"
+#define ERR_SCALE_MEMORY "ERR provided VALIDATESCALETO causes bloom object to exceed memory limit"
+#define ERR_SCALE_STAGES "ERR bloom object reached max number of filters"
+#define ERR_SCALE_FPR "ERR provided VALIDATESCALETO causes false positive to degrade to 0"
+/* valkey-bloom's SEED: 32 bytes, folded into our 64-bit seed (seed_of) */
+#define SEED_BYTES 32
 
 /* A key auto-created by an add holds a growable filter only when the rate
  * lets it double this many times: from 100 keys, 186 x 2^24 = 3e9 keys,
@@ -80,6 +91,9 @@ typedef struct bf_opts {
     int expansion_given;
     int capacity_given;
     int growable; /* GROWABLE (ours): a growable filter whatever the defaults */
+    uint64_t seed;              /* SEED (valkey-bloom's), else BK_DEFAULT_SEED */
+    double tightening;          /* TIGHTENING given (0: not given) */
+    uint64_t validate_scale_to; /* VALIDATESCALETO (0: not given) */
 } bf_opts;
 
 static void opts_default(bf_opts *o)
@@ -88,6 +102,13 @@ static void opts_default(bf_opts *o)
     o->capacity = bkc_defaults_in_force.bf_initial_size;
     o->expansion = bkc_defaults_in_force.bf_expansion;
     o->nonscaling = 0;
+    if (o->expansion == 0) { /* bf-expansion-factor 0: NONSCALING (Redis 8) */
+        o->expansion = BK_SCALABLE_DEFAULT_EXPANSION;
+        o->nonscaling = 1;
+    }
+    o->seed = BK_DEFAULT_SEED;
+    o->tightening = 0;
+    o->validate_scale_to = 0;
     o->expansion_given = 0;
     o->capacity_given = 0;
     o->growable = 0;
@@ -99,6 +120,10 @@ static int opts_valid(bkc_ctx *c, const bf_opts *o)
     char msg[96];
     if (o->nonscaling && o->expansion_given) {
         bkc__err(c, ERR_NONSCALING_EXPANSION);
+        return 0;
+    }
+    if (o->nonscaling && o->validate_scale_to) {
+        bkc__err(c, ERR_SCALE_NONSCALING);
         return 0;
     }
     if (!o->growable) return 1;
@@ -155,17 +180,84 @@ static int parse_expansion(bkc_ctx *c, bkc_str s, bf_opts *o)
         return 0;
     }
     if (v == 0) {
-        bkc__err(c, ERR_EXPANSION_ZERO);
-        return 0;
+        /* Redis 8's meaning of expansion 0 (its bf-expansion-factor):
+         * NONSCALING. RedisBloom 2.x refused it (ERR_EXPANSION_ZERO). */
+        o->nonscaling = 1;
+        return 1;
     }
     o->expansion = (uint32_t)v;
     o->expansion_given = 1;
     return 1;
 }
 
+/* valkey-bloom's TIGHTENING <ratio>: in (0, 1). Our chain's rates follow a
+ * schedule of its own (lib/scalable.c: stage 0 at P / 2, then the other
+ * half shared geometrically at ratio 0.9), which the library does not let
+ * a caller choose: 0.9 is taken, other ratios are refused. */
+static int parse_tightening(bkc_ctx *c, bkc_str s, bf_opts *o)
+{
+    double v;
+    if (!bkc_parse_double(s, &v)) {
+        bkc__err(c, ERR_BAD_TIGHTENING);
+        return 0;
+    }
+    if (!(v > 0 && v < 1)) {
+        bkc__err(c, ERR_TIGHTENING_RANGE);
+        return 0;
+    }
+    if (v != BK_SCALABLE_TIGHTENING) {
+        bkc__err(c, ERR_TIGHTENING_SCHEDULE);
+        return 0;
+    }
+    o->tightening = v;
+    return 1;
+}
+
+/* valkey-bloom's SEED <32 bytes>: our filters take a 64-bit seed, the XOR
+ * of the four little-endian words (a seed s is logged as s's 8 bytes and
+ * 24 zero bytes, which fold back to s). */
+static int parse_seed(bkc_ctx *c, bkc_str s, bf_opts *o)
+{
+    if (s.len != SEED_BYTES) {
+        bkc__err(c, ERR_BAD_SEED);
+        return 0;
+    }
+    uint64_t seed = 0;
+    const unsigned char *p = (const unsigned char *)s.ptr;
+    for (size_t i = 0; i < SEED_BYTES; i++) seed ^= (uint64_t)p[i] << (8 * (i % 8));
+    o->seed = seed;
+    return 1;
+}
+
+/* valkey-bloom's VALIDATESCALETO <capacity>: its capacity texts. */
+static int parse_scale_to(bkc_ctx *c, bkc_str s, bf_opts *o)
+{
+    return parse_capacity(c, s, &o->validate_scale_to);
+}
+
+/* The options BF.RESERVE and BF.INSERT share beyond their own (valkey-
+ * bloom's three). Returns 1 parsed (*used: arguments taken), 0 not one of
+ * them, -1 replied. */
+static int parse_valkey_option(bkc_ctx *c, int argc, const bkc_str *argv, int i, bf_opts *o)
+{
+    int (*parse)(bkc_ctx *, bkc_str, bf_opts *) =
+        bkc_streq(argv[i], "TIGHTENING")        ? parse_tightening
+        : bkc_streq(argv[i], "SEED")            ? parse_seed
+        : bkc_streq(argv[i], "VALIDATESCALETO") ? parse_scale_to
+                                                : NULL;
+    if (parse == NULL) return 0;
+    if (i + 1 >= argc) {
+        bkc__arity_error(c, argv);
+        return -1;
+    }
+    return parse(c, argv[i + 1], o) ? 1 : -1;
+}
+
 /*==========================================================================
  * Creating and adding
  *==========================================================================*/
+
+static int scale_to_valid(bkc_ctx *c, const bf_opts *o, int growable); /* below */
 
 /* Whether a key made with o is growable (above): GROWABLE, or an add that
  * creates it with the defaults. */
@@ -206,7 +298,7 @@ static bkc_value *growable_create(bkc_ctx *c, const bf_opts *o)
     int rc = bk_growable_estimate_bytes(o->capacity, &bytes);
     if (!may_create(c, rc, bytes)) return NULL;
     bk_growable *g = NULL;
-    rc = bk_growable_create(&g, o->capacity, o->error, BK_DEFAULT_SEED);
+    rc = bk_growable_create(&g, o->capacity, o->error, o->seed);
     if (rc != BK_OK) return create_failed(c, rc);
     return bkc__value_of(c, BKC_KIND_BLOOM, bk_growable_as_filter(g));
 }
@@ -215,7 +307,9 @@ static bkc_value *growable_create(bkc_ctx *c, const bf_opts *o)
  * the key). Replies on failure. */
 static bkc_value *bf_create(bkc_ctx *c, const bf_opts *o, int by_add)
 {
-    if (wants_growable(o, by_add)) return growable_create(c, o);
+    int growable = wants_growable(o, by_add);
+    if (!scale_to_valid(c, o, growable)) return NULL;
+    if (growable) return growable_create(c, o);
     /* BK_SCALABLE_BOUNDED: the whole chain stays under the error asked for,
      * however it grows (a NONSCALING filter is one stage at that error). */
     unsigned flags = BK_SCALABLE_BOUNDED | (o->nonscaling ? BK_SCALABLE_NONSCALING : 0);
@@ -223,10 +317,116 @@ static bkc_value *bf_create(bkc_ctx *c, const bf_opts *o, int by_add)
     int rc = bk_scalable_estimate_bytes(o->capacity, o->error, flags, &bytes);
     if (!may_create(c, rc, bytes)) return NULL;
     bk_scalable *s = NULL;
-    rc = bk_scalable_create(&s, o->capacity, o->error, o->expansion, flags,
-                            BK_DEFAULT_SEED);
+    rc = bk_scalable_create(&s, o->capacity, o->error, o->expansion, flags, o->seed);
     if (rc != BK_OK) return create_failed(c, rc);
     return bkc__value_of(c, BKC_KIND_BLOOM, bk_scalable_as_filter(s));
+}
+
+/*==========================================================================
+ * How far a filter can grow (valkey-bloom's VALIDATESCALETO and
+ * MAXSCALEDCAPACITY, on our limits)
+ *==========================================================================*/
+
+/* Rate of stage i of a bounded chain at error P (lib/scalable.c's
+ * schedule: P / 2, then (P / 2)(1 - r) r^(i-1), r = 0.9). */
+static double chain_stage_rate(double error, uint32_t i)
+{
+    double half = error / 2;
+    if (i == 0) return half;
+    double r = BK_SCALABLE_TIGHTENING, p = half * (1 - r);
+    for (uint32_t k = 1; k < i; k++) p *= r;
+    return p;
+}
+
+/* Bytes of one stage of `capacity` items at `rate` (an estimate: the
+ * library's size of a one-stage filter, handle included). 0 when it
+ * cannot be made. */
+static uint64_t stage_bytes(uint64_t capacity, double rate)
+{
+    size_t b = 0;
+    if (bk_scalable_estimate_bytes(capacity, rate, BK_SCALABLE_NONSCALING, &b) != BK_OK) return 0;
+    return b;
+}
+
+enum { SCALE_OK = 0, SCALE_MEMORY, SCALE_STAGES, SCALE_FPR };
+
+/* The summed capacity of a chain (first stage `capacity`, growth
+ * `expansion`, stage i at rate(i)) grown stage by stage while it stays
+ * within `limit` bytes and `max_stages` stages, until it reaches `target`
+ * (0: as far as it can). *cap gets the capacity reached; the result says
+ * what stopped it short of target (SCALE_OK when reached or target 0). */
+static int chain_reach(uint64_t capacity, uint32_t expansion, double error, int redisbloom,
+                       uint32_t max_stages, uint64_t limit, uint64_t target, uint64_t *cap)
+{
+    uint64_t total = 0, bytes = 0, stage = capacity;
+    double rate = error / 2;   /* RedisBloom's: halves per stage */
+    for (uint32_t i = 0;; i++) {
+        if (target != 0 && total >= target) break;
+        if (i >= max_stages) {
+            *cap = total;
+            return target ? SCALE_STAGES : SCALE_OK;
+        }
+        double p = redisbloom ? rate : chain_stage_rate(error, i);
+        if (!(p > 0)) {
+            *cap = total;
+            return target ? SCALE_FPR : SCALE_OK;
+        }
+        uint64_t b = stage_bytes(stage, p);
+        if (b == 0 || bytes + b > limit) {
+            *cap = total;
+            return target ? SCALE_MEMORY : SCALE_OK;
+        }
+        bytes += b;
+        total = total + stage < total ? UINT64_MAX : total + stage;
+        if (stage > UINT64_MAX / (expansion ? expansion : 1)) {  /* no next stage */
+            *cap = total;
+            return target && total < target ? SCALE_MEMORY : SCALE_OK;
+        }
+        stage *= expansion;
+        rate *= 0.5;
+    }
+    *cap = total;
+    return SCALE_OK;
+}
+
+/* The same for a growable filter: levels of initial x 2^k keys, while its
+ * rate allows (bk_growable_reach) and its bytes fit. */
+static int growable_reach(uint64_t initial, double error, uint64_t limit, uint64_t target,
+                          uint64_t *cap)
+{
+    uint32_t reach = bk_growable_reach(initial, error);
+    uint64_t level = initial;
+    for (uint32_t k = 0;; k++) {
+        size_t b = 0;
+        if (bk_growable_estimate_bytes(level, &b) != BK_OK || b > limit) {
+            *cap = level / 2 >= initial ? level / 2 : 0;
+            return target ? SCALE_MEMORY : SCALE_OK;
+        }
+        if ((target != 0 && level >= target) || k >= reach || level > UINT64_MAX / 2) {
+            *cap = level;
+            return target && level < target ? SCALE_FPR : SCALE_OK;
+        }
+        level *= 2;
+    }
+}
+
+/* VALIDATESCALETO: refuse a filter that could not grow to o's target
+ * within the memory the host allows now and the chain's stage limit.
+ * Replies and returns 0 when it could not. */
+static int scale_to_valid(bkc_ctx *c, const bf_opts *o, int growable)
+{
+    if (o->validate_scale_to == 0) return 1;
+    uint64_t limit = bkc__memory_budget(c), reached;
+    int why = growable ? growable_reach(o->capacity, o->error, limit, o->validate_scale_to,
+                                        &reached)
+                       : chain_reach(o->capacity, o->expansion, o->error, 0,
+                                     BK_SCALABLE_MAX_STAGES, limit, o->validate_scale_to,
+                                     &reached);
+    if (why == SCALE_OK) return 1;
+    bkc__err(c, why == SCALE_STAGES ? ERR_SCALE_STAGES
+                : why == SCALE_FPR  ? ERR_SCALE_FPR
+                                    : ERR_SCALE_MEMORY);
+    return 0;
 }
 
 
@@ -358,8 +558,8 @@ static size_t bf_add_items(bkc_ctx *c, bkc_key *k, bkc_value *v, const bkc_str *
 static void wrote_created(bkc_ctx *c, int argc, const bkc_str *sent, const bf_opts *o,
                           int growable, const bkc_str *items, size_t n)
 {
-    char error[32], capacity[24], expansion[16];
-    bkc_str argv[12];
+    char error[32], capacity[24], expansion[16], seed[SEED_BYTES];
+    bkc_str argv[16];
     int k = 0;
     argv[k++] = (bkc_str){"BF.INSERT", 9};
     argv[k++] = sent[1];
@@ -377,6 +577,16 @@ static void wrote_created(bkc_ctx *c, int argc, const bkc_str *sent, const bf_op
         argv[k++] = (bkc_str){expansion, strlen(expansion)};
     }
     if (growable) argv[k++] = (bkc_str){"GROWABLE", 8};
+    if (o->seed != BK_DEFAULT_SEED) { /* valkey-bloom's form (parse_seed) */
+        memset(seed, 0, sizeof(seed));
+        for (int b = 0; b < 8; b++) seed[b] = (char)(o->seed >> (8 * b));
+        argv[k++] = (bkc_str){"SEED", 4};
+        argv[k++] = (bkc_str){seed, sizeof(seed)};
+    }
+    if (o->tightening != 0) {
+        argv[k++] = (bkc_str){"TIGHTENING", 10};
+        argv[k++] = (bkc_str){"0.9", 3};   /* the only ratio taken (parse_tightening) */
+    }
     argv[k++] = (bkc_str){"ITEMS", 5};
     bkc__wrote_as(c, argc, sent, argv, k, items, n);
 }
@@ -523,8 +733,13 @@ void bkc_cmd_bf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
             }
             if (!parse_expansion(c, argv[++i], &o)) return;
         } else {
-            bkc__err(c, BKC_ERR_UNKNOWN_ARG);
-            return;
+            int got = parse_valkey_option(c, argc, argv, i, &o);
+            if (got < 0) return;
+            if (got == 0) {
+                bkc__err(c, BKC_ERR_UNKNOWN_ARG);
+                return;
+            }
+            i++;
         }
     }
     if (!opts_valid(c, &o)) return;
@@ -589,8 +804,13 @@ void bkc_cmd_bf_insert(bkc_ctx *c, int argc, const bkc_str *argv)
             if (bkc_streq(argv[i], "CAPACITY")) o.capacity_given = 1;
             i++;
         } else {
-            bkc__err(c, BKC_ERR_UNKNOWN_ARG);
-            return;
+            int got = parse_valkey_option(c, argc, argv, i, &o);
+            if (got < 0) return;
+            if (got == 0) {
+                bkc__err(c, BKC_ERR_UNKNOWN_ARG);
+                return;
+            }
+            i++;
         }
     }
     if (i >= argc || !bkc_streq(argv[i - 1], "ITEMS")) {
@@ -696,6 +916,123 @@ static void info_value(bkc_ctx *c, const void *src, int field)
     }
 }
 
+/* RedisBloom's header chunk of a bk_rbloom (docs/FORMAT.md, "SCANDUMP /
+ * LOADCHUNK"): the chain's and each stage's numbers, read back. */
+typedef struct rb_stage {
+    uint64_t bytes, bits, size, entries;
+    double error;
+    uint32_t hashes;
+} rb_stage;
+
+static uint64_t le_u64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+static uint32_t le_u32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+#define RB_HEADER 20
+#define RB_STAGE 53
+
+/* The header of r in a new buffer (free()), or NULL. *n its length. */
+static unsigned char *rb_header(const bk_rbloom *r, size_t *n)
+{
+    *n = bk_rbloom_header(r, NULL, 0);
+    if (*n < RB_HEADER) return NULL;
+    unsigned char *h = malloc(*n);
+    if (h != NULL) bk_rbloom_header(r, h, *n);
+    return h;
+}
+
+static rb_stage rb_stage_at(const unsigned char *h, uint32_t i)
+{
+    const unsigned char *p = h + RB_HEADER + (size_t)RB_STAGE * i;
+    rb_stage st;
+    uint64_t e = le_u64(p + 24);
+    st.bytes = le_u64(p);
+    st.bits = le_u64(p + 8);
+    st.size = le_u64(p + 16);
+    memcpy(&st.error, &e, sizeof(e));
+    st.hashes = le_u32(p + 40);
+    st.entries = le_u64(p + 44);
+    return st;
+}
+
+/* valkey-bloom's fields beyond RedisBloom's five, asked for one at a time
+ * (BF.INFO key ERROR | TIGHTENING | MAXSCALEDCAPACITY). They are not in
+ * the whole reply: RedisBloom's clients read it (node-redis 4 by position).
+ * Returns 1 when argv[2] named one (replied), else 0. */
+static int info_extra(bkc_ctx *c, bkc_str field, bf_filter b)
+{
+    static const char *const labels[] = {"Error rate", "Tightening ratio",
+                                         "Max scaled capacity"};
+    int which = bkc_streq(field, "ERROR")               ? 0
+                : bkc_streq(field, "TIGHTENING")        ? 1
+                : bkc_streq(field, "MAXSCALEDCAPACITY") ? 2
+                                                        : -1;
+    if (which < 0) return 0;
+    double error = 0, tightening = 0.5;
+    uint32_t expansion = BF_GROWABLE_EXPANSION;
+    if (b.s) {
+        error = bk_scalable_error(b.s);
+        expansion = bk_scalable_expansion(b.s);
+        tightening = BK_SCALABLE_TIGHTENING;
+    } else if (b.g) {
+        error = bk_growable_error(b.g);
+        tightening = 1;   /* one table: no stages */
+    } else {
+        size_t n;
+        unsigned char *h = rb_header(b.r, &n);
+        if (h == NULL) {
+            bkc__err(c, BKC_ERR_OOM);
+            return 1;
+        }
+        /* the chain's error: stage 0 is made at half of it (or at it when
+         * non-scaling) */
+        error = rb_stage_at(h, 0).error * (bk_rbloom_expansion(b.r) ? 2 : 1);
+        free(h);
+        expansion = bk_rbloom_expansion(b.r);
+    }
+    if (which > 0 && expansion == 0) {  /* valkey-bloom: scaling filters only */
+        bkc__err(c, "Invalid information value");
+        return 1;
+    }
+    if (bkc__resp(c) >= 3) {
+        c->reply->vt->map(c->reply, 1);
+        bkc__simple(c, labels[which]);
+    } else {
+        bkc__array(c, 1);
+    }
+    if (which == 0) {
+        c->reply->vt->dbl(c->reply, error);
+    } else if (which == 1) {
+        c->reply->vt->dbl(c->reply, tightening);
+    } else {
+        uint64_t cap = 0;
+        uint64_t limit = bf_bytes(b) + bkc__memory_budget(c);
+        if (b.g) {
+            growable_reach(bk_growable_initial_capacity(b.g), error, limit, 0, &cap);
+        } else if (b.s) {
+            bk_scalable_stats st;
+            bk_scalable_get_stats(b.s, &st);
+            chain_reach(st.initial_capacity, expansion, error, 0, st.max_stages, limit, 0, &cap);
+        } else {
+            size_t n;
+            unsigned char *h = rb_header(b.r, &n);
+            uint64_t first = h ? rb_stage_at(h, 0).entries : 0;
+            free(h);
+            chain_reach(first, expansion, error, 1, BK_SCALABLE_MAX_STAGES, limit, 0, &cap);
+        }
+        bkc__int(c, cap > (uint64_t)INT64_MAX ? INT64_MAX : (long long)cap);
+    }
+    return 1;
+}
+
 void bkc_cmd_bf_info(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     bkc_key *k;
@@ -712,7 +1049,8 @@ void bkc_cmd_bf_info(bkc_ctx *c, int argc, const bkc_str *argv)
         bkc__err(c, BKC_ERR_WRONGTYPE);
     } else {
         bf_filter b = bf_of(v);
-        bkc__reply_info(c, argc, argv, info_fields, F_COUNT, info_value, &b);
+        if (argc < 3 || !info_extra(c, argv[2], b))
+            bkc__reply_info(c, argc, argv, info_fields, F_COUNT, info_value, &b);
     }
     bkc__close(c, k);
 }
@@ -899,4 +1237,88 @@ done:
     free(vals);
     free(state);
     free(alias);
+}
+
+/*==========================================================================
+ * BF.DEBUG key: RedisBloom's view of the stages
+ *
+ * An array: "size:<items>", then one line per stage,
+ * "bytes:B bits:M hashes:K hashwidth:W capacity:N size:S ratio:P" (bytes
+ * and bits of its table, probes per key, bits of hash each probe comes
+ * from, items it is sized for and holds, its error rate, printed %g).
+ * - bk_rbloom: RedisBloom's own numbers, read from its header, so the
+ *   reply is RedisBloom's to the byte.
+ * - our chain: each stage's (bk_scalable_get_stage_stats), hashwidth 64
+ *   (probes come from a 128-bit hash's 64-bit halves).
+ * - a growable filter: one line for its one table: its bytes and bits,
+ *   hashes 1 (one hash gives slot and fingerprint), capacity the keys it
+ *   takes before it next doubles, ratio its rate now (bk_growable_fpr_now).
+ *==========================================================================*/
+
+static void debug_line(bkc_ctx *c, uint64_t bytes, uint64_t bits, uint32_t hashes,
+                       unsigned width, uint64_t capacity, uint64_t size, double ratio)
+{
+    char line[200];
+    int n = snprintf(line, sizeof(line),
+                     "bytes:%llu bits:%llu hashes:%u hashwidth:%u capacity:%llu size:%llu "
+                     "ratio:%g",
+                     (unsigned long long)bytes, (unsigned long long)bits, hashes, width,
+                     (unsigned long long)capacity, (unsigned long long)size, ratio);
+    c->reply->vt->bulk(c->reply, line, (size_t)n);
+}
+
+static void debug_head(bkc_ctx *c, size_t stages, uint64_t items)
+{
+    char line[40];
+    int n = snprintf(line, sizeof(line), "size:%llu", (unsigned long long)items);
+    bkc__array(c, 1 + stages);
+    c->reply->vt->bulk(c->reply, line, (size_t)n);
+}
+
+void bkc_cmd_bf_debug(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bkc_key *k;
+    bkc_value *v;
+    (void)argc;
+    int st = bkc__open(c, argv[1], BKC_OPEN_WHOLE, BKC_KIND_BLOOM, &k, &v);
+    if (st == BKC__FAILED) return;
+    if (st == BKC__MISSING) {
+        bkc__err(c, BKC_ERR_NOT_FOUND);
+    } else if (st == BKC__WRONG) {
+        bkc__err(c, BKC_ERR_WRONGTYPE);
+    } else {
+        bf_filter b = bf_of(v);
+        if (b.r != NULL) {
+            size_t n;
+            unsigned char *h = rb_header(b.r, &n);
+            uint32_t stages = h ? le_u32(h + 8) : 0;
+            if (h == NULL || n != RB_HEADER + (size_t)RB_STAGE * stages) {
+                bkc__err(c, BKC_ERR_OOM);
+            } else {
+                unsigned width = (le_u32(h + 12) & 4) ? 64 : 32; /* FORCE64 */
+                debug_head(c, stages, le_u64(h));
+                for (uint32_t i = 0; i < stages; i++) {
+                    rb_stage s = rb_stage_at(h, i);
+                    debug_line(c, s.bytes, s.bits, s.hashes, width, s.entries, s.size, s.error);
+                }
+            }
+            free(h);
+        } else if (b.g != NULL) {
+            size_t bytes = bk_growable_bytes(b.g);
+            debug_head(c, 1, bk_growable_items(b.g));
+            debug_line(c, bytes, (uint64_t)bytes * 8, 1, 64, bk_growable_capacity(b.g),
+                       bk_growable_items(b.g), bk_growable_fpr_now(b.g));
+        } else {
+            uint32_t stages = bk_scalable_stages(b.s);
+            debug_head(c, stages, bk_scalable_items(b.s));
+            for (uint32_t i = 0; i < stages; i++) {
+                bk_scalable_stage_stats s;
+                memset(&s, 0, sizeof(s));
+                (void)bk_scalable_get_stage_stats(b.s, i, &s);
+                debug_line(c, (s.bits + 7) / 8, s.bits, s.hashes, 64, s.capacity, s.items,
+                           s.target_fpr);
+            }
+        }
+    }
+    bkc__close(c, k);
 }

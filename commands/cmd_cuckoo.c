@@ -8,8 +8,8 @@
  * never grows). A stage is sized as RedisBloom sizes it: capacity / bucket
  * size buckets (integer division) rounded up to a power of two, 8-bit
  * fingerprints (with bucket size 2 stored as 15-bit pairs), so it reports
- * full at about its capacity, and CF.INFO's buckets and (smaller) Size
- * follow RedisBloom's. The stages share one allocation with 8 bytes of
+ * full at about its capacity, and CF.INFO's buckets follow RedisBloom's
+ * (its Size is RedisBloom's figure: below). The stages share one allocation with 8 bytes of
  * bookkeeping each, so many small stages cost about their tables (a key
  * saved before stages existed, a chain of separate filters, is joined
  * into one filter when it is decoded: value.c).
@@ -38,6 +38,22 @@
  * the buckets, one filter and expansion 2 (it doubles). Its growth is
  * capped at the memory budget for the duration of one command.
  *
+ * A CF.RESERVE with a bucket size our chain does not have (1 to 255 but
+ * 2, 4 and 8) makes RedisBloom's own layout instead (lib/rcuckoo.c,
+ * bk_rcuckoo_create with the same capacity, bucket size, max iterations
+ * and expansion), so the key answers, grows, fills and reports exactly as
+ * RedisBloom's would; keys taken over from RedisBloom hold one too. Its
+ * options are checked in RedisBloom's order and refused with RedisBloom's
+ * texts (RedisBloom 2.6, src/rebloom.c CF.RESERVE): MAXITERATIONS 1 to
+ * 65535, BUCKETSIZE 1 to 255, EXPANSION 0 to 32768, then a capacity of at
+ * least twice the bucket size.
+ *
+ * CF.INFO's Size of a chain is RedisBloom's figure for the same reserve
+ * and the same number of stages (rb_info_size), not the smaller bytes it
+ * really holds (MEMORY USAGE gives those); a growable key reports its
+ * bytes (it has no RedisBloom shape). CF.DEBUG gives RedisBloom's one-line
+ * summary with the numbers CF.INFO reports, for every layout.
+ *
  * Replay: a cuckoo add draws from the stage's own deterministic generator
  * even when it fails, so every command that reached an add is propagated
  * (wrote), failed ones included; replaying it reproduces the same state.
@@ -55,12 +71,19 @@
 #define CF_MAX_EXPANSION 32768
 #define CF_MAX_ITERATIONS 65535
 
-#define ERR_BAD_CAPACITY "ERR bad capacity"
+#define CF_MAX_BUCKET_SIZE 255
+
+/* RedisBloom's texts (src/rebloom.c: CF.RESERVE, CF.INSERT's CAPACITY) */
+#define ERR_BAD_CAPACITY "Bad capacity"
 #define ERR_SMALL_CAPACITY "Capacity must be at least (BucketSize * 2)"
-#define ERR_BAD_BUCKET "ERR bad bucket size"
-#define ERR_BUCKET_RANGE "ERR bucket size must be 2, 4 or 8"
-#define ERR_BAD_ITERATIONS "ERR bad max iterations"
-#define ERR_BAD_EXPANSION "ERR bad expansion"
+#define ERR_BAD_BUCKET "Couldn't parse BUCKETSIZE"
+#define ERR_BUCKET_RANGE "BUCKETSIZE: value must be an integer between 1 and 255, inclusive."
+#define ERR_BAD_ITERATIONS "Couldn't parse MAXITERATIONS"
+#define ERR_ITERATIONS_RANGE \
+    "MAXITERATIONS: value must be an integer between 1 and 65535, inclusive."
+#define ERR_BAD_EXPANSION "Couldn't parse EXPANSION"
+#define ERR_EXPANSION_RANGE \
+    "EXPANSION: value must be an integer between 0 and 32768, inclusive."
 #define ERR_FULL "Filter is full"
 #define ERR_MAX_EXPANSIONS "ERR Maximum expansions reached"
 #define ERR_DEL_MISSING "Not found"
@@ -128,6 +151,42 @@ int bkc__cf_stage_create(const bkc_value *v, uint32_t stage, bk_filter **out)
                                      v->cf->max_iterations, BK_DEFAULT_SEED);
     if (rc == BK_OK) *out = bk_cuckoo_as_filter(f);
     return rc;
+}
+
+/* RedisBloom's first stage: capacity / bucket size buckets (integer
+ * division) rounded up to a power of two; 0 past 2^63. */
+static uint64_t rb_buckets(uint64_t capacity, uint32_t bucket_size)
+{
+    uint64_t want = capacity / bucket_size, n = 1;
+    while (n < want) {
+        if (n > UINT64_MAX / 2) return 0;
+        n <<= 1;
+    }
+    return n;
+}
+
+/* RedisBloom's CF.INFO Size of a chain reserved with v's settings once it
+ * has `stages` stages: its 40-byte handle, a 16-byte record a stage and
+ * the tables, one byte a slot, stage i of n0 e^i buckets (e the expansion
+ * rounded up to a power of two, as RedisBloom rounds it). The same sum as
+ * bk_rcuckoo_size; saturates at UINT64_MAX. */
+#define RB_INFO_HANDLE 40u
+#define RB_INFO_STAGE 16u
+
+static uint64_t rb_info_size(const bkc_value *v, uint32_t stages)
+{
+    uint64_t bs = v->cf->bucket_size, e = 1;
+    while (e < v->cf->expansion) e <<= 1;   /* 0 and 1 stay */
+    if (v->cf->expansion == 0) e = 0;
+    uint64_t n = rb_buckets(v->cf->capacity, v->cf->bucket_size);
+    uint64_t total = RB_INFO_HANDLE + (uint64_t)RB_INFO_STAGE * stages;
+    for (uint32_t i = 0; i < stages; i++) {
+        if (n == 0 || n > (UINT64_MAX - total) / bs) return UINT64_MAX;
+        total += n * bs;
+        if (e > 1 && n > UINT64_MAX / e) n = 0;   /* the next one overflows */
+        else n *= e;
+    }
+    return total;
 }
 
 /* The key's filter: a cuckoo filter (every stage), or a growable one
@@ -302,15 +361,33 @@ static int wants_growable(const cf_opts *o, int by_add)
            (by_add && bkc_defaults_in_force.cf_growable && !o->capacity_given);
 }
 
+/* A capacity that is not an integer is "Bad capacity"; one below 1 is
+ * kept as 0, for RedisBloom's later "at least (BucketSize * 2)". */
 static int parse_capacity(bkc_ctx *c, bkc_str s, uint64_t *out)
 {
     long long v;
-    if (!bkc_parse_ll(s, &v) || v <= 0) {
+    if (!bkc_parse_ll(s, &v)) {
         bkc__err(c, ERR_BAD_CAPACITY);
         return 0;
     }
-    *out = (uint64_t)v;
+    *out = v > 0 ? (uint64_t)v : 0;
     return 1;
+}
+
+/* Whether a key made with o holds RedisBloom's own layout: a bucket size
+ * our chain does not have. */
+static int wants_rcuckoo(const cf_opts *o)
+{
+    return !o->growable && o->bucket_size != 2 && o->bucket_size != 4 && o->bucket_size != 8;
+}
+
+/* RedisBloom's filter for o, into *out. */
+static int rcuckoo_create(const cf_opts *o, bk_filter **out)
+{
+    bk_rcuckoo *r = NULL;
+    int rc = bk_rcuckoo_create(&r, o->capacity, o->bucket_size, o->max_iterations, o->expansion);
+    *out = rc == BK_OK ? bk_rcuckoo_as_filter(r) : NULL;
+    return rc;
 }
 
 /* A growable multiset holding at least o->capacity items before it first
@@ -328,6 +405,7 @@ static int growable_create(const cf_opts *o, bk_filter **out)
 static bkc_value *cf_create(bkc_ctx *c, const cf_opts *o, int by_add)
 {
     int growable = wants_growable(o, by_add);
+    int rb = !growable && wants_rcuckoo(o);
     if (o->capacity < 2ull * o->bucket_size) {
         bkc__err(c, ERR_SMALL_CAPACITY);
         return NULL;
@@ -336,6 +414,12 @@ static bkc_value *cf_create(bkc_ctx *c, const cf_opts *o, int by_add)
     if (growable) {
         size_t b = 0;
         bytes = bk_growable_estimate_bytes(o->capacity, &b) == BK_OK ? b : UINT64_MAX;
+    } else if (rb) {
+        /* one byte a slot; the handle and its stage record besides */
+        uint64_t n = rb_buckets(o->capacity, o->bucket_size);
+        bytes = n == 0 || n > (UINT64_MAX - BK_CUCKOO_OVERHEAD_BYTES) / o->bucket_size
+                    ? UINT64_MAX
+                    : n * o->bucket_size + BK_CUCKOO_OVERHEAD_BYTES;
     }
     if (!bkc__fits_create(c, bytes)) return NULL;
     bkc_value *v = bkc_value_new(BKC_KIND_CUCKOO);
@@ -348,7 +432,9 @@ static bkc_value *cf_create(bkc_ctx *c, const cf_opts *o, int by_add)
     v->cf->max_iterations = o->max_iterations;
     v->cf->expansion = growable ? CF_GROWABLE_EXPANSION : o->expansion;
     bk_filter *f = NULL;
-    int rc = growable ? growable_create(o, &f) : bkc__cf_stage_create(v, 0, &f);
+    int rc = growable ? growable_create(o, &f)
+             : rb     ? rcuckoo_create(o, &f)
+                      : bkc__cf_stage_create(v, 0, &f);
     if (rc == BK_OK && bkc_value_push(v, f) != BK_OK) {
         bk_filter_free(f);
         rc = BK_ENOMEM;
@@ -393,22 +479,38 @@ static bkc_value *open_for_add(bkc_ctx *c, bkc_str name, const cf_opts *o, int n
  * Commands
  *==========================================================================*/
 
+/* CF.RESERVE's numeric options in the order RedisBloom checks them (the
+ * first one wrong is the error; src/rebloom.c), with its limits and texts.
+ * Each is read from its first occurrence, as RedisBloom reads it. */
+static const struct reserve_option {
+    const char *keyword;
+    long long min, max;
+    const char *not_integer, *out_of_range;
+} reserve_options[] = {
+    {"MAXITERATIONS", 1, CF_MAX_ITERATIONS, ERR_BAD_ITERATIONS, ERR_ITERATIONS_RANGE},
+    {"BUCKETSIZE", 1, CF_MAX_BUCKET_SIZE, ERR_BAD_BUCKET, ERR_BUCKET_RANGE},
+    {"EXPANSION", 0, CF_MAX_EXPANSION, ERR_BAD_EXPANSION, ERR_EXPANSION_RANGE},
+};
+enum { RESERVE_OPTIONS = sizeof(reserve_options) / sizeof(reserve_options[0]) };
+
 void bkc_cmd_cf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     cf_opts o;
+    const bkc_str *given[RESERVE_OPTIONS] = {NULL};
     opts_default(&o);
+    uint32_t *field[RESERVE_OPTIONS] = {&o.max_iterations, &o.bucket_size, &o.expansion};
     if (!parse_capacity(c, argv[2], &o.capacity)) return;
     o.capacity_given = 1;
     int tuned = 0; /* BUCKETSIZE, MAXITERATIONS or EXPANSION given */
     for (int i = 3; i < argc; i += 2) {
-        long long x;
         if (bkc_streq(argv[i], "GROWABLE")) {
             o.growable = 1;
             i--; /* a flag: no value */
             continue;
         }
-        if (!bkc_streq(argv[i], "BUCKETSIZE") && !bkc_streq(argv[i], "MAXITERATIONS") &&
-            !bkc_streq(argv[i], "EXPANSION")) {
+        int j = 0;
+        while (j < RESERVE_OPTIONS && !bkc_streq(argv[i], reserve_options[j].keyword)) j++;
+        if (j == RESERVE_OPTIONS) {
             bkc__err(c, BKC_ERR_UNKNOWN_ARG);
             return;
         }
@@ -416,31 +518,22 @@ void bkc_cmd_cf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
             bkc__arity_error(c, argv);
             return;
         }
+        if (given[j] == NULL) given[j] = &argv[i + 1];
         tuned = 1;
-        int ok = bkc_parse_ll(argv[i + 1], &x);
-        if (bkc_streq(argv[i], "BUCKETSIZE")) {
-            if (!ok || x < 1) {
-                bkc__err(c, ERR_BAD_BUCKET);
-                return;
-            }
-            if (x != 2 && x != 4 && x != 8) {
-                bkc__err(c, ERR_BUCKET_RANGE);
-                return;
-            }
-            o.bucket_size = (uint32_t)x;
-        } else if (bkc_streq(argv[i], "MAXITERATIONS")) {
-            if (!ok || x < 1 || x > CF_MAX_ITERATIONS) {
-                bkc__err(c, ERR_BAD_ITERATIONS);
-                return;
-            }
-            o.max_iterations = (uint32_t)x;
-        } else {
-            if (!ok || x < 0 || x > CF_MAX_EXPANSION) {
-                bkc__err(c, ERR_BAD_EXPANSION);
-                return;
-            }
-            o.expansion = (uint32_t)x;
+    }
+    for (int j = 0; j < RESERVE_OPTIONS; j++) {
+        const struct reserve_option *opt = &reserve_options[j];
+        long long x;
+        if (given[j] == NULL) continue;
+        if (!bkc_parse_ll(*given[j], &x)) {
+            bkc__err(c, opt->not_integer);
+            return;
         }
+        if (x < opt->min || x > opt->max) {
+            bkc__err(c, opt->out_of_range);
+            return;
+        }
+        *field[j] = (uint32_t)x;
     }
     if (o.growable && tuned) {
         bkc__err(c, ERR_GROWABLE_OPTIONS);
@@ -732,8 +825,46 @@ static int waste_note(const bkc_value *v, char *buf, size_t cap)
     return 1;
 }
 
+/* What CF.INFO (and CF.DEBUG) report of a key, whatever its layout. */
+typedef struct cf_figures {
+    uint64_t size, buckets, items, deleted;
+    uint32_t filters, bucket_size, expansion, max_iterations;
+} cf_figures;
+
+static void figures_of(const bkc_value *v, cf_figures *out)
+{
+    const bk_rcuckoo *r = rcuckoo_of(v);
+    const bk_growable *g = growable_of(v);
+    const bk_cuckoo *cf = cf_of(v);
+    if (r != NULL) {   /* RedisBloom's own numbers */
+        *out = (cf_figures){bk_rcuckoo_size(r),        bk_rcuckoo_buckets(r),
+                            bk_rcuckoo_items(r),       bk_rcuckoo_deleted(r),
+                            bk_rcuckoo_stages(r),      bk_rcuckoo_bucket_size(r),
+                            bk_rcuckoo_expansion(r),   bk_rcuckoo_max_iterations(r)};
+        return;
+    }
+    out->deleted = v->cf->deleted;
+    out->bucket_size = v->cf->bucket_size;
+    out->expansion = v->cf->expansion;
+    out->max_iterations = v->cf->max_iterations;
+    if (g != NULL) {   /* its bytes; its capacity in buckets of the key's size; one filter */
+        out->size = bk_growable_bytes(g);
+        out->buckets = bk_growable_capacity(g) / v->cf->bucket_size;
+        out->items = bk_growable_items(g);
+        out->filters = 1;
+    } else {           /* RedisBloom's Size for the same reserve and stages */
+        out->filters = bk_cuckoo_stages(cf);
+        out->size = rb_info_size(v, out->filters);
+        out->buckets = bk_cuckoo_buckets(cf);
+        out->items = bk_cuckoo_items(cf);
+    }
+}
+
 void bkc_cmd_cf_info(bkc_ctx *c, int argc, const bkc_str *argv)
 {
+    static const char *const labels[8] = {
+        "Size", "Number of buckets", "Number of filters", "Number of items inserted",
+        "Number of items deleted", "Bucket size", "Expansion rate", "Max iterations"};
     bkc_key *k;
     bkc_value *v;
     (void)argc;
@@ -744,54 +875,18 @@ void bkc_cmd_cf_info(bkc_ctx *c, int argc, const bkc_str *argv)
     } else if (st == BKC__WRONG) {
         bkc__err(c, BKC_ERR_WRONGTYPE);
     } else {
-        const bk_cuckoo *cf = cf_of(v);
-        const bk_growable *g = growable_of(v);
-        const bk_rcuckoo *r = rcuckoo_of(v);
+        cf_figures f;
         char note[200];
-        int noted = cf != NULL && waste_note(v, note, sizeof(note));
-        if (r != NULL) {   /* RedisBloom's own numbers */
-            long long vals[8] = {(long long)bk_rcuckoo_size(r),
-                                 (long long)bk_rcuckoo_buckets(r),
-                                 (long long)bk_rcuckoo_stages(r),
-                                 (long long)bk_rcuckoo_items(r),
-                                 (long long)bk_rcuckoo_deleted(r),
-                                 (long long)bk_rcuckoo_bucket_size(r),
-                                 (long long)bk_rcuckoo_expansion(r),
-                                 (long long)bk_rcuckoo_max_iterations(r)};
-            static const char *const labels[8] = {
-                "Size", "Number of buckets", "Number of filters", "Number of items inserted",
-                "Number of items deleted", "Bucket size", "Expansion rate", "Max iterations"};
-            c->reply->vt->map(c->reply, 8);
-            for (int i = 0; i < 8; i++) {
-                bkc__simple(c, labels[i]);
-                bkc__int(c, vals[i]);
-            }
-            bkc__close(c, k);
-            return;
-        }
-        /* a growable filter: its capacity in buckets of the key's size,
-         * one filter */
-        uint64_t bytes = g ? bk_growable_bytes(g) : bk_cuckoo_bytes(cf);
-        uint64_t buckets = g ? bk_growable_capacity(g) / v->cf->bucket_size
-                             : bk_cuckoo_buckets(cf);
-        uint64_t items = g ? bk_growable_items(g) : bk_cuckoo_items(cf);
+        figures_of(v, &f);
+        int noted = cf_of(v) != NULL && waste_note(v, note, sizeof(note));
+        long long vals[8] = {(long long)f.size,    (long long)f.buckets,  f.filters,
+                             (long long)f.items,   (long long)f.deleted,  f.bucket_size,
+                             f.expansion,          f.max_iterations};
         c->reply->vt->map(c->reply, 8 + (size_t)noted);
-        bkc__simple(c, "Size");
-        bkc__int(c, (long long)bytes);
-        bkc__simple(c, "Number of buckets");
-        bkc__int(c, (long long)buckets);
-        bkc__simple(c, "Number of filters");
-        bkc__int(c, g ? 1 : (long long)bk_cuckoo_stages(cf));
-        bkc__simple(c, "Number of items inserted");
-        bkc__int(c, (long long)items);
-        bkc__simple(c, "Number of items deleted");
-        bkc__int(c, (long long)v->cf->deleted);
-        bkc__simple(c, "Bucket size");
-        bkc__int(c, (long long)v->cf->bucket_size);
-        bkc__simple(c, "Expansion rate");
-        bkc__int(c, (long long)v->cf->expansion);
-        bkc__simple(c, "Max iterations");
-        bkc__int(c, (long long)v->cf->max_iterations);
+        for (int i = 0; i < 8; i++) {
+            bkc__simple(c, labels[i]);
+            bkc__int(c, vals[i]);
+        }
         if (noted) {
             bkc__simple(c, "Warning");
             c->reply->vt->bulk(c->reply, note, strlen(note));
@@ -808,4 +903,32 @@ void bkc_cmd_cf_scandump(bkc_ctx *c, int argc, const bkc_str *argv)
 void bkc_cmd_cf_loadchunk(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     bkc__loadchunk(c, argc, argv, BKC_KIND_CUCKOO);
+}
+
+/* RedisBloom's CF.DEBUG: one bulk string of the filter's settings and
+ * counts, in its words and order; here the numbers CF.INFO reports. */
+void bkc_cmd_cf_debug(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    bkc_key *k;
+    bkc_value *v;
+    (void)argc;
+    int st = bkc__open(c, argv[1], BKC_OPEN_READ, BKC_KIND_CUCKOO, &k, &v);
+    if (st == BKC__FAILED) return;
+    if (st == BKC__MISSING) {
+        bkc__err(c, BKC_ERR_NOT_FOUND);
+    } else if (st == BKC__WRONG) {
+        bkc__err(c, BKC_ERR_WRONGTYPE);
+    } else {
+        cf_figures f;
+        char line[200];
+        figures_of(v, &f);
+        int n = snprintf(line, sizeof(line),
+                         "bktsize:%u buckets:%llu items:%llu deletes:%llu filters:%u "
+                         "max_iterations:%u expansion:%u",
+                         f.bucket_size, (unsigned long long)f.buckets,
+                         (unsigned long long)f.items, (unsigned long long)f.deleted, f.filters,
+                         f.max_iterations, f.expansion);
+        c->reply->vt->bulk(c->reply, line, (size_t)n);
+    }
+    bkc__close(c, k);
 }

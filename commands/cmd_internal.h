@@ -181,6 +181,7 @@ void bkc__loadchunk(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind);
 
 BKC__HANDLER(bkc_cmd_bf_add);
 BKC__HANDLER(bkc_cmd_bf_card);
+BKC__HANDLER(bkc_cmd_bf_debug);
 BKC__HANDLER(bkc_cmd_bf_exists);
 BKC__HANDLER(bkc_cmd_bf_info);
 BKC__HANDLER(bkc_cmd_bf_insert);
@@ -194,6 +195,7 @@ BKC__HANDLER(bkc_cmd_bf_scandump);
 BKC__HANDLER(bkc_cmd_cf_add);
 BKC__HANDLER(bkc_cmd_cf_addnx);
 BKC__HANDLER(bkc_cmd_cf_count);
+BKC__HANDLER(bkc_cmd_cf_debug);
 BKC__HANDLER(bkc_cmd_cf_del);
 BKC__HANDLER(bkc_cmd_cf_exists);
 BKC__HANDLER(bkc_cmd_cf_info);

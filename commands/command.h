@@ -376,7 +376,10 @@ void bkc_dispatch(bkc_ctx *c, int argc, const bkc_str *argv);
  * keys on. The module sets them from its load arguments (ERROR_RATE,
  * INITIAL_SIZE, CF_MAX_EXPANSIONS, BF_GROWABLE, CF_GROWABLE ...), the
  * server bf_growable and cf_growable from --bf-growable and --cf-growable,
- * before any command runs; nothing changes them afterwards. */
+ * before any command runs. Redis 8's configuration names (bf-error-rate
+ * ... cf-max-expansions) change them afterwards through CONFIG SET: the
+ * server while paused, the module between commands; a change applies to
+ * keys created after it. bf_expansion 0 means NONSCALING (Redis 8). */
 typedef struct bkc_defaults {
     double bf_error_rate;
     uint64_t bf_initial_size;

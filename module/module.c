@@ -48,6 +48,7 @@
  * MEMORY USAGE is what creating it added to used_memory.
  */
 #include <errno.h>  /* strtod/strtoll range errors */
+#include <stdio.h>  /* snprintf */
 #include <stddef.h> /* offsetof */
 #include <stdint.h> /* SIZE_MAX */
 #include <stdlib.h> /* strtod, strtoll */
@@ -316,11 +317,40 @@ static void host_close(bkc_key *k)
     key_free(k);
 }
 
+/* Keyspace notifications (class "g", generic) for BF and CF writes, with
+ * valkey-bloom's event names: what the command did by its name, plus the
+ * creation when the layer rewrote the record (an add that created its key
+ * is logged as the command that makes it). Other kinds notify nothing. */
+static void notify_write(bkm_host *h, int rewritten)
+{
+    static const struct {
+        const char *cmd, *event, *created;
+    } events[] = {
+        {"bf.add", "bloom.add", "bloom.reserve"},     {"bf.madd", "bloom.add", "bloom.reserve"},
+        {"bf.insert", "bloom.add", "bloom.reserve"},  {"bf.reserve", "bloom.reserve", NULL},
+        {"bf.loadchunk", "bloom.load", NULL},         {"cf.add", "cuckoo.add", "cuckoo.create"},
+        {"cf.addnx", "cuckoo.add", "cuckoo.create"},  {"cf.insert", "cuckoo.insert", "cuckoo.create"},
+        {"cf.insertnx", "cuckoo.insert", "cuckoo.create"}, {"cf.del", "cuckoo.del", NULL},
+        {"cf.reserve", "cuckoo.reserve", NULL},       {"cf.loadchunk", "cuckoo.load", NULL},
+    };
+    if (RedisModule_NotifyKeyspaceEvent == NULL || h->argc < 2) return;
+    for (size_t i = 0; i < sizeof events / sizeof events[0]; i++) {
+        if (!bkc_streq(h->argv[0], events[i].cmd)) continue;
+        RedisModule_NotifyKeyspaceEvent(h->ctx, REDISMODULE_NOTIFY_GENERIC, events[i].event,
+                                        h->rargv[1]);
+        if (rewritten && events[i].created != NULL)
+            RedisModule_NotifyKeyspaceEvent(h->ctx, REDISMODULE_NOTIFY_GENERIC,
+                                            events[i].created, h->rargv[1]);
+        return;
+    }
+}
+
 /* The command as sent is replicated verbatim; one the layer rewrote (a BF
  * add that created its key, cmd_bloom.c) as its arguments. */
 static void host_wrote(void *host, int argc, const bkc_str *argv)
 {
     bkm_host *h = host;
+    notify_write(h, argv != h->argv);
     if (argv == h->argv || argc < 1) {
         RedisModule_ReplicateVerbatim(h->ctx);
         return;
@@ -964,6 +994,133 @@ static int parse_load_args(RedisModuleCtx *ctx, RedisModuleString **argv, int ar
     return REDISMODULE_OK;
 }
 
+
+/*--------------------------------------------------------------------------
+ * The same settings as module configurations (Redis 7.0 and later):
+ * CONFIG GET / CONFIG SET / redis.conf under the load arguments' Redis 8
+ * names. Redis 7.x names them "bloomkit.bf-error-rate"; Redis 8 lets a
+ * module register them unprefixed (REDISMODULE_CONFIG_UNPREFIXED), as
+ * its built-in Bloom types do: "bf-error-rate". A change applies to
+ * filters created afterwards. Ranges and error texts are Redis 8's
+ * (RedisBloom's src/config.c); Redis prefixes the text with
+ * "ERR CONFIG SET failed (possibly related to argument '<name>') - ".
+ *--------------------------------------------------------------------------*/
+
+#define BKM_NARGS (sizeof load_args / sizeof load_args[0])
+static RedisModuleString *config_shown[BKM_NARGS]; /* what CONFIG GET shows */
+
+/* The current value of a as text (the shortest form that reads back). */
+static void arg_text(const struct load_arg *a, char *buf, size_t cap)
+{
+    const char *field = (const char *)&bkc_defaults_in_force + a->offset;
+    if (a->type == ARG_RATE) {
+        double x;
+        memcpy(&x, field, sizeof x);
+        for (int digits = 1; digits <= 17; digits++) {
+            snprintf(buf, cap, "%.*g", digits, x);
+            if (strtod(buf, NULL) == x) break;
+        }
+    } else if (a->type == ARG_U64) {
+        snprintf(buf, cap, "%llu", (unsigned long long)*(const uint64_t *)(const void *)field);
+    } else {
+        snprintf(buf, cap, "%u", *(const uint32_t *)(const void *)field);
+    }
+}
+
+static RedisModuleString *config_get(const char *name, void *privdata)
+{
+    const struct load_arg *a = privdata;
+    size_t i = (size_t)(a - load_args);
+    char buf[64];
+    (void)name;
+    arg_text(a, buf, sizeof buf);
+    if (config_shown[i] != NULL) RedisModule_FreeString(NULL, config_shown[i]);
+    config_shown[i] = RedisModule_CreateString(NULL, buf, strlen(buf));
+    return config_shown[i];
+}
+
+static int config_error(RedisModuleString **err, const char *fmt, const char *name, double lo,
+                        double hi, int rate)
+{
+    char msg[160];
+    if (fmt == NULL)
+        snprintf(msg, sizeof msg, rate ? "Value for `%s` must be in the range (%f, %f)"
+                                       : "Value for `%s` must be in the range [%.0f, %.0f]",
+                 name, lo, hi);
+    else
+        snprintf(msg, sizeof msg, fmt, name);
+    *err = RedisModule_CreateString(NULL, msg, strlen(msg));
+    return REDISMODULE_ERR;
+}
+
+static int config_set(const char *name, RedisModuleString *val, void *privdata,
+                      RedisModuleString **err)
+{
+    const struct load_arg *a = privdata;
+    const char *shown = a->alias; /* the name without Redis's prefix */
+    size_t len;
+    const char *text = RedisModule_StringPtrLen(val, &len);
+    char num[64], *end = NULL;
+    (void)name;
+    if (len == 0 || len >= sizeof num) return config_error(err, "Invalid value for `%s`", shown, 0, 0, 0);
+    memcpy(num, text, len);
+    num[len] = '\0';
+    errno = 0;
+    char *field = (char *)&bkc_defaults_in_force + a->offset;
+    if (a->type == ARG_RATE) {
+        double x = strtod(num, &end);
+        if (errno || *end) return config_error(err, "Invalid value for `%s`", shown, 0, 0, 1);
+        if (!(x > a->min && x < a->max)) return config_error(err, NULL, shown, a->min, a->max, 1);
+        if (x > 0.25) x = 0.25; /* Redis 8 caps the default error rate */
+        memcpy(field, &x, sizeof x);
+        return REDISMODULE_OK;
+    }
+    long long n = strtoll(num, &end, 10);
+    double lo = a->min, hi = a->max;
+    bkc_defaults *d = &bkc_defaults_in_force;
+    /* Redis 8: the two CF sizes bound each other */
+    if (!strcmp(a->name, "CF_INITIAL_SIZE")) lo = 2.0 * d->cf_bucket_size;
+    if (!strcmp(a->name, "CF_BUCKET_SIZE") && d->cf_initial_size / 2 < hi)
+        hi = (double)(d->cf_initial_size / 2);
+    if (errno || *end) return config_error(err, "Invalid value for `%s`", shown, 0, 0, 0);
+    if (n < lo || n > hi) return config_error(err, NULL, shown, lo, hi, 0);
+    if (!strcmp(a->name, "CF_BUCKET_SIZE") && n != 2 && n != 4 && n != 8)
+        return config_error(err, "Value for `%s` must be 2, 4 or 8 (bloomkit's cuckoo filters)",
+                            shown, 0, 0, 0);
+    if (!strcmp(a->name, "CF_MAX_EXPANSIONS") && n > 32) n = 32; /* at most 32 stages here */
+    if (a->type == ARG_U64) *(uint64_t *)(void *)field = (uint64_t)n;
+    else *(uint32_t *)(void *)field = (uint32_t)n;
+    return REDISMODULE_OK;
+}
+
+/* Register every load argument as a configuration, its default what the
+ * load arguments made it, and apply redis.conf's values. A Redis without
+ * the API (before 7.0) has the load arguments only. */
+static int register_configs(RedisModuleCtx *ctx)
+{
+    if (RedisModule_RegisterStringConfig == NULL || RedisModule_LoadConfigs == NULL)
+        return REDISMODULE_OK;
+    int version = RedisModule_GetServerVersion ? RedisModule_GetServerVersion() : 0;
+    unsigned flags = version >= 0x080000 ? REDISMODULE_CONFIG_UNPREFIXED
+                                         : REDISMODULE_CONFIG_DEFAULT;
+    for (size_t i = 0; i < BKM_NARGS; i++) {
+        char def[64];
+        arg_text(&load_args[i], def, sizeof def);
+        if (RedisModule_RegisterStringConfig(ctx, load_args[i].alias, def, flags, config_get,
+                                             config_set, NULL,
+                                             (void *)&load_args[i]) != REDISMODULE_OK) {
+            RedisModule_Log(ctx, "warning", "bloomkit: cannot register the config '%s'",
+                            load_args[i].alias);
+            return REDISMODULE_ERR;
+        }
+    }
+    if (RedisModule_LoadConfigs(ctx) != REDISMODULE_OK) {
+        RedisModule_Log(ctx, "warning", "bloomkit: a configuration value was refused");
+        return REDISMODULE_ERR;
+    }
+    return REDISMODULE_OK;
+}
+
 BKM_EXPORT int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 
 int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
@@ -972,6 +1129,7 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         return REDISMODULE_ERR;
     if (parse_load_args(ctx, argv, argc) != REDISMODULE_OK)
         return REDISMODULE_ERR;
+    if (register_configs(ctx) != REDISMODULE_OK) return REDISMODULE_ERR;
     /* commands first: a clash with RedisBloom stops the load before any
      * data type exists */
     if (register_commands(ctx) != REDISMODULE_OK) return REDISMODULE_ERR;

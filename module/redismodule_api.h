@@ -76,6 +76,19 @@ typedef struct RedisModuleTypeMethods {
 
 typedef int (*RedisModuleCmdFunc)(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 
+/* Module configurations (Redis 7.0): CONFIG GET/SET names of the module's
+ * own, "<module>.<name>" unless registered UNPREFIXED (Redis 8.0). */
+#define REDISMODULE_CONFIG_DEFAULT 0
+#define REDISMODULE_CONFIG_UNPREFIXED (1u << 9) /* Redis 8.0 and later only */
+typedef RedisModuleString *(*RedisModuleConfigGetStringFunc)(const char *name, void *privdata);
+typedef int (*RedisModuleConfigSetStringFunc)(const char *name, RedisModuleString *val,
+                                              void *privdata, RedisModuleString **err);
+typedef int (*RedisModuleConfigApplyFunc)(RedisModuleCtx *ctx, void *privdata,
+                                          RedisModuleString **err);
+
+/* Keyspace notification classes (RedisModule_NotifyKeyspaceEvent) */
+#define REDISMODULE_NOTIFY_GENERIC (1 << 2) /* g */
+
 /*==========================================================================
  * The function pointers: X(return type, name, parameters)
  *==========================================================================*/
@@ -142,7 +155,16 @@ typedef int (*RedisModuleCmdFunc)(RedisModuleCtx *ctx, RedisModuleString **argv,
 #define BKM_API_OPTIONAL(X)                                                            \
     X(void *, TryAlloc, (size_t bytes))                                                \
     X(size_t, MallocSize, (void *ptr))                                                 \
-    X(int, IsModuleNameBusy, (const char *name))
+    X(int, IsModuleNameBusy, (const char *name))                                       \
+    X(int, GetServerVersion, (void))                                                   \
+    X(int, RegisterStringConfig, (RedisModuleCtx *ctx, const char *name,               \
+                                  const char *default_val, unsigned int flags,         \
+                                  RedisModuleConfigGetStringFunc getfn,                \
+                                  RedisModuleConfigSetStringFunc setfn,                \
+                                  RedisModuleConfigApplyFunc applyfn, void *privdata)) \
+    X(int, LoadConfigs, (RedisModuleCtx *ctx))                                         \
+    X(int, NotifyKeyspaceEvent, (RedisModuleCtx *ctx, int type, const char *event,     \
+                                 RedisModuleString *key))
 
 #define BKM_DECLARE(ret, name, params) \
     static ret(*RedisModule_##name) params __attribute__((unused)) = NULL;

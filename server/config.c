@@ -33,7 +33,10 @@
  *==========================================================================*/
 
 typedef enum opt_type { OPT_STR, OPT_INT, OPT_U32, OPT_U64, OPT_SIZE, OPT_BOOL,
-                        OPT_FSYNC, OPT_LOGLEVEL } opt_type;
+                        OPT_FSYNC, OPT_LOGLEVEL,
+                        OPT_R8_RATE,  /* Redis 8's float setting: (min, max), its texts */
+                        OPT_R8_INT    /* Redis 8's integer setting: [min, max], its texts */
+} opt_type;
 
 typedef struct opt {
     const char *name;
@@ -103,6 +106,24 @@ static const opt options[] = {
     {"cf-growable", NULL, OPT_BOOL, F(cf_growable), 0, 1,
      "a CF key that an add creates without CAPACITY is a growable filter that doubles "
      "(never full, rate under 1%); no: RedisBloom's chain of 1024-item stages (yes)"},
+    /* Redis 8's names and ranges (RedisBloom's src/config.c); they set the
+     * filters created without settings, from the next command on */
+    {"bf-error-rate", NULL, OPT_R8_RATE, F(bf_error_rate), 0, 1,
+     "error rate of BF keys created without one; above 0.25 is taken as 0.25 (0.01)"},
+    {"bf-initial-size", NULL, OPT_R8_INT, F(bf_initial_size), 1, 1LL << 30,
+     "capacity of BF keys created without one (100)"},
+    {"bf-expansion-factor", NULL, OPT_R8_INT, F(bf_expansion_factor), 0, 32768,
+     "growth of BF keys created without EXPANSION, 0: NONSCALING (2)"},
+    {"cf-bucket-size", NULL, OPT_R8_INT, F(cf_bucket_size), 1, 255,
+     "bucket size of CF keys created without BUCKETSIZE; bloomkit takes 2, 4 or 8 (2)"},
+    {"cf-initial-size", NULL, OPT_R8_INT, F(cf_initial_size), 4, 1LL << 30,
+     "capacity of CF keys created without one, at least 2 x cf-bucket-size (1024)"},
+    {"cf-max-iterations", NULL, OPT_R8_INT, F(cf_max_iterations), 1, 65535,
+     "kicks of CF keys created without MAXITERATIONS (20)"},
+    {"cf-expansion-factor", NULL, OPT_R8_INT, F(cf_expansion_factor), 0, 32768,
+     "growth of CF keys created without EXPANSION (1)"},
+    {"cf-max-expansions", NULL, OPT_R8_INT, F(cf_max_expansions), 1, 65536,
+     "stages a CF key may grow to; bloomkit holds at most 32 (32)"},
     {"loglevel", NULL, OPT_LOGLEVEL, F(loglevel), 0, 0,
      "debug | verbose | notice | warning (notice)"},
     {"logfile", NULL, OPT_STR, F(logfile), 0, 0, "log file, \"\": stderr (\"\")"},
@@ -122,6 +143,14 @@ void bks_config_defaults(bks_config *c)
     c->protected_mode = 1;
     c->bf_growable = 1;
     c->cf_growable = 1;
+    c->bf_error_rate = 0.01;
+    c->bf_initial_size = 100;
+    c->bf_expansion_factor = 2;
+    c->cf_bucket_size = 2;
+    c->cf_initial_size = 1024;
+    c->cf_max_iterations = 20;
+    c->cf_expansion_factor = 1;
+    c->cf_max_expansions = 32;
     c->appendfsync = BKS_FSYNC_EVERYSEC;
     c->appendonly = 1;
     c->threads = 0;
@@ -238,6 +267,49 @@ static int set_option(bks_config *c, const opt *o, const char *value, char *err,
         *(uint64_t *)field = v;
         return 0;
     }
+    case OPT_R8_RATE: {
+        char *end;
+        errno = 0;
+        double v = strtod(value, &end);
+        if (errno || end == value || *end) {
+            snprintf(err, errlen, "Invalid value for `%s`", o->name);
+            return -1;
+        }
+        if (!(v > (double)o->min && v < (double)o->max)) {
+            snprintf(err, errlen, "Value for `%s` must be in the range (%f, %f)", o->name,
+                     (double)o->min, (double)o->max);
+            return -1;
+        }
+        if (v > 0.25) v = 0.25; /* Redis 8 caps the default error rate */
+        *(double *)field = v;
+        return 0;
+    }
+    case OPT_R8_INT: {
+        char *end;
+        errno = 0;
+        long long v = strtoll(value, &end, 10);
+        long long min = o->min, max = o->max;
+        /* Redis 8: the two CF sizes bound each other */
+        if (!strcmp(o->name, "cf-initial-size")) min = 2 * (long long)c->cf_bucket_size;
+        if (!strcmp(o->name, "cf-bucket-size") && (long long)c->cf_initial_size / 2 < max)
+            max = (long long)c->cf_initial_size / 2;
+        if (errno || end == value || *end) {
+            snprintf(err, errlen, "Invalid value for `%s`", o->name);
+            return -1;
+        }
+        if (v < min || v > max) {
+            snprintf(err, errlen, "Value for `%s` must be in the range [%lld, %lld]", o->name,
+                     min, max);
+            return -1;
+        }
+        if (!strcmp(o->name, "cf-bucket-size") && v != 2 && v != 4 && v != 8) {
+            snprintf(err, errlen, "Value for `%s` must be 2, 4 or 8 (bloomkit's cuckoo "
+                                  "filters)", o->name);
+            return -1;
+        }
+        *(uint64_t *)field = (uint64_t)v;
+        return 0;
+    }
     case OPT_BOOL:
         if (!strcasecmp(value, "yes") || !strcmp(value, "1") || !strcasecmp(value, "on"))
             *(int *)field = 1;
@@ -293,6 +365,17 @@ static void option_value(const bks_config *c, const opt *o, char *buf, size_t ca
         snprintf(buf, cap, "%llu", (unsigned long long)*(const uint64_t *)field);
         break;
     case OPT_BOOL: snprintf(buf, cap, "%s", *(const int *)field ? "yes" : "no"); break;
+    case OPT_R8_RATE: { /* the shortest form that reads back the same */
+        double v = *(const double *)field;
+        for (int digits = 1; digits <= 17; digits++) {
+            snprintf(buf, cap, "%.*g", digits, v);
+            if (strtod(buf, NULL) == v) break;
+        }
+        break;
+    }
+    case OPT_R8_INT:
+        snprintf(buf, cap, "%llu", (unsigned long long)*(const uint64_t *)field);
+        break;
     case OPT_FSYNC:
         snprintf(buf, cap, "%s", c->appendfsync == BKS_FSYNC_ALWAYS ? "always"
                                  : c->appendfsync == BKS_FSYNC_NO ? "no" : "everysec");
@@ -465,6 +548,26 @@ void bks_config_get(const bks_config *c, const char *pattern, size_t plen,
             fn(arg, fixed[i][0], fixed[i][1]);
 }
 
+/* The settings of filters created without them (bkc_defaults_in_force)
+ * from the configuration: at start and after CONFIG SET of one of Redis
+ * 8's names (the server is paused then, so no command reads them
+ * meanwhile). */
+void bks_config_apply_bloom(const bks_config *c)
+{
+    bkc_defaults d = bkc_defaults_in_force;
+    d.bf_growable = (uint32_t)c->bf_growable;
+    d.cf_growable = (uint32_t)c->cf_growable;
+    d.bf_error_rate = c->bf_error_rate;
+    d.bf_initial_size = c->bf_initial_size;
+    d.bf_expansion = (uint32_t)c->bf_expansion_factor;
+    d.cf_bucket_size = (uint32_t)c->cf_bucket_size;
+    d.cf_initial_size = c->cf_initial_size;
+    d.cf_max_iterations = (uint32_t)c->cf_max_iterations;
+    d.cf_expansion = (uint32_t)c->cf_expansion_factor;
+    d.cf_max_expansions = (uint32_t)(c->cf_max_expansions > 32 ? 32 : c->cf_max_expansions);
+    bkc_defaults_in_force = d;
+}
+
 /* The log's state (the Log section below; CONFIG SET loglevel too). */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static FILE *log_file;                    /* NULL: stderr */
@@ -502,6 +605,9 @@ static int apply_runtime(const opt *o, const bks_config *nc)
         c->appendfsync = nc->appendfsync;
     } else if (!strcmp(o->name, "slowlog-max-len")) {
         __atomic_store_n(&c->slowlog_max_len, nc->slowlog_max_len, __ATOMIC_RELAXED);
+    } else if (o->type == OPT_R8_RATE || o->type == OPT_R8_INT) {
+        memcpy((char *)c + o->offset, (const char *)nc + o->offset, o->size);
+        bks_config_apply_bloom(c);
     } else {
         return -1;
     }
@@ -513,6 +619,8 @@ static int runtime_settable(const opt *o)
     static const char *names[] = {"loglevel", "maxmemory", "requirepass", "maxclients",
                                   "slowlog-log-slower-than", "slowlog-max-len",
                                   "appendfsync"};
+    if (o->type == OPT_R8_RATE || o->type == OPT_R8_INT)
+        return 1;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(o->name, names[i]))
             return 1;

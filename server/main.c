@@ -85,8 +85,7 @@ int main(int argc, char **argv)
         return 1;
     }
     g_srv.config_file = file;
-    bkc_defaults_in_force.bf_growable = (uint32_t)g_srv.cfg.bf_growable;
-    bkc_defaults_in_force.cf_growable = (uint32_t)g_srv.cfg.cf_growable;
+    bks_config_apply_bloom(&g_srv.cfg);
     if (check_data) {
 #ifdef BKS_HAVE_PERSIST
         return bks_persist_check_data(&g_srv.cfg, stdout) == 0 ? 0 : 1;

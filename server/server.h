@@ -59,6 +59,15 @@ typedef struct bks_config {
     int protected_mode;          /* 1 */
     int bf_growable;             /* 1: BF keys an add creates may be growable (cmd_bloom.c) */
     int cf_growable;             /* 1: CF keys an add creates are growable (cmd_cuckoo.c) */
+    /* Redis 8's settings of filters created without them (bkc_defaults) */
+    double bf_error_rate;        /* 0.01 */
+    uint64_t bf_initial_size;    /* 100 */
+    uint64_t bf_expansion_factor; /* 2; 0: NONSCALING */
+    uint64_t cf_bucket_size;     /* 2 */
+    uint64_t cf_initial_size;    /* 1024 */
+    uint64_t cf_max_iterations;  /* 20 */
+    uint64_t cf_expansion_factor; /* 1 */
+    uint64_t cf_max_expansions;  /* 32 */
     bks_fsync appendfsync;       /* everysec */
     int appendonly;              /* 1: log writes; 0: snapshots only */
     int threads;                 /* 0: one per core */

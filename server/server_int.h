@@ -223,6 +223,9 @@ int bks_glob_match(const char *pat, size_t plen, const char *s, size_t slen,
 void bks_log_open(const bks_config *c);
 void bks_log_close(void);
 void bks_config_usage(FILE *out);
+/* bkc_defaults_in_force from the configuration (bf-error-rate ...,
+ * bf-growable, cf-growable): at start and after CONFIG SET. */
+void bks_config_apply_bloom(const bks_config *c);
 /* CONFIG GET: calls fn(name, value) for each option matching pattern. */
 void bks_config_get(const bks_config *c, const char *pattern, size_t plen,
                     void (*fn)(void *arg, const char *name, const char *value),
