@@ -149,9 +149,11 @@ static int copy_chunks(cluster *src, cluster *dst, const copy_opts *o, const red
             return -1;
         }
         redisReply *r = cmd.reply;
+        /* (the end: [0, ""], or RedisBloom's CF [0, nil]) */
         if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
             r->element[0]->type != REDIS_REPLY_INTEGER ||
-            r->element[1]->type != REDIS_REPLY_STRING) {
+            (r->element[1]->type != REDIS_REPLY_STRING &&
+             !(r->element[1]->type == REDIS_REPLY_NIL && r->element[0]->integer == 0))) {
             cli_error("copy: %.*s: %s: %s", (int)name->len, name->str, scan_cmd,
                       r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
             cluster_free_replies(&cmd, 1);

@@ -630,7 +630,10 @@ static void rb_scandump(bkc_ctx *c, bk_filter *f, uint64_t iter)
     }
     bkc__array(c, 2);
     bkc__int(c, (long long)next);
-    c->reply->vt->bulk(c->reply, len ? data : "", len);
+    if (next == 0 && bk_filter_as_rcuckoo(f) != NULL)
+        c->reply->vt->null(c->reply); /* RedisBloom's CF end: [0, nil] */
+    else
+        c->reply->vt->bulk(c->reply, len ? data : "", len);
 }
 
 /* LOADCHUNK of RedisBloom's chunks on an open key (held: what it holds).

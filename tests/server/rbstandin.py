@@ -102,7 +102,8 @@ class StandIn:
                 if nxt is None:
                     return b"-ERR invalid iterator\r\n"
             if nxt >= len(chunks):
-                return _array([b":0\r\n", _bulk(b"")])
+                # RedisBloom ends a BF dump with "", a CF dump with nil
+                return _array([b":0\r\n", _bulk(None if name[0] == "C" else b"")])
             return _array([b":%d\r\n" % chunks[nxt][0], _bulk(chunks[nxt][1])])
         if name == "CLUSTER":
             return b"-ERR This instance has cluster support disabled\r\n"

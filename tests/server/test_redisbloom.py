@@ -96,6 +96,8 @@ def check_scandump(r, key, name=None):
     while True:
         it, data = r.execute_command(prefix(key) + ".SCANDUMP", name, it)
         if it == 0:
+            # RedisBloom's end: "" for BF, nil for CF
+            assert data == (None if TYPE[key] == "cf" else b""), (key, data)
             break
         got.append((it, data))
         assert len(got) <= len(want) + 1, key
