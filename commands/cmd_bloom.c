@@ -63,7 +63,7 @@
 /* valkey-bloom's texts for its options (TIGHTENING, SEED, VALIDATESCALETO) */
 #define ERR_BAD_TIGHTENING "ERR bad tightening ratio"
 #define ERR_TIGHTENING_RANGE "ERR (0 < tightening ratio range < 1)"
-#define ERR_TIGHTENING_SCHEDULE "ERR tightening ratio: bloomkit's chains take 0.9 only"
+#define ERR_GROWABLE_TIGHTENING "ERR growable filters double: GROWABLE takes no TIGHTENING"
 #define ERR_BAD_SEED "ERR invalid seed"
 #define ERR_SCALE_NONSCALING "ERR cannot use NONSCALING and VALIDATESCALETO options together"
 #define ERR_SCALE_MEMORY "ERR provided VALIDATESCALETO causes bloom object to exceed memory limit"
@@ -131,6 +131,10 @@ static int opts_valid(bkc_ctx *c, const bf_opts *o)
         bkc__err(c, ERR_GROWABLE_NONSCALING);
         return 0;
     }
+    if (o->tightening != 0) {
+        bkc__err(c, ERR_GROWABLE_TIGHTENING);
+        return 0;
+    }
     if (o->expansion != BF_GROWABLE_EXPANSION) {
         bkc__err(c, ERR_GROWABLE_EXPANSION);
         return 0;
@@ -190,10 +194,10 @@ static int parse_expansion(bkc_ctx *c, bkc_str s, bf_opts *o)
     return 1;
 }
 
-/* valkey-bloom's TIGHTENING <ratio>: in (0, 1). Our chain's rates follow a
- * schedule of its own (lib/scalable.c: stage 0 at P / 2, then the other
- * half shared geometrically at ratio 0.9), which the library does not let
- * a caller choose: 0.9 is taken, other ratios are refused. */
+/* valkey-bloom's TIGHTENING <ratio>: in (0, 1), the ratio of the rates of
+ * consecutive stages. Our chain keeps stage 0 at P / 2 and shares the other
+ * half geometrically at that ratio (lib/scalable.c, bk_scalable_set_
+ * tightening; 0.9 when not given), so the compound rate stays under P. */
 static int parse_tightening(bkc_ctx *c, bkc_str s, bf_opts *o)
 {
     double v;
@@ -203,10 +207,6 @@ static int parse_tightening(bkc_ctx *c, bkc_str s, bf_opts *o)
     }
     if (!(v > 0 && v < 1)) {
         bkc__err(c, ERR_TIGHTENING_RANGE);
-        return 0;
-    }
-    if (v != BK_SCALABLE_TIGHTENING) {
-        bkc__err(c, ERR_TIGHTENING_SCHEDULE);
         return 0;
     }
     o->tightening = v;
@@ -265,7 +265,7 @@ static int wants_growable(const bf_opts *o, int by_add)
 {
     if (o->growable) return 1;
     return by_add && bkc_defaults_in_force.bf_growable && !o->nonscaling &&
-           !o->capacity_given && o->expansion == BF_GROWABLE_EXPANSION &&
+           !o->capacity_given && o->expansion == BF_GROWABLE_EXPANSION && o->tightening == 0 &&
            bk_growable_reach(o->capacity, o->error) >= BF_GROWABLE_MIN_REACH;
 }
 
@@ -318,7 +318,12 @@ static bkc_value *bf_create(bkc_ctx *c, const bf_opts *o, int by_add)
     if (!may_create(c, rc, bytes)) return NULL;
     bk_scalable *s = NULL;
     rc = bk_scalable_create(&s, o->capacity, o->error, o->expansion, flags, o->seed);
-    if (rc != BK_OK) return create_failed(c, rc);
+    if (rc == BK_OK && o->tightening != 0 && !o->nonscaling)
+        rc = bk_scalable_set_tightening(s, o->tightening);
+    if (rc != BK_OK) {
+        bk_scalable_free(s);
+        return create_failed(c, rc);
+    }
     return bkc__value_of(c, BKC_KIND_BLOOM, bk_scalable_as_filter(s));
 }
 
@@ -328,12 +333,12 @@ static bkc_value *bf_create(bkc_ctx *c, const bf_opts *o, int by_add)
  *==========================================================================*/
 
 /* Rate of stage i of a bounded chain at error P (lib/scalable.c's
- * schedule: P / 2, then (P / 2)(1 - r) r^(i-1), r = 0.9). */
-static double chain_stage_rate(double error, uint32_t i)
+ * schedule: P / 2, then (P / 2)(1 - r) r^(i-1)). */
+static double chain_stage_rate(double error, double r, uint32_t i)
 {
     double half = error / 2;
     if (i == 0) return half;
-    double r = BK_SCALABLE_TIGHTENING, p = half * (1 - r);
+    double p = half * (1 - r);
     for (uint32_t k = 1; k < i; k++) p *= r;
     return p;
 }
@@ -356,7 +361,8 @@ enum { SCALE_OK = 0, SCALE_MEMORY, SCALE_STAGES, SCALE_FPR };
  * (0: as far as it can). *cap gets the capacity reached; the result says
  * what stopped it short of target (SCALE_OK when reached or target 0). */
 static int chain_reach(uint64_t capacity, uint32_t expansion, double error, int redisbloom,
-                       uint32_t max_stages, uint64_t limit, uint64_t target, uint64_t *cap)
+                       double r, uint32_t max_stages, uint64_t limit, uint64_t target,
+                       uint64_t *cap)
 {
     uint64_t total = 0, bytes = 0, stage = capacity;
     double rate = error / 2;   /* RedisBloom's: halves per stage */
@@ -366,7 +372,7 @@ static int chain_reach(uint64_t capacity, uint32_t expansion, double error, int 
             *cap = total;
             return target ? SCALE_STAGES : SCALE_OK;
         }
-        double p = redisbloom ? rate : chain_stage_rate(error, i);
+        double p = redisbloom ? rate : chain_stage_rate(error, r, i);
         if (!(p > 0)) {
             *cap = total;
             return target ? SCALE_FPR : SCALE_OK;
@@ -420,6 +426,7 @@ static int scale_to_valid(bkc_ctx *c, const bf_opts *o, int growable)
     int why = growable ? growable_reach(o->capacity, o->error, limit, o->validate_scale_to,
                                         &reached)
                        : chain_reach(o->capacity, o->expansion, o->error, 0,
+                                     o->tightening ? o->tightening : BK_SCALABLE_TIGHTENING,
                                      BK_SCALABLE_MAX_STAGES, limit, o->validate_scale_to,
                                      &reached);
     if (why == SCALE_OK) return 1;
@@ -558,7 +565,7 @@ static size_t bf_add_items(bkc_ctx *c, bkc_key *k, bkc_value *v, const bkc_str *
 static void wrote_created(bkc_ctx *c, int argc, const bkc_str *sent, const bf_opts *o,
                           int growable, const bkc_str *items, size_t n)
 {
-    char error[32], capacity[24], expansion[16], seed[SEED_BYTES];
+    char error[32], capacity[24], expansion[16], seed[SEED_BYTES], tight[32];
     bkc_str argv[16];
     int k = 0;
     argv[k++] = (bkc_str){"BF.INSERT", 9};
@@ -583,9 +590,10 @@ static void wrote_created(bkc_ctx *c, int argc, const bkc_str *sent, const bf_op
         argv[k++] = (bkc_str){"SEED", 4};
         argv[k++] = (bkc_str){seed, sizeof(seed)};
     }
-    if (o->tightening != 0) {
+    if (o->tightening != 0) {   /* as given: the library keeps it the same way again */
+        snprintf(tight, sizeof(tight), "%.17g", o->tightening);
         argv[k++] = (bkc_str){"TIGHTENING", 10};
-        argv[k++] = (bkc_str){"0.9", 3};   /* the only ratio taken (parse_tightening) */
+        argv[k++] = (bkc_str){tight, strlen(tight)};
     }
     argv[k++] = (bkc_str){"ITEMS", 5};
     bkc__wrote_as(c, argc, sent, argv, k, items, n);
@@ -981,7 +989,7 @@ static int info_extra(bkc_ctx *c, bkc_str field, bf_filter b)
     if (b.s) {
         error = bk_scalable_error(b.s);
         expansion = bk_scalable_expansion(b.s);
-        tightening = BK_SCALABLE_TIGHTENING;
+        tightening = bk_scalable_tightening(b.s);
     } else if (b.g) {
         error = bk_growable_error(b.g);
         tightening = 1;   /* one table: no stages */
@@ -1020,13 +1028,14 @@ static int info_extra(bkc_ctx *c, bkc_str field, bf_filter b)
         } else if (b.s) {
             bk_scalable_stats st;
             bk_scalable_get_stats(b.s, &st);
-            chain_reach(st.initial_capacity, expansion, error, 0, st.max_stages, limit, 0, &cap);
+            chain_reach(st.initial_capacity, expansion, error, 0, tightening, st.max_stages, limit, 0,
+                        &cap);
         } else {
             size_t n;
             unsigned char *h = rb_header(b.r, &n);
             uint64_t first = h ? rb_stage_at(h, 0).entries : 0;
             free(h);
-            chain_reach(first, expansion, error, 1, BK_SCALABLE_MAX_STAGES, limit, 0, &cap);
+            chain_reach(first, expansion, error, 1, 0.5, BK_SCALABLE_MAX_STAGES, limit, 0, &cap);
         }
         bkc__int(c, cap > (uint64_t)INT64_MAX ? INT64_MAX : (long long)cap);
     }

@@ -1176,6 +1176,8 @@ typedef struct bk_scalable bk_scalable;
 #define BK_SCALABLE_TIGHTENING 0.9
 /* Largest number of stages. */
 #define BK_SCALABLE_MAX_STAGES 128
+/* Largest expansion (RedisBloom takes up to 32768). */
+#define BK_SCALABLE_MAX_EXPANSION 65535
 
 /* Flags of bk_scalable_create. */
 #define BK_SCALABLE_NONSCALING 1u /* one stage; new keys beyond it: BK_EFULL */
@@ -1186,10 +1188,23 @@ typedef struct bk_scalable bk_scalable;
  * stage the same size). flags: 0 or BK_SCALABLE_* bits. The first stage
  * is allocated now. Returns BK_OK and sets *out, BK_EINVAL (out NULL),
  * BK_ECAPACITY (capacity 0), BK_EFPR (error not in (0, 1)), BK_EPARAM
- * (expansion 0, unknown flag), BK_ESIZE or BK_ENOMEM. O(first stage). */
+ * (expansion 0 or above BK_SCALABLE_MAX_EXPANSION, unknown flag), BK_ESIZE
+ * or BK_ENOMEM. O(first stage). */
 BK_API int bk_scalable_create(bk_scalable **out, uint64_t capacity,
                               double error, uint32_t expansion,
                               unsigned flags, uint64_t seed);
+
+/* Choose the ratio r of the schedule (default BK_SCALABLE_TIGHTENING): the
+ * rates of stages 1, 2, ... are (error / 2)(1 - r) r^(i-1), so the compound
+ * rate stays under `error` for any r in (0, 1); a small r spends the budget
+ * early (valkey-bloom's TIGHTENING; RedisBloom's stages halve, r = 0.5), a
+ * large one keeps later stages cheap. r is kept to a multiple of 1/65536
+ * (bk_scalable_tightening gives it back) and saved with the filter. Call
+ * before the second stage exists: BK_EINVAL after (its rate is fixed),
+ * BK_EPARAM for r outside (0, 1), BK_ENOTSUP for a filter loaded from a
+ * file of the schedule before this one. Not thread-safe. */
+BK_API int bk_scalable_set_tightening(bk_scalable *f, double r);
+BK_API double bk_scalable_tightening(const bk_scalable *f);
 
 /* The bytes bk_scalable_create would allocate for these parameters (what
  * bk_scalable_bytes then reports), without allocating: for callers that

@@ -172,7 +172,10 @@ struct bk_scalable {
     double error;         /* P, as created */
     uint64_t capacity;    /* n_0 */
     size_t max_bytes;     /* 0: no cap; relaxed atomic */
-    uint32_t expansion;
+    uint16_t expansion;   /* 1 ... BK_SCALABLE_MAX_EXPANSION */
+    uint16_t ratio_q;     /* r as q / 65536 (bk_scalable_set_tightening); 0:
+                             RATIO (the two bytes a double would have grown
+                             a 240-byte filter by are the expansion's own) */
     uint8_t nstages;      /* published count; release/acquire */
     uint8_t max_stages;   /* relaxed atomic */
     uint8_t flags;        /* BK_SCALABLE_* | F_LEGACY */
@@ -314,6 +317,12 @@ static double first_rate(double error, unsigned flags)
     return (flags & BK_SCALABLE_BOUNDED) ? error / 2 : error;
 }
 
+/* The ratio r of the schedule. */
+static double ratio_of(const bk_scalable *f)
+{
+    return f->ratio_q ? (double)f->ratio_q / 65536.0 : RATIO;
+}
+
 /* Rate of stage i. */
 static double stage_rate(const bk_scalable *f, uint32_t i)
 {
@@ -321,7 +330,8 @@ static double stage_rate(const bk_scalable *f, uint32_t i)
     if (f->flags & F_LEGACY) return p0 * pow(LEGACY_RATIO, (double)i);
     if (i == 0) return p0;
     double rest = (f->flags & BK_SCALABLE_BOUNDED) ? f->error / 2 : f->error;
-    return rest * (1.0 - RATIO) * pow(RATIO, (double)(i - 1));
+    double r = ratio_of(f);
+    return rest * (1.0 - r) * pow(r, (double)(i - 1));
 }
 
 /* Capacity of stage i, or BK_ESIZE when it overflows. */
@@ -787,7 +797,7 @@ static int check_create(uint64_t capacity, double error, uint32_t expansion,
 {
     if (capacity == 0) return BK_ECAPACITY;
     if (bk__check_fpr(error) != BK_OK) return BK_EFPR;
-    if (expansion == 0) return BK_EPARAM;
+    if (expansion == 0 || expansion > BK_SCALABLE_MAX_EXPANSION) return BK_EPARAM;
     if (flags & ~PUBLIC_FLAGS) return BK_EPARAM;
     return BK_OK;
 }
@@ -828,7 +838,7 @@ int bk_scalable_create(bk_scalable **out, uint64_t capacity, double error,
     f->seed = seed;
     f->capacity = capacity;
     f->error = error;
-    f->expansion = expansion;
+    f->expansion = (uint16_t)expansion;
     f->flags = (uint8_t)flags;
     f->first.shape = shape;
     f->nstages = 1;
@@ -1035,6 +1045,26 @@ uint64_t bk_scalable_items(const bk_scalable *f)
     return total;
 }
 
+int bk_scalable_set_tightening(bk_scalable *f, double r)
+{
+    if (f == NULL) return BK_EINVAL;
+    if (!(r > 0.0 && r < 1.0)) return BK_EPARAM;
+    double q = floor(r * 65536.0 + 0.5);
+    if (q < 1) q = 1;
+    if (q > 65535) q = 65535;
+    if (f->flags & F_LEGACY) return BK_ENOTSUP;
+    if (load_nstages(f) > 1) return BK_EINVAL; /* stage 1's rate is set */
+    /* the default stays the default: 0.9 is no multiple of 1/65536 */
+    f->ratio_q = fabs(r - RATIO) < 1.0 / 131072.0 ? 0 : (uint16_t)q;
+    return BK_OK;
+}
+
+double bk_scalable_tightening(const bk_scalable *f)
+{
+    if (f == NULL) return 0;
+    return (f->flags & F_LEGACY) ? LEGACY_RATIO : ratio_of(f);
+}
+
 uint32_t bk_scalable_expansion(const bk_scalable *f)
 {
     return (f->flags & BK_SCALABLE_NONSCALING) ? 0 : f->expansion;
@@ -1223,7 +1253,7 @@ static int ops_describe(const void *vf, bk__image *img)
     img->param[0] = f->expansion;
     img->param[1] = f->max_stages;
     img->param[2] = f->max_bytes;
-    img->param[3] = (f->flags & F_LEGACY) ? 0 : ratio_bits(RATIO);
+    img->param[3] = (f->flags & F_LEGACY) ? 0 : ratio_bits(ratio_of(f));
     img->flags = f->flags & PUBLIC_FLAGS;
     for (uint32_t i = 0; i < img->nparts; i++) {
         const stage *st = load_stage(f, i);
@@ -1279,10 +1309,19 @@ static int ops_restore(const bk__image *img, void **out)
     bk_scalable *f = NULL;
     int rc = BK_ECORRUPT;
     int legacy = img->param[3] == 0;
-    if (!legacy && img->param[3] != ratio_bits(RATIO)) return BK_ECORRUPT;
+    /* the ratio: RATIO, or one bk_scalable_set_tightening can have set
+     * (a multiple of 1 / 65536 in (0, 1)) */
+    uint16_t ratio_q = 0;
+    if (!legacy && img->param[3] != ratio_bits(RATIO)) {
+        double r;
+        uint64_t bits = img->param[3];
+        memcpy(&r, &bits, sizeof(r));
+        if (!(r > 0.0 && r < 1.0) || r * 65536.0 != floor(r * 65536.0)) return BK_ECORRUPT;
+        ratio_q = (uint16_t)(r * 65536.0);
+    }
     if (img->nparts == 0 || img->nparts > BK_SCALABLE_MAX_STAGES) return BK_ECORRUPT;
     if (img->capacity == 0 || !(img->fpr > 0.0 && img->fpr < 1.0)) return BK_ECORRUPT;
-    if (img->param[0] == 0 || img->param[0] > UINT32_MAX) return BK_ECORRUPT;
+    if (img->param[0] == 0 || img->param[0] > BK_SCALABLE_MAX_EXPANSION) return BK_ECORRUPT;
     if (img->param[1] == 0 || img->param[1] > BK_SCALABLE_MAX_STAGES ||
         img->nparts > img->param[1] || img->param[2] > SIZE_MAX)
         return BK_ECORRUPT;
@@ -1295,7 +1334,8 @@ static int ops_restore(const bk__image *img, void **out)
     f->seed = img->seed;
     f->capacity = img->capacity;
     f->error = img->fpr;
-    f->expansion = (uint32_t)img->param[0];
+    f->expansion = (uint16_t)img->param[0];
+    f->ratio_q = ratio_q;
     f->max_stages = (uint8_t)img->param[1];
     f->max_bytes = (size_t)img->param[2];
     f->flags = (uint8_t)(img->flags | (legacy ? F_LEGACY : 0));

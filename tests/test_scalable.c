@@ -516,6 +516,54 @@ static void test_add_nogrow_batch(void **state)
     bk_scalable_free(b);
 }
 
+/* bk_scalable_set_tightening: stage rates follow the ratio, the compound
+ * bound holds, the ratio is saved and refused once stage 1 exists. */
+static void test_tightening(void **state)
+{
+    (void)state;
+    bk_scalable *f = NULL;
+    assert_int_equal(bk_scalable_create(&f, 100, 0.01, 2, BK_SCALABLE_BOUNDED, 7), BK_OK);
+    assert_true(bk_scalable_tightening(f) == BK_SCALABLE_TIGHTENING);
+    assert_int_equal(bk_scalable_set_tightening(f, 0.0), BK_EPARAM);
+    assert_int_equal(bk_scalable_set_tightening(f, 1.0), BK_EPARAM);
+    assert_int_equal(bk_scalable_set_tightening(f, 0.5), BK_OK);
+    assert_true(bk_scalable_tightening(f) == 0.5);
+    assert_int_equal(bk_scalable_set_tightening(f, 0.7), BK_OK);
+    assert_true(fabs(bk_scalable_tightening(f) - 0.7) <= 1.0 / 65536);
+    assert_int_equal(bk_scalable_set_tightening(f, 0.5), BK_OK);
+    char key[32];
+    for (int i = 0; i < 5000; i++) {
+        int n = snprintf(key, sizeof(key), "k%d", i);
+        assert_true(bk_scalable_add(f, key, (size_t)n) >= 0);
+    }
+    assert_true(bk_scalable_stages(f) >= 5);
+    assert_int_equal(bk_scalable_set_tightening(f, 0.6), BK_EINVAL); /* stage 1 exists */
+    /* absent keys: under the bound (0.01) within 5 sigma of 1e5 trials */
+    int fp = 0;
+    for (int i = 0; i < 100000; i++) {
+        int n = snprintf(key, sizeof(key), "absent%d", i);
+        fp += bk_scalable_contains(f, key, (size_t)n);
+    }
+    assert_true(fp <= 1000 + 5 * 32);
+    /* saved and loaded with its ratio */
+    bk_filter *g = bk_scalable_as_filter(f), *h = NULL;
+    uint64_t size = bk_filter_serialized_size(g);
+    unsigned char *buf = malloc((size_t)size);
+    assert_non_null(buf);
+    assert_int_equal(bk_filter_serialize(g, buf, (size_t)size), BK_OK);
+    assert_int_equal(bk_filter_deserialize(&h, buf, (size_t)size), BK_OK);
+    assert_true(bk_scalable_tightening(bk_filter_as_scalable(h)) == 0.5);
+    for (int i = 0; i < 5000; i++) {
+        int n = snprintf(key, sizeof(key), "k%d", i);
+        assert_int_equal(bk_filter_contains(h, key, (size_t)n), 1);
+    }
+    bk_filter_free(h);
+    free(buf);
+    bk_scalable_free(f);
+    assert_int_equal(bk_scalable_create(&f, 100, 0.01, BK_SCALABLE_MAX_EXPANSION + 1, 0, 7),
+                     BK_EPARAM);
+}
+
 static void test_add_nogrow(void **state)
 {
     (void)state;
@@ -557,6 +605,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_add_nogrow),
+        cmocka_unit_test(test_tightening),
         cmocka_unit_test(test_single_writer),
         cmocka_unit_test(test_add_nogrow_batch),
         cmocka_unit_test(test_create_errors),
