@@ -1045,22 +1045,15 @@ static int info_extra(bkc_ctx *c, bkc_str field, bf_filter b)
 void bkc_cmd_bf_info(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     bkc_key *k;
-    bkc_value *v;
     if (argc > 3) {
         bkc__arity_error(c, argv);
         return;
     }
-    int st = bkc__open(c, argv[1], BKC_OPEN_READ, BKC_KIND_BLOOM, &k, &v);
-    if (st == BKC__FAILED) return;
-    if (st == BKC__MISSING) {
-        bkc__err(c, BKC_ERR_NOT_FOUND);
-    } else if (st == BKC__WRONG) {
-        bkc__err(c, BKC_ERR_WRONGTYPE);
-    } else {
-        bf_filter b = bf_of(v);
-        if (argc < 3 || !info_extra(c, argv[2], b))
-            bkc__reply_info(c, argc, argv, info_fields, F_COUNT, info_value, &b);
-    }
+    bkc_value *v = bkc__open_found(c, argv[1], BKC_OPEN_READ, BKC_KIND_BLOOM, &k);
+    if (v == NULL) return;
+    bf_filter b = bf_of(v);
+    if (argc < 3 || !info_extra(c, argv[2], b))
+        bkc__reply_info(c, argc, argv, info_fields, F_COUNT, info_value, &b);
     bkc__close(c, k);
 }
 
@@ -1287,46 +1280,39 @@ static void debug_head(bkc_ctx *c, size_t stages, uint64_t items)
 void bkc_cmd_bf_debug(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     bkc_key *k;
-    bkc_value *v;
     (void)argc;
-    int st = bkc__open(c, argv[1], BKC_OPEN_WHOLE, BKC_KIND_BLOOM, &k, &v);
-    if (st == BKC__FAILED) return;
-    if (st == BKC__MISSING) {
-        bkc__err(c, BKC_ERR_NOT_FOUND);
-    } else if (st == BKC__WRONG) {
-        bkc__err(c, BKC_ERR_WRONGTYPE);
-    } else {
-        bf_filter b = bf_of(v);
-        if (b.r != NULL) {
-            size_t n;
-            unsigned char *h = rb_header(b.r, &n);
-            uint32_t stages = h ? le_u32(h + 8) : 0;
-            if (h == NULL || n != RB_HEADER + (size_t)RB_STAGE * stages) {
-                bkc__err(c, BKC_ERR_OOM);
-            } else {
-                unsigned width = (le_u32(h + 12) & 4) ? 64 : 32; /* FORCE64 */
-                debug_head(c, stages, le_u64(h));
-                for (uint32_t i = 0; i < stages; i++) {
-                    rb_stage s = rb_stage_at(h, i);
-                    debug_line(c, s.bytes, s.bits, s.hashes, width, s.entries, s.size, s.error);
-                }
-            }
-            free(h);
-        } else if (b.g != NULL) {
-            size_t bytes = bk_growable_bytes(b.g);
-            debug_head(c, 1, bk_growable_items(b.g));
-            debug_line(c, bytes, (uint64_t)bytes * 8, 1, 64, bk_growable_capacity(b.g),
-                       bk_growable_items(b.g), bk_growable_fpr_now(b.g));
+    bkc_value *v = bkc__open_found(c, argv[1], BKC_OPEN_WHOLE, BKC_KIND_BLOOM, &k);
+    if (v == NULL) return;
+    bf_filter b = bf_of(v);
+    if (b.r != NULL) {
+        size_t n;
+        unsigned char *h = rb_header(b.r, &n);
+        uint32_t stages = h ? le_u32(h + 8) : 0;
+        if (h == NULL || n != RB_HEADER + (size_t)RB_STAGE * stages) {
+            bkc__err(c, BKC_ERR_OOM);
         } else {
-            uint32_t stages = bk_scalable_stages(b.s);
-            debug_head(c, stages, bk_scalable_items(b.s));
+            unsigned width = (le_u32(h + 12) & 4) ? 64 : 32; /* FORCE64 */
+            debug_head(c, stages, le_u64(h));
             for (uint32_t i = 0; i < stages; i++) {
-                bk_scalable_stage_stats s;
-                memset(&s, 0, sizeof(s));
-                (void)bk_scalable_get_stage_stats(b.s, i, &s);
-                debug_line(c, (s.bits + 7) / 8, s.bits, s.hashes, 64, s.capacity, s.items,
-                           s.target_fpr);
+                rb_stage s = rb_stage_at(h, i);
+                debug_line(c, s.bytes, s.bits, s.hashes, width, s.entries, s.size, s.error);
             }
+        }
+        free(h);
+    } else if (b.g != NULL) {
+        size_t bytes = bk_growable_bytes(b.g);
+        debug_head(c, 1, bk_growable_items(b.g));
+        debug_line(c, bytes, (uint64_t)bytes * 8, 1, 64, bk_growable_capacity(b.g),
+                   bk_growable_items(b.g), bk_growable_fpr_now(b.g));
+    } else {
+        uint32_t stages = bk_scalable_stages(b.s);
+        debug_head(c, stages, bk_scalable_items(b.s));
+        for (uint32_t i = 0; i < stages; i++) {
+            bk_scalable_stage_stats s;
+            memset(&s, 0, sizeof(s));
+            (void)bk_scalable_get_stage_stats(b.s, i, &s);
+            debug_line(c, (s.bits + 7) / 8, s.bits, s.hashes, 64, s.capacity, s.items,
+                       s.target_fpr);
         }
     }
     bkc__close(c, k);

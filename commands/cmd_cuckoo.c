@@ -866,31 +866,24 @@ void bkc_cmd_cf_info(bkc_ctx *c, int argc, const bkc_str *argv)
         "Size", "Number of buckets", "Number of filters", "Number of items inserted",
         "Number of items deleted", "Bucket size", "Expansion rate", "Max iterations"};
     bkc_key *k;
-    bkc_value *v;
     (void)argc;
-    int st = bkc__open(c, argv[1], BKC_OPEN_READ, BKC_KIND_CUCKOO, &k, &v);
-    if (st == BKC__FAILED) return;
-    if (st == BKC__MISSING) {
-        bkc__err(c, BKC_ERR_NOT_FOUND);
-    } else if (st == BKC__WRONG) {
-        bkc__err(c, BKC_ERR_WRONGTYPE);
-    } else {
-        cf_figures f;
-        char note[200];
-        figures_of(v, &f);
-        int noted = cf_of(v) != NULL && waste_note(v, note, sizeof(note));
-        long long vals[8] = {(long long)f.size,    (long long)f.buckets,  f.filters,
-                             (long long)f.items,   (long long)f.deleted,  f.bucket_size,
-                             f.expansion,          f.max_iterations};
-        c->reply->vt->map(c->reply, 8 + (size_t)noted);
-        for (int i = 0; i < 8; i++) {
-            bkc__simple(c, labels[i]);
-            bkc__int(c, vals[i]);
-        }
-        if (noted) {
-            bkc__simple(c, "Warning");
-            c->reply->vt->bulk(c->reply, note, strlen(note));
-        }
+    bkc_value *v = bkc__open_found(c, argv[1], BKC_OPEN_READ, BKC_KIND_CUCKOO, &k);
+    if (v == NULL) return;
+    cf_figures f;
+    char note[200];
+    figures_of(v, &f);
+    int noted = cf_of(v) != NULL && waste_note(v, note, sizeof(note));
+    long long vals[8] = {(long long)f.size,    (long long)f.buckets,  f.filters,
+                         (long long)f.items,   (long long)f.deleted,  f.bucket_size,
+                         f.expansion,          f.max_iterations};
+    c->reply->vt->map(c->reply, 8 + (size_t)noted);
+    for (int i = 0; i < 8; i++) {
+        bkc__simple(c, labels[i]);
+        bkc__int(c, vals[i]);
+    }
+    if (noted) {
+        bkc__simple(c, "Warning");
+        c->reply->vt->bulk(c->reply, note, strlen(note));
     }
     bkc__close(c, k);
 }
@@ -910,25 +903,18 @@ void bkc_cmd_cf_loadchunk(bkc_ctx *c, int argc, const bkc_str *argv)
 void bkc_cmd_cf_debug(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     bkc_key *k;
-    bkc_value *v;
     (void)argc;
-    int st = bkc__open(c, argv[1], BKC_OPEN_READ, BKC_KIND_CUCKOO, &k, &v);
-    if (st == BKC__FAILED) return;
-    if (st == BKC__MISSING) {
-        bkc__err(c, BKC_ERR_NOT_FOUND);
-    } else if (st == BKC__WRONG) {
-        bkc__err(c, BKC_ERR_WRONGTYPE);
-    } else {
-        cf_figures f;
-        char line[200];
-        figures_of(v, &f);
-        int n = snprintf(line, sizeof(line),
-                         "bktsize:%u buckets:%llu items:%llu deletes:%llu filters:%u "
-                         "max_iterations:%u expansion:%u",
-                         f.bucket_size, (unsigned long long)f.buckets,
-                         (unsigned long long)f.items, (unsigned long long)f.deleted, f.filters,
-                         f.max_iterations, f.expansion);
-        c->reply->vt->bulk(c->reply, line, (size_t)n);
-    }
+    bkc_value *v = bkc__open_found(c, argv[1], BKC_OPEN_READ, BKC_KIND_CUCKOO, &k);
+    if (v == NULL) return;
+    cf_figures f;
+    char line[200];
+    figures_of(v, &f);
+    int n = snprintf(line, sizeof(line),
+                     "bktsize:%u buckets:%llu items:%llu deletes:%llu filters:%u "
+                     "max_iterations:%u expansion:%u",
+                     f.bucket_size, (unsigned long long)f.buckets,
+                     (unsigned long long)f.items, (unsigned long long)f.deleted, f.filters,
+                     f.max_iterations, f.expansion);
+    c->reply->vt->bulk(c->reply, line, (size_t)n);
     bkc__close(c, k);
 }

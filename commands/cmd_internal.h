@@ -103,6 +103,12 @@ int bkc__open(bkc_ctx *c, bkc_str name, bkc_open_mode mode, bkc_kind want,
 
 static inline void bkc__close(bkc_ctx *c, bkc_key *k) { c->host_vt->close(k); }
 
+/* Open name for a command that needs the key to exist (INFO, DEBUG): its
+ * value, or NULL after replying `ERR not found` / WRONGTYPE (the key then
+ * closed again) or the host's error. */
+bkc_value *bkc__open_found(bkc_ctx *c, bkc_str name, bkc_open_mode mode, bkc_kind want,
+                           bkc_key **k);
+
 /* Tell the host the change is done (the original argv, once). */
 static inline void bkc__wrote(bkc_ctx *c, int argc, const bkc_str *argv)
 {

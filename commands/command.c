@@ -649,6 +649,18 @@ int bkc__open(bkc_ctx *c, bkc_str name, bkc_open_mode mode, bkc_kind want,
     return BKC__FOUND;
 }
 
+bkc_value *bkc__open_found(bkc_ctx *c, bkc_str name, bkc_open_mode mode, bkc_kind want,
+                           bkc_key **k)
+{
+    bkc_value *v;
+    int st = bkc__open(c, name, mode, want, k, &v);
+    if (st == BKC__FOUND) return v;
+    if (st == BKC__FAILED) return NULL;
+    bkc__err(c, st == BKC__MISSING ? BKC_ERR_NOT_FOUND : BKC_ERR_WRONGTYPE);
+    bkc__close(c, *k);
+    return NULL;
+}
+
 static uint64_t physical_memory(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
