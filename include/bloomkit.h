@@ -388,7 +388,7 @@ BK_API int bk_blocked_create_mk(bk_blocked **out, uint64_t m_bits, uint32_t k,
  * layout's k free positions cost about five per probe, and its hash about
  * half of XXH3-128, so single adds and lookups on a filter far larger than
  * the caches run about 1.6x (lookups) and 2x (adds) as fast
- * (bench/RESULTS.md section 13). The price is bits: 10.1 per key at 1%
+ * (bench/HISTORY.md section 13). The price is bits: 10.1 per key at 1%
  * (9.9 for the default), 15.7 at 0.1% (15.5), 23.6 at 0.01% (about 21).
  * Everything else (write modes, batches, set operations between two split
  * filters, statistics, the file format with `hash algorithm` 2) works as
@@ -2603,8 +2603,8 @@ BK_API bk_static *bk_filter_as_static(bk_filter *f);
  * reads one 64-byte line, like the blocked filter, at about the static
  * filter's memory: 8.9 bits per key at 0.39% (8-bit fingerprints), 18.2
  * at 0.0015% (16-bit), against 9.0 / 18.0 for bk_static (three reads) and
- * 12.1 / 28.2 for a blocked filter of the same rate (bench/RESULTS.md
- * section 16).
+ * 12.1 / 28.2 for a blocked filter of the same rate (bench/RESULTS.md,
+ * bench_static).
  *
  * A line holds the solution of a small linear system over GF(2): w planes
  * of 512/w bits (w = fingerprint bits), of which 512/w - 1 rows solve and

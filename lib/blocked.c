@@ -23,7 +23,7 @@
  *   probe, and the hash half of XXH3-128's work: single calls on a filter
  *   far larger than the caches overlap more of their cache misses (a
  *   call's instructions, not its memory access, limit how many are in
- *   flight; bench/RESULTS.md sections 12-13). It costs bits: an absent key
+ *   flight; bench/HISTORY.md sections 12-13). It costs bits: an absent key
  *   passes a block of i keys with probability (1 - (63/64)^i)^8, which at
  *   1% needs 10.1 bits per key against 9.9 here. Filters of the two
  *   layouts never combine (BK_EINCOMPAT), and only a standalone blocked
@@ -758,7 +758,7 @@ CALL_FNS(split_avx512, __attribute__((target("avx512f"))))
  * inside: on a filter far larger than the caches a call overlaps with its
  * neighbours only as far as its instructions (loads above all) leave room,
  * and a dispatch to a per-key kernel cost these calls about a quarter of
- * their time (bench/RESULTS.md section 14). */
+ * their time (bench/HISTORY.md section 14). */
 #define SPLIT_KEY_FNS(name, attr)                                               \
     attr static inline int split_contains_key_##name##_body(                    \
         const bk_blocked *f, uint64_t h)                                        \

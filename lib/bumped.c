@@ -46,7 +46,7 @@
  *   columns is solvable for up to about B - 3 random rows, so lines sized
  *   for `load` keys (60 of 63 rows at w = 8, 32 of 31 at w = 16: Poisson
  *   loads above the rows are bumped) use 1.12 x w bits per key at w = 8
- *   and 1.14 x at w = 16 (bench/RESULTS.md section 16).
+ *   and 1.14 x at w = 16 (bench/RESULTS.md, bench_static).
  */
 #include <math.h>   /* ldexp, ceil */
 #include <string.h> /* memset, memcpy, memmove */

@@ -37,7 +37,7 @@ static inline uint64_t bk__xxh64(const void *data, size_t len, uint64_t seed)
  * the blocked filter's split layout, whose single calls are what it is
  * for: on a filter far larger than the caches a call overlaps with its
  * neighbours only as far as its instructions leave room, and the seeded
- * constants were a fifth of them (bench/RESULTS.md section 15). Callers
+ * constants were a fifth of them (bench/HISTORY.md section 15). Callers
  * take bk__xxh64 above for longer keys. */
 #define BK__XXH64_SHORT 32
 

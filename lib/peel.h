@@ -88,7 +88,7 @@ static inline void bk__fuse_cells(const bk__fuse_shape *s, uint64_t h,
 
 /* Keys a batch lookup hashes ahead of their tests (static filter and map):
  * three lines each, so 32 keys keep up to 96 line fetches asked for (16
- * measured 38-40 ns per key at 1e8, 32 36-38; bench/RESULTS.md section
+ * measured 38-40 ns per key at 1e8, 32 36-38; bench/HISTORY.md section
  * 13). */
 #define BK__FUSE_BATCH_AHEAD 32
 
