@@ -168,7 +168,8 @@ int cluster_check_nodes(const char *cmd, const char *list)
  *==========================================================================*/
 
 /* A problem with a node: printed as cli_error does, or, while the seeds of
- * --nodes are tried (c->defer), kept until every seed has failed. */
+ * --nodes are tried (c->defer), kept until every seed has failed, or, with
+ * c->hold, kept in c->problem for the caller to say what it was doing. */
 static void say(cluster *c, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -181,6 +182,14 @@ static void say(cluster *c, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
+    if (c->hold) {
+        /* the first problem, without the leading "cmd: " */
+        size_t skip = strlen(c->cmd);
+        if (strncmp(line, c->cmd, skip) != 0 || strncmp(line + skip, ": ", 2) != 0) skip = 0;
+        else skip += 2;
+        if (c->problem[0] == '\0') snprintf(c->problem, sizeof(c->problem), "%s", line + skip);
+        return;
+    }
     if (!c->defer) {
         cli_error("%s", line);
         return;
@@ -482,17 +491,27 @@ static int follow(cluster *c, cluster_cmd *cmd)
     return 0;
 }
 
+/* After a failed run: a node some of whose commands went unanswered is
+ * disconnected, so that the next run (which connects it again) does not
+ * read those replies as its own. */
+static int run_failed(cluster_cmd *cmds, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (cmds[i].reply == NULL && cmds[i].node != NULL) disconnect(cmds[i].node);
+    return -1;
+}
+
 int cluster_run(cluster *c, cluster_cmd *cmds, size_t n)
 {
     c->refreshed = 0;
+    for (size_t i = 0; i < n; i++) cmds[i].reply = NULL, cmds[i].node = NULL;
     for (size_t i = 0; i < n; i++) {
-        cmds[i].reply = NULL;
         cmds[i].node = node_for_slot(c, cmds[i].slot);
-        if (cmds[i].node == NULL) return -1;
+        if (cmds[i].node == NULL) return run_failed(cmds, n);
         if (redisAppendCommandArgv(cmds[i].node->ctx, cmds[i].argc,
                                    cmds[i].argv, cmds[i].argvlen) != REDIS_OK) {
             cli_error("%s", bk_strerror(BK_ENOMEM));
-            return -1;
+            return run_failed(cmds, n);
         }
     }
     /* Each node's replies come in the order its commands were appended. */
@@ -501,8 +520,10 @@ int cluster_run(cluster *c, cluster_cmd *cmds, size_t n)
         for (size_t i = 0; i < n; i++) {
             if (cmds[i].node != node) continue;
             void *r = NULL;
-            if (redisGetReply(node->ctx, &r) != REDIS_OK || r == NULL)
-                return transport_error(c, node);
+            if (redisGetReply(node->ctx, &r) != REDIS_OK || r == NULL) {
+                transport_error(c, node);
+                return run_failed(cmds, n);
+            }
             cmds[i].reply = r;
         }
     }

@@ -53,6 +53,8 @@ typedef struct cluster {
     int defer;                    /* keep node problems in deferred */
     char *deferred;
     size_t deferred_len;
+    int hold;                     /* keep the first node problem in problem */
+    char problem[1024];           /* "host:port: what went wrong" (hold) */
 } cluster;
 
 /* Check a --nodes list ("host:port,host:port", IPv6 as "[::1]:7000")
@@ -85,7 +87,10 @@ typedef struct cluster_cmd {
  * following MOVED (re-reading CLUSTER SLOTS) and ASK redirections, at most
  * a few hops per command. Error replies other than redirections are left
  * in cmds[i].reply for the caller. Returns 0, or -1 after printing a
- * transport problem (node named). Free the replies with
+ * transport problem (node named; with c->hold set, kept in c->problem
+ * instead). After -1, the commands whose reply is NULL (or still a
+ * redirection) went unanswered; a node that left replies unread is
+ * disconnected, and connected again when next used. Free the replies with
  * cluster_free_replies either way. */
 int cluster_run(cluster *c, cluster_cmd *cmds, size_t n);
 void cluster_free_replies(cluster_cmd *cmds, size_t n);
