@@ -76,19 +76,6 @@ void bks_human_bytes(char *buf, size_t cap, uint64_t n)
         snprintf(buf, cap, "%.2f%s", d, units[i]);
 }
 
-/* Resident set size from /proc/self/statm (pages), 0 if unreadable. */
-static uint64_t rss_bytes(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (!f)
-        return 0;
-    unsigned long long size = 0, resident = 0;
-    int n = fscanf(f, "%llu %llu", &size, &resident);
-    fclose(f);
-    long page = sysconf(_SC_PAGESIZE);
-    return n == 2 && page > 0 ? resident * (uint64_t)page : 0;
-}
-
 /* Physical memory (total_system_memory). */
 static uint64_t system_memory(void)
 {
@@ -166,7 +153,7 @@ static void sec_clients(text *t)
 static void sec_memory(text *t, bks_session *s)
 {
     uint64_t used = bks_keyspace_memory(s->ks);
-    uint64_t rss = rss_bytes();
+    uint64_t rss = bks_mem_rss();
     uint64_t maxmem = __atomic_load_n(&g_srv.cfg.maxmemory, __ATOMIC_RELAXED);
     uint64_t sys = system_memory();
     char h_used[32], h_rss[32], h_max[32], h_sys[32];
@@ -191,13 +178,16 @@ static void sec_memory(text *t, bks_session *s)
             "mem_allocator:libc\r\n"
             "mem_clients_normal:%llu\r\n"
             "maxmemory_clients:%llu\r\n"
+            "mem_trims:%llu\r\n"
+            "mem_trim_last_usec:%llu\r\n"
             "\r\n",
             (unsigned long long)used, h_used, (unsigned long long)rss, h_rss,
             (unsigned long long)used, (unsigned long long)used, (unsigned long long)sys,
             h_sys, (unsigned long long)maxmem, h_max,
             used ? (double)rss / (double)used : 0.0,
             (unsigned long long)bks_net_client_query_bytes(),
-            (unsigned long long)g_srv.cfg.maxmemory_clients);
+            (unsigned long long)g_srv.cfg.maxmemory_clients,
+            (unsigned long long)bks_mem_trims(), (unsigned long long)bks_mem_trim_last_us());
 }
 
 static void sec_persistence(text *t)

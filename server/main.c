@@ -47,6 +47,7 @@ static int make_dirs(const char *path)
 
 int main(int argc, char **argv)
 {
+    bks_mem_init();   /* before any allocation that could raise the mmap threshold */
     signal(SIGPIPE, SIG_IGN);
     signal(SIGHUP, SIG_IGN);   /* until net.c's handler (reopen the log) is in place */
     const char *file = NULL;

@@ -7,9 +7,10 @@
  * uv_loop. Every worker opens its own TCP listening socket on each bind
  * address with SO_REUSEPORT, so the kernel spreads new connections across
  * the workers; a client then lives on one worker for good. Worker 0 also
- * serves the Unix socket and runs a 100 ms timer (active expiry, then
- * bks_persist_tick). The main thread only waits for signals and for
- * SHUTDOWN, then stops the workers and does the final save.
+ * serves the Unix socket and runs a 100 ms timer (active expiry,
+ * bks_persist_tick, then bks_mem_tick: memory given back). The main
+ * thread only waits for signals and for SHUTDOWN, then stops the workers
+ * and does the final save.
  *
  * Each worker holds its own execution mutex while it runs commands (one
  * batch of parsed requests at a time, or its expiry cycle): bks_pause_all
@@ -35,6 +36,13 @@
  * at the pace the client reads, within bounded memory, and its requests
  * wait in the kernel's socket buffers and the client.
  *
+ * Memory: a query buffer past QBUF_KEEP is freed as soon as it is empty;
+ * reply buffers past OUT_KEEP are freed by the worker's 1 s sweep once
+ * the client has been idle for a second (a client that keeps asking for
+ * large replies reuses them: a fresh buffer costs a page fault per 4 KiB).
+ * The allocator then gives the pages back (memtrim.c). So an idle client
+ * holds a few small buffers, whatever it sent or received before.
+ *
  * Limits: the query buffer never exceeds client-query-buffer-limit; a
  * protocol error is answered and the connection closed once the answer is
  * written; replies not yet taken beyond client-output-buffer-limit (one
@@ -42,6 +50,12 @@
  * client disconnected (the others never notice); maxclients; protected
  * mode (DENIED for non-loopback peers when there is no password and the
  * server listens beyond loopback).
+ *
+ * Out of memory: every failed allocation ends in an answer. A request
+ * that cannot run answers "ERR out of memory"; a client whose query or
+ * reply buffer cannot grow is answered so if possible and closed (logged);
+ * a connection with no memory for its client is refused the same way,
+ * and its listener goes on accepting (refuse_connection).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -66,6 +80,7 @@
 #define BATCH_MAX 1024            /* requests executed per exec-lock hold */
 #define READ_CHUNK (16 * 1024)    /* the least free room offered to a read */
 #define QBUF_KEEP (1024 * 1024)   /* an idle client keeps at most this query buffer */
+#define OUT_KEEP (1024 * 1024)    /* and at most this much of each reply buffer */
 #define UNAUTH_MAX_ARGS 10        /* before AUTH: arguments per request */
 #define UNAUTH_MAX_BULK 16384     /* before AUTH: bytes per argument */
 
@@ -135,6 +150,7 @@ struct bks_worker {
     int stopping;                /* notify is closing (under list_lock and g_mon_lock) */
     uv_timer_t timer;
     int has_timer;
+    uv_timer_t sweep;            /* every second: idle clients' large buffers */
     uv_tcp_t tcp[MAX_BINDS];
     int ntcp;
     uv_pipe_t unix_listener;
@@ -146,6 +162,16 @@ struct bks_worker {
     bks_client **awaiting;       /* clients whose replies wait for the log */
     int nawait, await_cap;
     uint64_t emfile_logged_ms;   /* last "out of descriptors" warning */
+    union {                      /* a connection refused for want of memory */
+        uv_handle_t handle;
+        uv_stream_t stream;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } refuse;
+    int refusing;                /* refuse is in use (closing) */
+    uv_stream_t *refuse_wait[MAX_BINDS + 1];  /* listeners whose connection waits for it */
+    int nrefuse_wait;
+    uint64_t oom_logged_ms;      /* last "out of memory: connection refused" warning */
 };
 
 static bks_worker *g_workers;
@@ -478,6 +504,23 @@ static size_t out_hold(void)
 static void client_flush(bks_client *c);
 static void client_process(bks_client *c);
 
+/* Free reply buffers grown past OUT_KEEP once they are empty, unless
+ * parsed requests wait to run (their replies would grow them again). */
+static void out_shrink(bks_client *c)
+{
+    if (c->nreq || c->closed)
+        return;
+    if (!c->writing && c->wbuf.cap > OUT_KEEP) {
+        bks_mem_released(c->wbuf.cap);
+        bks_outbuf_free(&c->wbuf);
+        c->woff = 0;
+    }
+    if (c->out.len == 0 && c->out.cap > OUT_KEEP) {
+        bks_mem_released(c->out.cap);
+        bks_outbuf_free(&c->out);
+    }
+}
+
 /* List c for on_check. 0, or -1 (no memory: the caller flushes now). */
 static int await_push(bks_worker *w, bks_client *c)
 {
@@ -780,6 +823,7 @@ static void client_run(bks_client *c)
     if (c->qlen == 0 && c->nreq == 0 && c->qcap > QBUF_KEEP && !c->closing) {
         /* a large request is done: give its buffer back */
         atomic_fetch_sub(&g_client_qbytes, c->qcap);
+        bks_mem_released(c->qcap);
         free(c->qbuf);
         c->qbuf = NULL;
         c->qcap = 0;
@@ -837,6 +881,14 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
                     c->addr, (unsigned long long)g_srv.cfg.maxmemory_clients);
             client_fail(c, "ERR client query buffers of all clients reached maxmemory-clients: "
                            "closing this client");
+            client_flush(c);
+            return;
+        }
+        if (nread == UV_ENOBUFS && c->qcap < g_srv.cfg.max_query_buffer + READ_CHUNK) {
+            /* on_alloc could not grow the buffer */
+            bks_log(BKS_LOG_WARNING, "client %s: out of memory for the query buffer: closing",
+                    c->addr);
+            client_fail(c, "ERR out of memory");
             client_flush(c);
             return;
         }
@@ -913,6 +965,54 @@ static void accept_overflow(bks_worker *w, uv_stream_t *server, int status)
     }
 }
 
+static void on_connection(uv_stream_t *server, int status);
+
+/* Closed: a listener that got a connection meanwhile hands it over now. */
+static void on_refused(uv_handle_t *h)
+{
+    bks_worker *w = h->data;
+    w->refusing = 0;
+    while (w->nrefuse_wait > 0 && !w->refusing) {
+        uv_stream_t *server = w->refuse_wait[--w->nrefuse_wait];
+        if (!uv_is_closing((uv_handle_t *)server))
+            on_connection(server, 0);
+    }
+}
+
+/* No memory for a client: take the connection into the worker's own
+ * handle, answer the error if the socket takes it at once, and close it.
+ * libuv stops listening on server until its connection is taken, so one
+ * that cannot be refused now (the handle is still closing) waits for
+ * on_refused: no listener is left stopped. */
+static void refuse_connection(bks_worker *w, uv_stream_t *server)
+{
+    if (w->refusing) {
+        for (int i = 0; i < w->nrefuse_wait; i++)
+            if (w->refuse_wait[i] == server)
+                return;
+        w->refuse_wait[w->nrefuse_wait++] = server;   /* one per listener at most */
+        return;
+    }
+    if (server->type == UV_NAMED_PIPE)
+        uv_pipe_init(&w->loop, &w->refuse.pipe, 0);
+    else
+        uv_tcp_init(&w->loop, &w->refuse.tcp);
+    w->refuse.handle.data = w;
+    w->refusing = 1;
+    atomic_fetch_add(&g_srv.rejected_connections, 1);
+    if (uv_accept(server, &w->refuse.stream) == 0) {
+        static const char err[] = "-ERR out of memory\r\n";
+        uv_buf_t b = uv_buf_init((char *)err, sizeof err - 1);
+        (void)uv_try_write(&w->refuse.stream, &b, 1);
+    }
+    uint64_t now = bks_now_ms();
+    if (now - w->oom_logged_ms >= 1000) {
+        w->oom_logged_ms = now;
+        bks_log(BKS_LOG_WARNING, "out of memory for a new client: connection refused");
+    }
+    uv_close(&w->refuse.handle, on_refused);
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
     bks_worker *w = server->data;
@@ -924,8 +1024,10 @@ static void on_connection(uv_stream_t *server, int status)
         return;
     int is_unix = server->type == UV_NAMED_PIPE;
     bks_client *c = calloc(1, sizeof *c);
-    if (!c)
+    if (!c) {
+        refuse_connection(w, server);
         return;
+    }
     c->w = w;
     c->resp = 2;
     c->h.handle.data = c;
@@ -1070,10 +1172,24 @@ static void on_wake(uv_async_t *a)
         close_handle_if_open((uv_handle_t *)&w->unix_listener);
     if (w->has_timer)
         close_handle_if_open((uv_handle_t *)&w->timer);
+    close_handle_if_open((uv_handle_t *)&w->sweep);
     for (bks_client *c = w->clients; c; c = c->next)
         client_close(c);
     close_handle_if_open((uv_handle_t *)&w->check);
     close_handle_if_open((uv_handle_t *)&w->wake);
+}
+
+/* Every second: the reply buffers of clients idle since the last sweep
+ * at least go back (out_shrink). O(clients), off the request path. */
+static void on_sweep(uv_timer_t *t)
+{
+    bks_worker *w = t->data;
+    uint64_t now = mono_ms();
+    for (bks_client *c = w->clients; c; c = c->next) {
+        if ((c->out.cap > OUT_KEEP || c->wbuf.cap > OUT_KEEP) &&
+            now - atomic_load_explicit(&c->last_ms, memory_order_relaxed) >= 1000)
+            out_shrink(c);
+    }
 }
 
 static void on_timer(uv_timer_t *t)
@@ -1086,6 +1202,7 @@ static void on_timer(uv_timer_t *t)
     bks_ops_tick();
     if (g_srv.persist)
         bks_persist_tick(g_srv.persist);
+    bks_mem_tick(bks_keyspace_memory(g_srv.ks), mono_ms());
 }
 
 static void worker_main(void *arg)
@@ -1243,6 +1360,9 @@ int bks_net_start(void)
         w->check.data = w;
         uv_check_start(&w->check, on_check);
         uv_unref((uv_handle_t *)&w->check);   /* it never keeps the loop alive */
+        uv_timer_init(&w->loop, &w->sweep);
+        w->sweep.data = w;
+        uv_timer_start(&w->sweep, on_sweep, 1000, 1000);
         w->timer_session.ks = g_srv.ks;
         w->timer_session.persist = g_srv.persist;
     }

@@ -25,6 +25,11 @@
 #include <unistd.h>
 
 #include "persist_int.h"
+#include "server_int.h"   /* bks_mem_released */
+
+/* The append buffer past this size (a large record, or a burst of records
+ * during a slow write) is freed once written rather than kept as the spare. */
+#define LOG_BUF_KEEP ((size_t)4 << 20)
 
 /*==========================================================================
  * Appending
@@ -73,11 +78,14 @@ void pst_lead_write(bks_persist *p)
         if (ftruncate(fd, (off_t)p->file_size) != 0) { /* see above */ }
         pst_mark_broken(p, saved);
     }
-    /* Keep the larger of the two buffers as the spare. */
-    if (p->spare == NULL) {
+    /* Keep the buffer as the spare, unless one large record grew it:
+     * then give it back (memtrim.c). */
+    if (p->spare == NULL && cap <= LOG_BUF_KEEP) {
         p->spare = data;
         p->spare_cap = cap;
     } else {
+        if (cap >= BKS_MEM_BIG)
+            bks_mem_released(cap);
         free(data);
     }
     pthread_cond_broadcast(&p->cv);

@@ -95,6 +95,26 @@ void bks_net_stop(void);
 void bks_net_free(void);
 
 /*==========================================================================
+ * Giving memory back (memtrim.c)
+ *==========================================================================*/
+
+#define BKS_MEM_BIG (1024 * 1024)   /* freed blocks this large count */
+
+/* At start, before any thread: fix glibc's mmap and trim thresholds. */
+void bks_mem_init(void);
+/* A block of at least BKS_MEM_BIG bytes was freed (any thread; atomic). */
+void bks_mem_released(size_t bytes);
+/* Worker 0's 100 ms timer: malloc_trim(0) when enough was released (or
+ * used_memory fell by that much) and RSS is well above what is in use;
+ * rate-limited as memtrim.c explains. */
+void bks_mem_tick(uint64_t used_memory, uint64_t now_ms);
+/* Resident set size from /proc/self/statm, 0 if unreadable. */
+uint64_t bks_mem_rss(void);
+/* INFO memory: trims so far, and how long the last one took. */
+uint64_t bks_mem_trims(void);
+uint64_t bks_mem_trim_last_us(void);
+
+/*==========================================================================
  * Executing a request (hostcmd.c)
  *==========================================================================*/
 

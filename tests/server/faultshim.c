@@ -18,6 +18,17 @@
  * what a power loss could not take (the data the last successful sync
  * covered). The power-loss test cuts each log back to that length.
  *
+ * Built a second time with BKS_SHIM_MALLOC (libbks_oomshim.so, for
+ * tests/server/test_oom_faults.py): allocation failures. A control file
+ * line "malloc <p>" makes p percent of the malloc / calloc / realloc /
+ * posix_memalign / aligned_alloc calls of every thread fail with ENOMEM
+ * (realloc keeps the old block, as the real one does), for as long as it
+ * says so. The file is read again at most every CTL_POLL_NS (a malloc must
+ * stay cheap), with raw syscalls. The real allocator is glibc's own
+ * (__libc_malloc and friends): no dlsym, which allocates itself. Nothing
+ * fails before the library's constructor has run (the loader, libc's
+ * start-up). Not for sanitized servers: their allocator would be bypassed.
+ *
  * Not part of the product; built only for the tests.
  */
 #define _GNU_SOURCE
@@ -145,3 +156,104 @@ SHIM_EXPORT int fdatasync(int fd)
     static sync_fn real;
     return do_sync(fd, &real, "fdatasync");
 }
+
+#ifdef BKS_SHIM_MALLOC
+/*==========================================================================
+ * Allocation failures
+ *==========================================================================*/
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#define CTL_POLL_NS 20000000LL   /* the control file is read every 20 ms */
+
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+
+static _Atomic int oom_ready;            /* the constructor ran */
+static _Atomic int oom_percent;          /* what the control file says */
+static _Atomic long long oom_checked_ns; /* when it was last read */
+static _Atomic unsigned long long oom_failed;
+static __thread __attribute__((tls_model("initial-exec"))) uint64_t oom_rng;
+
+__attribute__((constructor)) static void oom_init(void) { atomic_store(&oom_ready, 1); }
+
+/* The percentage of "malloc <p>" in the control file, 0 when absent. */
+static int oom_read_ctl(void)
+{
+    const char *ctl = getenv("BKS_FAULT_CTL");
+    if (ctl == NULL) return 0;
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, ctl, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char text[256];
+    ssize_t n = syscall(SYS_read, fd, text, sizeof text - 1);
+    syscall(SYS_close, fd);
+    if (n <= 0) return 0;
+    text[n] = '\0';
+    for (const char *line = text; line != NULL; line = strchr(line, '\n')) {
+        if (*line == '\n') line++;
+        if (strncmp(line, "malloc ", 7) != 0) continue;
+        int p = 0;
+        for (const char *d = line + 7; *d >= '0' && *d <= '9' && p <= 100; d++)
+            p = p * 10 + (*d - '0');
+        return p > 100 ? 100 : p;
+    }
+    return 0;
+}
+
+/* Whether this allocation fails. */
+static int oom_now(void)
+{
+    if (!atomic_load_explicit(&oom_ready, memory_order_relaxed)) return 0;
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0) return 0;   /* vDSO: no syscall */
+    long long now = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    long long last = atomic_load_explicit(&oom_checked_ns, memory_order_relaxed);
+    if (now - last >= CTL_POLL_NS &&
+        atomic_compare_exchange_strong(&oom_checked_ns, &last, now))
+        atomic_store(&oom_percent, oom_read_ctl());
+    int p = atomic_load_explicit(&oom_percent, memory_order_relaxed);
+    if (p == 0) return 0;
+    if (oom_rng == 0) oom_rng = ((uint64_t)now ^ ((uint64_t)syscall(SYS_gettid) << 32)) | 1;
+    oom_rng ^= oom_rng << 13;   /* xorshift64 */
+    oom_rng ^= oom_rng >> 7;
+    oom_rng ^= oom_rng << 17;
+    if (oom_rng % 100 >= (uint64_t)p) return 0;
+    atomic_fetch_add_explicit(&oom_failed, 1, memory_order_relaxed);
+    errno = ENOMEM;
+    return 1;
+}
+
+SHIM_EXPORT void *malloc(size_t n)
+{
+    return oom_now() ? NULL : __libc_malloc(n);
+}
+
+SHIM_EXPORT void *calloc(size_t n, size_t size)
+{
+    return oom_now() ? NULL : __libc_calloc(n, size);
+}
+
+SHIM_EXPORT void *realloc(void *p, size_t n)
+{
+    if (p != NULL && n == 0) return __libc_realloc(p, n);   /* a free */
+    return oom_now() ? NULL : __libc_realloc(p, n);
+}
+
+SHIM_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+    if (align < sizeof(void *) || (align & (align - 1)) != 0) return EINVAL;
+    if (oom_now()) return ENOMEM;
+    void *p = __libc_memalign(align, n);
+    if (p == NULL) return ENOMEM;
+    *out = p;
+    return 0;
+}
+
+SHIM_EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+    return oom_now() ? NULL : __libc_memalign(align, n);
+}
+#endif /* BKS_SHIM_MALLOC */
