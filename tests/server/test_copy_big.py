@@ -218,7 +218,9 @@ def small_by_chunks():
 def dst_refuses():
     """DST without room for the big key: named with the side, the rest copied."""
     with Server("--maxmemory", str(BIG_BYTES // 4)) as dst:
-        rc, out, err, _ = copy(Source.srv, dst)
+        # (the sanitized build's 64 MB key is under the default threshold:
+        # ask for chunks above 32 MiB so both builds take the chunk path)
+        rc, out, err, _ = copy(Source.srv, dst, "--chunk-threshold", "32M")
         assert rc == 2, (rc, out, err)
         assert "copied 6 keys (1 failed, 0 deleted meanwhile)" in out, out
         lines = [line for line in err.splitlines() if line]
@@ -231,7 +233,7 @@ def dst_refuses():
         # a key of another kind where the big one goes, no --replace
         r.config_set("maxmemory", "0")
         r.execute_command("CF.ADD", "big", "something else")
-        rc, out, err, _ = copy(Source.srv, dst, "--pattern", "big")
+        rc, out, err, _ = copy(Source.srv, dst, "--pattern", "big", "--chunk-threshold", "32M")
         assert rc == 2, (rc, out, err)
         assert "bloomkit: copy: big: DST 127.0.0.1:%d: exists (--replace overwrites it)" \
             % dst.port in err, err
