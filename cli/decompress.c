@@ -29,6 +29,7 @@
 #include <errno.h>   /* errno, EINTR */
 #include <stdlib.h>  /* calloc, free */
 #include <string.h>  /* memcpy, strerror */
+#include <sys/stat.h> /* fstat, S_ISREG */
 #include <unistd.h>  /* read */
 #include <zlib.h>    /* inflate: zlib1g-dev */
 #include <zstd.h>    /* ZSTD_decompressStream: libzstd-dev */
@@ -53,6 +54,7 @@ struct cli_source {
     unsigned char head[4];      /* bytes read while detecting */
     size_t head_len, head_pos;  /* PLAIN: head[head_pos..head_len) unread */
     int eof;                    /* fd returned 0 */
+    int regular;                /* fd is a regular file: reads never wait */
     uint64_t consumed;          /* bytes read from fd */
     unsigned char *in;          /* compressed input buffer */
     size_t in_pos, in_len;
@@ -99,6 +101,8 @@ int cli_source_open(cli_source **out, int fd, const char *name, int detect)
     s->fd = fd;
     s->name = name;
     s->kind = PLAIN;
+    struct stat st;
+    s->regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
     *out = s;
     if (!detect) return 0;
     /* Read while the bytes could still be a magic number. */
@@ -287,7 +291,12 @@ ssize_t cli_source_read(cli_source *s, void *buf, size_t cap)
         if (n > cap) n = cap;
         memcpy(buf, s->head + s->head_pos, n);
         s->head_pos += n;
-        return (ssize_t)n;
+        /* A file's next bytes come with the head, or the caller's first
+         * batch would be the one or two keys of 4 bytes (a pipe or a
+         * terminal is not read on: it could wait for more typing). */
+        if (!s->regular || n == cap || s->eof) return (ssize_t)n;
+        ssize_t more = read_fd(s, (unsigned char *)buf + n, cap - n);
+        return more < 0 ? -1 : (ssize_t)n + more;
     }
     if (s->eof) return 0;
     return read_fd(s, buf, cap);
