@@ -5,8 +5,8 @@ Usage: test_lib_rbloom.py path/to/libbloomkit.so [corpus.json.gz]
 
 For every Bloom key of tests/golden/redisbloom/redisbloom-2.6.28.json.gz,
 the filter is rebuilt twice, from its SCANDUMP chunks and from the fields of
-its DUMP payload (parsed here: Redis's RDB module encoding, LZF strings
-included), and each copy must:
+its DUMP payload (parsed by corpus.py: Redis's RDB module encoding, LZF
+strings included), and each copy must:
   - answer every present and absent item exactly as RedisBloom did;
   - report RedisBloom's BF.INFO values;
   - give back RedisBloom's SCANDUMP chunks and iterators byte for byte;
@@ -21,14 +21,14 @@ Standard library only.
 """
 import base64
 import ctypes as C
-import gzip
-import json
 import os
-import struct
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_CORPUS = os.path.join(HERE, "..", "golden", "redisbloom", "redisbloom-2.6.28.json.gz")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from corpus import (CORPUS as DEFAULT_CORPUS, U64P, FieldReader, FieldWriter,  # noqa: E402
+                    absent, chunks, err, item, load_chunks, load_corpus, parse_dump,
+                    read_chunks)
+import corpus  # noqa: E402
 
 BK_EFULL = -8
 FAILURES = []
@@ -39,143 +39,14 @@ def fail(msg):
     print("MISMATCH: " + msg, file=sys.stderr)
 
 
-def item(key, i):
-    return ("%s:%06d:%x" % (key, i, (i * 2654435761) & 0xFFFFFFFF)).encode()
-
-
-def absent(i):
-    return ("absent:%07d" % i).encode()
-
-
-# ---------------------------------------------------------------------------
-# The DUMP payload: RDB module value (type 7), Redis length encoding
-# ---------------------------------------------------------------------------
-
-def lzf_decompress(src, out_len):
-    out = bytearray()
-    i = 0
-    while i < len(src):
-        ctrl = src[i]
-        i += 1
-        if ctrl < 32:  # literal run of ctrl + 1 bytes
-            out += src[i:i + ctrl + 1]
-            i += ctrl + 1
-        else:  # back reference
-            length = ctrl >> 5
-            if length == 7:
-                length += src[i]
-                i += 1
-            ref = len(out) - ((ctrl & 0x1F) << 8) - src[i] - 1
-            i += 1
-            if ref < 0:
-                raise ValueError("LZF: reference before the start")
-            for _ in range(length + 2):
-                out.append(out[ref])
-                ref += 1
-    if len(out) != out_len:
-        raise ValueError("LZF: %d bytes, expected %d" % (len(out), out_len))
-    return bytes(out)
-
-
-class Reader:
-    def __init__(self, b):
-        self.b = b
-        self.i = 0
-
-    def byte(self):
-        v = self.b[self.i]
-        self.i += 1
-        return v
-
-    def take(self, n):
-        if self.i + n > len(self.b):
-            raise ValueError("payload truncated")
-        v = self.b[self.i:self.i + n]
-        self.i += n
-        return v
-
-    def length(self):
-        """(value, is_encoded)"""
-        b0 = self.byte()
-        kind = b0 >> 6
-        if kind == 0:
-            return b0 & 0x3F, False
-        if kind == 1:
-            return ((b0 & 0x3F) << 8) | self.byte(), False
-        if b0 == 0x80:
-            return struct.unpack(">I", self.take(4))[0], False
-        if b0 == 0x81:
-            return struct.unpack(">Q", self.take(8))[0], False
-        if kind == 3:
-            return b0 & 0x3F, True
-        raise ValueError("bad length byte %#x" % b0)
-
-    def string(self):
-        n, enc = self.length()
-        if not enc:
-            return bytes(self.take(n))
-        if n == 0:
-            return str(struct.unpack("b", self.take(1))[0]).encode()
-        if n == 1:
-            return str(struct.unpack("<h", self.take(2))[0]).encode()
-        if n == 2:
-            return str(struct.unpack("<i", self.take(4))[0]).encode()
-        if n == 3:
-            clen, _ = self.length()
-            ulen, _ = self.length()
-            return lzf_decompress(self.take(clen), ulen)
-        raise ValueError("bad string encoding %d" % n)
-
-
-def parse_dump(payload):
-    """(encver, [(kind, value)]) of a module-value DUMP payload."""
-    r = Reader(payload)
-    if r.byte() != 7:
-        raise ValueError("not a module value (type 7)")
-    module_id, _ = r.length()
-    encver = module_id & 1023
-    fields = []
-    while True:
-        op, _ = r.length()
-        if op == 0:
-            break
-        if op in (1, 2):
-            v, _ = r.length()
-            fields.append(("u", v))
-        elif op == 4:
-            fields.append(("d", r.take(8)))
-        elif op == 5:
-            fields.append(("s", r.string()))
-        else:
-            raise ValueError("unexpected opcode %d" % op)
-    if len(payload) - r.i != 10:
-        raise ValueError("payload trailer is %d bytes, not 10" % (len(payload) - r.i))
-    return encver, fields
-
-
 # ---------------------------------------------------------------------------
 # The library
 # ---------------------------------------------------------------------------
 
-U64P = C.POINTER(C.c_uint64)
-GET_U = C.CFUNCTYPE(C.c_int, C.c_void_p, U64P)
-GET_D = C.CFUNCTYPE(C.c_int, C.c_void_p, C.POINTER(C.c_double))
-GET_S = C.CFUNCTYPE(C.c_int, C.c_void_p, C.POINTER(C.c_void_p), C.POINTER(C.c_size_t))
-PUT_U = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_uint64)
-PUT_D = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_double)
-PUT_S = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_void_p, C.c_size_t)
-
-
-class RFields(C.Structure):
-    _fields_ = [("ctx", C.c_void_p), ("get_unsigned", GET_U), ("get_double", GET_D),
-                ("get_string", GET_S), ("put_unsigned", PUT_U), ("put_double", PUT_D),
-                ("put_string", PUT_S)]
-
-
 def load_lib(path):
-    L = C.CDLL(path)
     vp, sz, u64, u32, i32 = C.c_void_p, C.c_size_t, C.c_uint64, C.c_uint32, C.c_int
-    sig = {
+    RF = C.POINTER(corpus.RFields)
+    return corpus.load_lib(path, {
         "bk_rbloom_from_header": (i32, [C.POINTER(vp), C.c_char_p, sz]),
         "bk_rbloom_load_chunk": (i32, [vp, u64, C.c_char_p, sz]),
         "bk_rbloom_contains": (i32, [vp, C.c_char_p, sz]),
@@ -188,8 +59,8 @@ def load_lib(path):
         "bk_rbloom_expansion": (u32, [vp]),
         "bk_rbloom_header": (sz, [vp, vp, sz]),
         "bk_rbloom_chunk": (i32, [vp, u64, U64P, C.POINTER(vp), C.POINTER(sz)]),
-        "bk_rbloom_load_fields": (i32, [C.POINTER(vp), i32, C.POINTER(RFields)]),
-        "bk_rbloom_save_fields": (i32, [vp, C.POINTER(RFields)]),
+        "bk_rbloom_load_fields": (i32, [C.POINTER(vp), i32, RF]),
+        "bk_rbloom_save_fields": (i32, [vp, RF]),
         "bk_rbloom_encver": (i32, []),
         "bk_rbloom_create": (i32, [C.POINTER(vp), u64, C.c_double, u32]),
         "bk_rbloom_as_filter": (vp, [vp]),
@@ -198,106 +69,31 @@ def load_lib(path):
         "bk_filter_serialize": (i32, [vp, vp, sz]),
         "bk_filter_deserialize": (i32, [C.POINTER(vp), vp, sz]),
         "bk_filter_free": (None, [vp]),
-        "bk_errname": (C.c_char_p, [i32]),
-    }
-    for name, (res, args) in sig.items():
-        fn = getattr(L, name)
-        fn.restype = res
-        fn.argtypes = args
-    return L
+    })
 
 
-def err(L, rc):
-    return "%d (%s)" % (rc, L.bk_errname(rc).decode() if rc < 0 else "ok")
-
-
-def from_chunks(L, scandump):
-    it0, hdr = scandump[0]
-    if it0 != 1:
-        raise ValueError("first SCANDUMP iterator is %d, not 1" % it0)
-    f = C.c_void_p()
-    hdr = base64.b64decode(hdr)
-    rc = L.bk_rbloom_from_header(C.byref(f), hdr, len(hdr))
-    if rc != 0:
-        raise ValueError("from_header: " + err(L, rc))
-    for it, data in scandump[1:]:
-        data = base64.b64decode(data)
-        if it == 0 and not data:
-            continue
-        rc = L.bk_rbloom_load_chunk(f, it, data, len(data))
-        if rc != 0:
-            L.bk_rbloom_free(f)
-            raise ValueError("load_chunk(%d): %s" % (it, err(L, rc)))
-    return f
+def from_chunks(L, pairs):
+    return load_chunks(L, "bk_rbloom", pairs)
 
 
 def from_fields(L, encver, fields):
-    state = {"i": 0, "keep": None}
-
-    def nxt(kind):
-        i = state["i"]
-        if i >= len(fields) or fields[i][0] != kind:
-            return None
-        state["i"] = i + 1
-        return fields[i][1]
-
-    def gu(ctx, out):
-        v = nxt("u")
-        if v is None:
-            return 1
-        out[0] = v
-        return 0
-
-    def gd(ctx, out):
-        v = nxt("d")
-        if v is None:
-            return 1
-        out[0] = struct.unpack("<d", v)[0]
-        return 0
-
-    def gs(ctx, p, n):
-        v = nxt("s")
-        if v is None:
-            return 1
-        buf = C.create_string_buffer(v, max(len(v), 1))
-        state["keep"] = buf  # valid until the next call
-        p[0] = C.cast(buf, C.c_void_p).value
-        n[0] = len(v)
-        return 0
-
-    cbs = (GET_U(gu), GET_D(gd), GET_S(gs))
-    r = RFields(None, cbs[0], cbs[1], cbs[2], PUT_U(), PUT_D(), PUT_S())
+    r = FieldReader(fields)
     f = C.c_void_p()
-    rc = L.bk_rbloom_load_fields(C.byref(f), encver, C.byref(r))
+    rc = L.bk_rbloom_load_fields(C.byref(f), encver, C.byref(r.rf))
     if rc != 0:
         raise ValueError("load_fields: " + err(L, rc))
-    if state["i"] != len(fields):
+    if r.pos != len(fields):
         L.bk_rbloom_free(f)
-        raise ValueError("load_fields read %d of %d fields" % (state["i"], len(fields)))
+        raise ValueError("load_fields read %d of %d fields" % (r.pos, len(fields)))
     return f
 
 
 def save_fields(L, f):
-    out = []
-
-    def pu(ctx, v):
-        out.append(("u", v))
-        return 0
-
-    def pd(ctx, v):
-        out.append(("d", struct.pack("<d", v)))
-        return 0
-
-    def ps(ctx, p, n):
-        out.append(("s", C.string_at(p, n) if n else b""))
-        return 0
-
-    cbs = (PUT_U(pu), PUT_D(pd), PUT_S(ps))
-    w = RFields(None, GET_U(), GET_D(), GET_S(), cbs[0], cbs[1], cbs[2])
-    rc = L.bk_rbloom_save_fields(f, C.byref(w))
+    w = FieldWriter()
+    rc = L.bk_rbloom_save_fields(f, C.byref(w.rf))
     if rc != 0:
         raise ValueError("save_fields: " + err(L, rc))
-    return out
+    return w.fields
 
 
 def info_of(L, f):
@@ -309,24 +105,7 @@ def info_of(L, f):
 
 
 def scandump_of(L, f):
-    n = L.bk_rbloom_header(f, None, 0)
-    buf = C.create_string_buffer(n)
-    if L.bk_rbloom_header(f, buf, n) != n:
-        raise ValueError("header size changed")
-    pairs = [(1, buf.raw)]
-    it = 1
-    while True:
-        nxt, data, ln = C.c_uint64(), C.c_void_p(), C.c_size_t()
-        rc = L.bk_rbloom_chunk(f, it, C.byref(nxt), C.byref(data), C.byref(ln))
-        if rc != 0:
-            raise ValueError("chunk(%d): %s" % (it, err(L, rc)))
-        if nxt.value == 0:
-            if ln.value != 0:
-                raise ValueError("last chunk not empty")
-            break
-        pairs.append((nxt.value, C.string_at(data.value, ln.value)))
-        it = nxt.value
-    return pairs
+    return read_chunks(L, "bk_rbloom", f)
 
 
 def check_answers(L, f, key, spec, ans, how):
@@ -465,8 +244,7 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     L = load_lib(sys.argv[1])
-    corpus = sys.argv[2] if len(sys.argv) > 2 else DEFAULT_CORPUS
-    data = json.load(gzip.open(corpus))
+    data = load_corpus(sys.argv[2] if len(sys.argv) > 2 else DEFAULT_CORPUS)
     if L.bk_rbloom_encver() != 4:
         fail("bk_rbloom_encver() = %d, RedisBloom 2.6 writes 4" % L.bk_rbloom_encver())
     nkeys = 0
@@ -476,8 +254,7 @@ def main():
         key = spec["key"]
         nkeys += 1
         ans = data["answers"][key]
-        want_pairs = [(it, base64.b64decode(c)) for it, c in ans["scandump"]]
-        want_pairs = [(it, c) for it, c in want_pairs if not (it == 0 and not c)]
+        want_pairs = chunks(ans)
         encver, fields = parse_dump(base64.b64decode(ans["dump"]))
         if encver != 4:
             fail("%s: DUMP encver %d, expected 4" % (key, encver))
@@ -485,7 +262,7 @@ def main():
         replay(L, spec, ans, want_pairs)
         for how in ("chunks", "fields"):
             try:
-                f = from_chunks(L, ans["scandump"]) if how == "chunks" else from_fields(L, encver, fields)
+                f = from_chunks(L, want_pairs) if how == "chunks" else from_fields(L, encver, fields)
             except ValueError as e:
                 fail("%s via %s: %s" % (key, how, e))
                 continue

@@ -18,33 +18,29 @@ key keeps answering as before.
 """
 import base64
 import gzip
-import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "redisbloom"))
+from corpus import CORPUS_DIR, absent_text, item_text as item, load_corpus  # noqa: E402
 from harness import MODULE, ROOT, Runner, Server  # noqa: E402
 from rbstandin import StandIn  # noqa: E402
 
 CLI = os.environ.get("BLOOMKIT_CLI") or os.path.join(ROOT, "build", "release", "cli",
                                                       "bloomkit")
 
-CORPUS = os.path.join(ROOT, "tests", "golden", "redisbloom")
-with gzip.open(os.path.join(CORPUS, "redisbloom-2.6.28.json.gz")) as fh:
-    DATA = json.load(fh)
+DATA = load_corpus()
 KEYS = [k["key"] for k in DATA["keys"]]
 TYPE = {k["key"]: k["type"] for k in DATA["keys"]}
 ADDED = {k["key"]: k["added"] for k in DATA["keys"]}
 ANSWERS = DATA["answers"]
-ABSENT = ["absent:%07d" % i for i in range(20000)]
+ABSENT = [absent_text(i) for i in range(20000)]
 NEW_ADDS = 10000
-
-
-def item(key, i):
-    return "%s:%06d:%x" % (key, i, (i * 2654435761) & 0xffffffff)
 
 
 def prefix(key):
@@ -289,7 +285,7 @@ def main():
         def door_rdb():
             d = tempfile.mkdtemp(prefix="bk-rbrdb-")
             try:
-                with gzip.open(os.path.join(CORPUS, "redisbloom-2.6.28.rdb.gz")) as src, \
+                with gzip.open(os.path.join(CORPUS_DIR, "redisbloom-2.6.28.rdb.gz")) as src, \
                         open(os.path.join(d, "dump.rdb"), "wb") as dst:
                     shutil.copyfileobj(src, dst)
                 with Server(dir=d) as srv:
