@@ -16,6 +16,12 @@
  *   - "Thread-safe" means: may be called concurrently with any other function
  *     marked thread-safe on the same handle, without external locking.
  *
+ * How to read it: PART 1 (common types and errors), PART 2 (any filter:
+ * bk_filter, created by family and options, and the file functions), then
+ * PART 3 (one section per dynamic family) and PART 4 (static filters and
+ * reconciliation). Start with PART 2; go to a family's section for what
+ * only that family can do.
+ *
  * Copyright the bloomkit authors. Licensed under the MIT licence.
  */
 #ifndef BLOOMKIT_H
@@ -35,6 +41,14 @@ extern "C" {
 #else
 #  define BK_API
 #endif
+
+/***************************************************************************
+ * PART 1. Common: version, errors, memory, hashing
+ *
+ * What every other part uses. Stable: these names and codes keep their
+ * meaning across releases (error codes and BK_DEFAULT_SEED are stored or
+ * compared by callers).
+ **************************************************************************/
 
 /*==========================================================================
  * Version
@@ -159,6 +173,294 @@ typedef struct bk_hash {
 
 /* Hash a key. O(len). Thread-safe. */
 BK_API bk_hash bk_hash_key(const void *key, size_t len, uint64_t seed);
+
+/***************************************************************************
+ * PART 2. Any filter: the generic handle and files
+ *
+ * The face most callers need, and the stable one: create any family by its
+ * id or name and options (bk_filter_config), then add, look up, remove,
+ * count, batch, merge, inspect, save, load and map it through bk_filter.
+ * The CLI, the server and the Redis module use nothing else for the
+ * filters they hold. Family ids and the file format (docs/FORMAT.md) are
+ * pinned: files written by one release load in the next.
+ **************************************************************************/
+
+/*==========================================================================
+ * Any filter: the generic handle
+ *
+ * Every family's handle is also a bk_filter: bk_<family>_as_filter() views
+ * it as one (no copy) and bk_filter_as_<family>() gets the family handle
+ * back (NULL for another family). Front ends (the CLI, the server, the
+ * Redis module) hold bk_filter pointers and call the functions below, which
+ * dispatch through a small per-family table. The file format works on
+ * bk_filter, so one set of save/load functions serves every family.
+ *==========================================================================*/
+
+/* Family identifiers. Pinned: they are stored in files. */
+typedef enum bk_family {
+    BK_FAMILY_BLOOM = 1,     /* classic Bloom filter (bk_bloom) */
+    BK_FAMILY_BLOCKED = 2,   /* cache-blocked Bloom filter (bk_blocked) */
+    BK_FAMILY_COUNTING = 3,  /* counting Bloom filter (bk_counting) */
+    BK_FAMILY_DELETABLE = 4, /* deletable Bloom filter (bk_deletable) */
+    BK_FAMILY_CUCKOO = 5,    /* cuckoo filter (bk_cuckoo) */
+    BK_FAMILY_SCALABLE = 6,  /* scalable Bloom filter (bk_scalable) */
+    BK_FAMILY_WINDOW = 7,    /* time-window filter (bk_window) */
+    BK_FAMILY_DLEFT = 8,     /* d-left counting Bloom filter (bk_dleft) */
+    BK_FAMILY_VARCOUNT = 9,  /* variable-length counters (bk_varcount) */
+    BK_FAMILY_HIER = 10,     /* hierarchical counting filter (bk_hier) */
+    BK_FAMILY_HYBRID = 11,   /* hybrid bits + counters (bk_hybrid) */
+    BK_FAMILY_MORRIS = 12,   /* Morris-counter frequency filter (bk_morris) */
+    BK_FAMILY_STATIC = 16,   /* static filter, binary fuse (bk_static) */
+    BK_FAMILY_MAP = 17,      /* static map, Bloomier filter (bk_map) */
+    BK_FAMILY_GROWABLE = 18, /* growable fingerprint table (bk_growable) */
+    BK_FAMILY_BUMPED = 19,   /* static filter, one line per lookup (bk_bumped) */
+    BK_FAMILY_RBLOOM = 20,   /* RedisBloom's scalable Bloom filter (bk_rbloom) */
+    BK_FAMILY_RCUCKOO = 21   /* RedisBloom's cuckoo filter (bk_rcuckoo) */
+} bk_family;
+
+/* "bloom", "blocked", "counting", "deletable", "cuckoo", "scalable",
+ * "window", "dleft", "varcount", "hier", "hybrid", "morris" (and the
+ * families numbered from 16); NULL for an unknown value. */
+BK_API const char *bk_family_name(bk_family family);
+
+/* The family with that name, or 0 when there is none. */
+BK_API bk_family bk_family_from_name(const char *name);
+
+/* What bk_filter_create builds. bk_filter_config_init fills the defaults;
+ * set capacity and fpr, and the family's options you care about (0 keeps a
+ * field's default). */
+typedef struct bk_filter_config {
+    bk_family family;          /* default BK_FAMILY_BLOCKED */
+    uint64_t capacity;         /* items (per window for the window family) */
+    double fpr;                /* target false-positive rate */
+    uint64_t seed;             /* default BK_DEFAULT_SEED */
+    uint32_t counter_bits;     /* counting: 4 or 8 */
+    uint64_t regions;          /* deletable: collision regions */
+    uint32_t bucket_size;      /* cuckoo: 2, 4 or 8 */
+    uint32_t fingerprint_bits; /* cuckoo: 0 chooses from fpr */
+    uint32_t max_kicks;        /* cuckoo: relocations before "full" */
+    uint32_t expansion;        /* scalable: growth factor of each new stage */
+    int nonscaling;            /* scalable: refuse adds when full */
+    uint64_t window;           /* window: span (caller's time unit) or, with
+                                  window_by_count, a number of insertions */
+    uint32_t generations;      /* window: sub-filters in the ring */
+    int window_by_count;       /* window: expire by insertions, not time */
+    int single_writer;         /* blocked, counting: 1 for the single-writer
+                                  mode (see "Write modes" under the blocked
+                                  filter); other families ignore it */
+    int blocked_split;         /* blocked: 1 for the split layout
+                                  (bk_blocked_create_split) */
+} bk_filter_config;
+
+/* Fill *cfg with the defaults: blocked family, BK_DEFAULT_SEED, every option
+ * 0 (the family's default); capacity and fpr 0 (must be set). */
+BK_API void bk_filter_config_init(bk_filter_config *cfg);
+
+/* Create a filter of any family from a config. Returns BK_OK, BK_EINVAL (a
+ * NULL pointer), BK_EFAMILY (unknown family) or the family constructor's
+ * own error (BK_EFPR, BK_ECAPACITY, BK_EPARAM, BK_ENOMEM ...). */
+BK_API int bk_filter_create(bk_filter **out, const bk_filter_config *cfg);
+
+/* A copy of f (memory only: never mapped). Returns BK_OK, BK_EINVAL,
+ * BK_ENOMEM or BK_ENOTSUP. */
+BK_API int bk_filter_clone(bk_filter **out, const bk_filter *f);
+
+/* Forget every item. Returns BK_OK, BK_EINVAL, BK_EREADONLY or BK_ENOTSUP.
+ * Not thread-safe with other use. */
+BK_API int bk_filter_clear(bk_filter *f);
+
+/* dst becomes the union (merge) or intersection of dst and src, which must
+ * be of the same family with the same shape and seed. Returns BK_OK,
+ * BK_EINVAL, BK_EINCOMPAT (different family, size, hashes or seed: the
+ * message of bk_filter_incompatibility says which), BK_EREADONLY or
+ * BK_ENOTSUP (a family without the operation). Not thread-safe with adds. */
+BK_API int bk_filter_merge(bk_filter *dst, const bk_filter *src);
+BK_API int bk_filter_intersect(bk_filter *dst, const bk_filter *src);
+
+/* Why a and b cannot be merged, in words ("family differs: bloom vs
+ * cuckoo", "sizes differ: 9585059 vs 100 bits", "seeds differ"), written
+ * into buf (cap bytes, NUL-terminated). Returns 0 when they are compatible,
+ * 1 when they are not. */
+BK_API int bk_filter_incompatibility(const bk_filter *a, const bk_filter *b,
+                                     char *buf, size_t cap);
+
+/* The family of f. */
+BK_API bk_family bk_filter_family(const bk_filter *f);
+
+/* Release any filter (the same as its family's free). Accepts NULL. */
+BK_API void bk_filter_free(bk_filter *f);
+
+/* Add, look up, remove and count a key through the family's own function.
+ * add returns 1 (stored as certainly new), 0 (may have been present) or an
+ * error (BK_EFULL, BK_EREADONLY for a read-only mapping, ...); the cuckoo
+ * filter stores a copy on every successful add, so it always answers 1. remove returns
+ * BK_OK, BK_ENOTFOUND or BK_ENOTSUP for families that cannot delete.
+ * count returns the family's count estimate (contains for the Bloom
+ * families). Thread-safety is the family's. */
+BK_API int bk_filter_add(bk_filter *f, const void *key, size_t len);
+BK_API int bk_filter_contains(const bk_filter *f, const void *key, size_t len);
+BK_API int bk_filter_remove(bk_filter *f, const void *key, size_t len);
+BK_API int64_t bk_filter_count(const bk_filter *f, const void *key, size_t len);
+
+/* Batched add and lookup through the family's batch functions (hashing
+ * ahead and prefetching where the family has them). results[i] (may be
+ * NULL) gets what the single-key call returns for key i (add: 1, 0;
+ * contains: 1, 0). Returns the number of 1s, or a negative error: for add,
+ * the first error stops the batch (results before it are filled). */
+BK_API int64_t bk_filter_add_batch(bk_filter *f, const void *const *keys,
+                                   const size_t *lens, size_t n,
+                                   uint8_t *results);
+BK_API int64_t bk_filter_contains_batch(const bk_filter *f,
+                                        const void *const *keys,
+                                        const size_t *lens, size_t n,
+                                        uint8_t *results);
+
+/* The seed keys are hashed with (for bk_hash_key). */
+BK_API uint64_t bk_filter_seed(const bk_filter *f);
+
+typedef struct bk_filter_info {
+    bk_family family;
+    uint64_t seed;
+    uint64_t capacity;        /* items it was sized for (0 if unknown) */
+    double target_fpr;        /* rate it was sized for (0 if unknown) */
+    uint64_t items;           /* the family's item count */
+    double estimated_items;   /* distinct items estimated from its state */
+    double fpr_now;           /* expected false-positive rate now */
+    double fpr_at_capacity;   /* expected rate when full (0 if unknown) */
+    double fill;              /* bits set / slots used, 0..1 */
+    size_t bytes;             /* memory held */
+    uint32_t parts;           /* sub-filters (stages, generations); 1 otherwise */
+    int can_remove;           /* 1 when bk_filter_remove is supported */
+    int lockfree_add;         /* 1 when threads may add concurrently */
+    int mapped;               /* 1 when the payload lives in a mapped file */
+    int read_only;            /* 1 when adds are refused (read-only mapping) */
+    int single_writer;        /* 1 in the single-writer mode (plain stores:
+                                 one writer, no concurrent use); then
+                                 lockfree_add is 0 */
+} bk_filter_info;
+
+/* Fill *out. Cost is the family's statistics cost (O(size) for most).
+ * Returns BK_OK or BK_EINVAL. */
+BK_API int bk_filter_get_info(const bk_filter *f, bk_filter_info *out);
+
+/* As bk_filter_get_info, in O(1) where the family can: family, seed,
+ * capacity, target_fpr, items, fpr_at_capacity, bytes, parts and the flags
+ * are as there; the fields that need a pass over the table (fill, fpr_now,
+ * estimated_items) may be 0. For CBF.INFO-like callers that report sizes
+ * and counts of large filters often. The counting filter answers in O(1);
+ * other families answer as bk_filter_get_info. */
+BK_API int bk_filter_get_summary(const bk_filter *f, bk_filter_info *out);
+
+/* What f costs the allocator: the sum over every block of memory it holds
+ * of usable(ctx, ptr), ptr as the allocator returned it (malloc_usable_size,
+ * RedisModule_MallocSize ...), or of the bytes asked when usable is NULL.
+ * Memory f shares with other filters (parameters kept once for many) is
+ * not counted. A family that cannot list its blocks answers its
+ * bk_filter_info.bytes. 0 for NULL. */
+BK_API size_t bk_filter_memory_usage(const bk_filter *f,
+                                     size_t (*usable)(void *ctx, const void *ptr), void *ctx);
+
+/* Choose the write mode of f (see "Write modes" under the blocked filter):
+ * 1 single-writer, 0 concurrent (the default of every created, loaded,
+ * mapped or cloned filter; not stored in files). Returns BK_OK, BK_EINVAL
+ * or BK_ENOTSUP (a family with one mode only: its adds stay as they are).
+ * Not thread-safe: call before other threads use f. */
+BK_API int bk_filter_set_single_writer(bk_filter *f, int single_writer);
+
+/*==========================================================================
+ * Files (docs/FORMAT.md)
+ *
+ * One portable format for every family: a 128-byte little-endian header,
+ * one 64-byte descriptor per sub-filter, then the payload, 64-byte aligned
+ * so that a mapped file is used in place. Header and payload each carry an
+ * XXH3-64 checksum. Every field is validated on load; a damaged file gives
+ * an error (BK_EMAGIC, BK_EVERSION, BK_EFAMILY, BK_ETRUNC, BK_ECHECKSUM,
+ * BK_ECORRUPT, BK_EIO ...) and never a crash or an allocation sized by an
+ * unchecked field. Saving while other threads add is not supported.
+ *==========================================================================*/
+
+/* Exact size in bytes of f's serialised form. */
+BK_API uint64_t bk_filter_serialized_size(const bk_filter *f);
+
+/* Serialise f into buf (cap bytes, at least bk_filter_serialized_size).
+ * Returns BK_OK, BK_EINVAL or BK_ESIZE (buf too small). */
+BK_API int bk_filter_serialize(const bk_filter *f, void *buf, size_t cap);
+
+/* Write f to an open file descriptor at its current position (no fsync).
+ * Returns BK_OK or BK_EIO (errno says why). */
+BK_API int bk_filter_write_fd(const bk_filter *f, int fd);
+
+/* Save f to path atomically: written to a temporary file in the same
+ * directory, fsynced, renamed over path, and the directory fsynced. A crash
+ * leaves either the old file or the new one, never a mix. Returns BK_OK,
+ * BK_EINVAL or BK_EIO. */
+BK_API int bk_filter_save(const bk_filter *f, const char *path);
+
+/* Rebuild a filter from len bytes at buf (copied: buf may be freed after).
+ * Returns BK_OK and *out, or a format error, BK_ENOMEM. */
+BK_API int bk_filter_deserialize(bk_filter **out, const void *buf, size_t len);
+
+/* Read a filter from an open descriptor, from its current position to end
+ * of file. Returns BK_OK or a format error, BK_EIO, BK_ENOMEM. */
+BK_API int bk_filter_read_fd(bk_filter **out, int fd);
+
+/* Load the filter saved at path into memory. */
+BK_API int bk_filter_load(bk_filter **out, const char *path);
+
+/* Flags of bk_filter_map. */
+#define BK_MAP_READONLY 0u  /* lookups only: adds answer BK_EREADONLY */
+#define BK_MAP_WRITABLE 1u  /* changes land in the file (see bk_filter_sync) */
+#define BK_MAP_VERIFY 2u    /* also check the payload checksum (reads it all) */
+#define BK_MAP_PRIVATE 4u   /* copy-on-write: adds allowed, kept in memory,
+                               never written to the file (not with WRITABLE) */
+
+/* Memory-map the file at path and use it in place: the filter is usable at
+ * once, whatever its size, and pages are read as lookups touch them. The
+ * header and descriptors are always validated; the payload checksum only
+ * with BK_MAP_VERIFY. With BK_MAP_WRITABLE adds write into the file's pages;
+ * bk_filter_sync() updates the header (counts, checksums) and flushes.
+ * A writable mapped filter cannot change shape (a scalable filter cannot
+ * add a stage: BK_ENOTSUP). Returns BK_OK, a format error, BK_EIO. */
+BK_API int bk_filter_map(bk_filter **out, const char *path, unsigned flags);
+
+/* Flush a writable mapping: header fields and checksums are rewritten and
+ * the file is msync'ed. BK_OK for a filter that is not mapped (nothing to
+ * do), BK_EREADONLY for a read-only mapping, BK_ENOTSUP for a private one
+ * (it never writes back), BK_EIO. Not thread-safe with adds. */
+BK_API int bk_filter_sync(bk_filter *f);
+
+/* Chunked export (backs BF.SCANDUMP): copies the next at most cap bytes of
+ * f's serialised form into buf. *cursor is 0 on the first call and is set
+ * to the offset after the chunk; at the end *len is 0 and *cursor 0. The
+ * filter must not change between calls. Returns BK_OK or BK_EINVAL. */
+BK_API int bk_filter_dump_chunk(const bk_filter *f, uint64_t *cursor,
+                                void *buf, size_t cap, size_t *len);
+
+/* Chunked import (backs BF.LOADCHUNK): feed the chunks of a dump in order,
+ * each with the cursor the dump returned for it; finish yields the filter.
+ * The header is validated as soon as it is complete and the payload is then
+ * allocated, at most max_bytes (0: no limit; BK_ELIMIT beyond); the payload
+ * checksum is checked by finish. Any error leaves the loader unusable
+ * (free it); nothing half-built escapes. */
+typedef struct bk_loader bk_loader;
+BK_API int bk_loader_create(bk_loader **out, uint64_t max_bytes);
+BK_API int bk_loader_feed(bk_loader *l, uint64_t cursor, const void *data,
+                          size_t len);
+BK_API int bk_loader_finish(bk_loader *l, bk_filter **out);
+BK_API void bk_loader_free(bk_loader *l);
+
+/***************************************************************************
+ * PART 3. The families, one section each (advanced)
+ *
+ * Each family's own constructor and knobs (sizing, layouts, write modes,
+ * statistics), for callers that want one family's particular abilities:
+ * the classic filter and its sizing maths, cache-blocked, counting,
+ * deletable, cuckoo, scalable, growable, RedisBloom's own layouts, the
+ * time window, the counting variants of seed 002 (d-left, variable-length,
+ * hierarchical, hybrid) and Morris counters. Every handle here is also a
+ * bk_filter (bk_<family>_as_filter), so PART 2 works on it. Advanced: the
+ * shapes of these calls may still change before 1.0; their files do not.
+ **************************************************************************/
 
 /*==========================================================================
  * Sizing maths of the classic Bloom filter
@@ -314,6 +616,10 @@ BK_API uint64_t bk_bloom_items(const bk_bloom *f);
 /* Estimated number of distinct keys added: -(m / k) ln(1 - t / m), where t
  * is the number of bits set (Swamidass & Baldi, 2007). O(m). Thread-safe. */
 BK_API double bk_bloom_estimate_items(const bk_bloom *f);
+
+/* This filter as a bk_filter, and back (NULL for another family). */
+BK_API bk_filter *bk_bloom_as_filter(bk_bloom *f);
+BK_API bk_bloom *bk_filter_as_bloom(bk_filter *f);
 
 /*==========================================================================
  * Cache-blocked Bloom filter (Putze, Sanders & Singler, 2007)
@@ -582,6 +888,10 @@ BK_API int bk_blocked_set_single_writer(bk_blocked *f, int single_writer);
 /* 1 in the single-writer mode, 0 in the concurrent one. Thread-safe. */
 BK_API int bk_blocked_single_writer(const bk_blocked *f);
 
+/* This filter as a bk_filter, and back (NULL for another family). */
+BK_API bk_filter *bk_blocked_as_filter(bk_blocked *f);
+BK_API bk_blocked *bk_filter_as_blocked(bk_filter *f);
+
 /*==========================================================================
  * Counting Bloom filter
  *
@@ -767,6 +1077,10 @@ BK_API uint64_t bk_counting_items(const bk_counting *f);
 /* Memory held by the filter, struct included. */
 BK_API size_t bk_counting_bytes(const bk_counting *f);
 
+/* This filter as a bk_filter, and back (NULL for another family). */
+BK_API bk_filter *bk_counting_as_filter(bk_counting *f);
+BK_API bk_counting *bk_filter_as_counting(bk_filter *f);
+
 /*==========================================================================
  * Deletable Bloom filter (Rothenberg, Macapuna, Verdi & Magalhaes, 2010)
  *
@@ -894,6 +1208,10 @@ BK_API uint32_t bk_deletable_hashes(const bk_deletable *f);
 BK_API uint64_t bk_deletable_regions(const bk_deletable *f);
 BK_API uint64_t bk_deletable_seed(const bk_deletable *f);
 BK_API uint64_t bk_deletable_items(const bk_deletable *f);
+
+/* This filter as a bk_filter, and back (NULL for another family). */
+BK_API bk_filter *bk_deletable_as_filter(bk_deletable *f);
+BK_API bk_deletable *bk_filter_as_deletable(bk_filter *f);
 
 /*==========================================================================
  * Cuckoo filter (Fan, Andersen, Kaminsky & Mitzenmacher, 2014)
@@ -1115,6 +1433,10 @@ BK_API uint64_t bk_cuckoo_seed(const bk_cuckoo *f);
 BK_API uint64_t bk_cuckoo_items(const bk_cuckoo *f);
 /* Memory held by the filter, struct included. */
 BK_API size_t bk_cuckoo_bytes(const bk_cuckoo *f);
+
+/* This filter as a bk_filter, and back (NULL for another family). */
+BK_API bk_filter *bk_cuckoo_as_filter(bk_cuckoo *f);
+BK_API bk_cuckoo *bk_filter_as_cuckoo(bk_filter *f);
 
 /*==========================================================================
  * Scalable Bloom filter (Almeida, Baquero, Preguica & Hutchison, 2007)
@@ -2234,282 +2556,13 @@ BK_API uint32_t bk_morris_hashes(const bk_morris *f);
 BK_API bk_filter *bk_morris_as_filter(bk_morris *f);
 BK_API bk_morris *bk_filter_as_morris(bk_filter *f);
 
-/*==========================================================================
- * Any filter: the generic handle
+/***************************************************************************
+ * PART 4. Static filters and set reconciliation (advanced)
  *
- * Every family's handle is also a bk_filter: bk_<family>_as_filter() views
- * it as one (no copy) and bk_filter_as_<family>() gets the family handle
- * back (NULL for another family). Front ends (the CLI, the server, the
- * Redis module) hold bk_filter pointers and call the functions below, which
- * dispatch through a small per-family table. The file format works on
- * bk_filter, so one set of save/load functions serves every family.
- *==========================================================================*/
-
-typedef struct bk_filter bk_filter;
-
-/* Family identifiers. Pinned: they are stored in files. */
-typedef enum bk_family {
-    BK_FAMILY_BLOOM = 1,     /* classic Bloom filter (bk_bloom) */
-    BK_FAMILY_BLOCKED = 2,   /* cache-blocked Bloom filter (bk_blocked) */
-    BK_FAMILY_COUNTING = 3,  /* counting Bloom filter (bk_counting) */
-    BK_FAMILY_DELETABLE = 4, /* deletable Bloom filter (bk_deletable) */
-    BK_FAMILY_CUCKOO = 5,    /* cuckoo filter (bk_cuckoo) */
-    BK_FAMILY_SCALABLE = 6,  /* scalable Bloom filter (bk_scalable) */
-    BK_FAMILY_WINDOW = 7,    /* time-window filter (bk_window) */
-    BK_FAMILY_DLEFT = 8,     /* d-left counting Bloom filter (bk_dleft) */
-    BK_FAMILY_VARCOUNT = 9,  /* variable-length counters (bk_varcount) */
-    BK_FAMILY_HIER = 10,     /* hierarchical counting filter (bk_hier) */
-    BK_FAMILY_HYBRID = 11,   /* hybrid bits + counters (bk_hybrid) */
-    BK_FAMILY_MORRIS = 12,   /* Morris-counter frequency filter (bk_morris) */
-    BK_FAMILY_STATIC = 16,   /* static filter, binary fuse (bk_static) */
-    BK_FAMILY_MAP = 17,      /* static map, Bloomier filter (bk_map) */
-    BK_FAMILY_GROWABLE = 18, /* growable fingerprint table (bk_growable) */
-    BK_FAMILY_BUMPED = 19,   /* static filter, one line per lookup (bk_bumped) */
-    BK_FAMILY_RBLOOM = 20,   /* RedisBloom's scalable Bloom filter (bk_rbloom) */
-    BK_FAMILY_RCUCKOO = 21   /* RedisBloom's cuckoo filter (bk_rcuckoo) */
-} bk_family;
-
-/* "bloom", "blocked", "counting", "deletable", "cuckoo", "scalable",
- * "window", "dleft", "varcount", "hier", "hybrid", "morris" (and the
- * families numbered from 16); NULL for an unknown value. */
-BK_API const char *bk_family_name(bk_family family);
-
-/* The family with that name, or 0 when there is none. */
-BK_API bk_family bk_family_from_name(const char *name);
-
-BK_API bk_filter *bk_bloom_as_filter(bk_bloom *f);
-BK_API bk_bloom *bk_filter_as_bloom(bk_filter *f);
-BK_API bk_filter *bk_blocked_as_filter(bk_blocked *f);
-BK_API bk_blocked *bk_filter_as_blocked(bk_filter *f);
-BK_API bk_filter *bk_counting_as_filter(bk_counting *f);
-BK_API bk_counting *bk_filter_as_counting(bk_filter *f);
-BK_API bk_filter *bk_deletable_as_filter(bk_deletable *f);
-BK_API bk_deletable *bk_filter_as_deletable(bk_filter *f);
-BK_API bk_filter *bk_cuckoo_as_filter(bk_cuckoo *f);
-BK_API bk_cuckoo *bk_filter_as_cuckoo(bk_filter *f);
-
-/* What bk_filter_create builds. bk_filter_config_init fills the defaults;
- * set capacity and fpr, and the family's options you care about (0 keeps a
- * field's default). */
-typedef struct bk_filter_config {
-    bk_family family;          /* default BK_FAMILY_BLOCKED */
-    uint64_t capacity;         /* items (per window for the window family) */
-    double fpr;                /* target false-positive rate */
-    uint64_t seed;             /* default BK_DEFAULT_SEED */
-    uint32_t counter_bits;     /* counting: 4 or 8 */
-    uint64_t regions;          /* deletable: collision regions */
-    uint32_t bucket_size;      /* cuckoo: 2, 4 or 8 */
-    uint32_t fingerprint_bits; /* cuckoo: 0 chooses from fpr */
-    uint32_t max_kicks;        /* cuckoo: relocations before "full" */
-    uint32_t expansion;        /* scalable: growth factor of each new stage */
-    int nonscaling;            /* scalable: refuse adds when full */
-    uint64_t window;           /* window: span (caller's time unit) or, with
-                                  window_by_count, a number of insertions */
-    uint32_t generations;      /* window: sub-filters in the ring */
-    int window_by_count;       /* window: expire by insertions, not time */
-    int single_writer;         /* blocked, counting: 1 for the single-writer
-                                  mode (see "Write modes" under the blocked
-                                  filter); other families ignore it */
-    int blocked_split;         /* blocked: 1 for the split layout
-                                  (bk_blocked_create_split) */
-} bk_filter_config;
-
-/* Fill *cfg with the defaults: blocked family, BK_DEFAULT_SEED, every option
- * 0 (the family's default); capacity and fpr 0 (must be set). */
-BK_API void bk_filter_config_init(bk_filter_config *cfg);
-
-/* Create a filter of any family from a config. Returns BK_OK, BK_EINVAL (a
- * NULL pointer), BK_EFAMILY (unknown family) or the family constructor's
- * own error (BK_EFPR, BK_ECAPACITY, BK_EPARAM, BK_ENOMEM ...). */
-BK_API int bk_filter_create(bk_filter **out, const bk_filter_config *cfg);
-
-/* A copy of f (memory only: never mapped). Returns BK_OK, BK_EINVAL,
- * BK_ENOMEM or BK_ENOTSUP. */
-BK_API int bk_filter_clone(bk_filter **out, const bk_filter *f);
-
-/* Forget every item. Returns BK_OK, BK_EINVAL, BK_EREADONLY or BK_ENOTSUP.
- * Not thread-safe with other use. */
-BK_API int bk_filter_clear(bk_filter *f);
-
-/* dst becomes the union (merge) or intersection of dst and src, which must
- * be of the same family with the same shape and seed. Returns BK_OK,
- * BK_EINVAL, BK_EINCOMPAT (different family, size, hashes or seed: the
- * message of bk_filter_incompatibility says which), BK_EREADONLY or
- * BK_ENOTSUP (a family without the operation). Not thread-safe with adds. */
-BK_API int bk_filter_merge(bk_filter *dst, const bk_filter *src);
-BK_API int bk_filter_intersect(bk_filter *dst, const bk_filter *src);
-
-/* Why a and b cannot be merged, in words ("family differs: bloom vs
- * cuckoo", "sizes differ: 9585059 vs 100 bits", "seeds differ"), written
- * into buf (cap bytes, NUL-terminated). Returns 0 when they are compatible,
- * 1 when they are not. */
-BK_API int bk_filter_incompatibility(const bk_filter *a, const bk_filter *b,
-                                     char *buf, size_t cap);
-
-/* The family of f. */
-BK_API bk_family bk_filter_family(const bk_filter *f);
-
-/* Release any filter (the same as its family's free). Accepts NULL. */
-BK_API void bk_filter_free(bk_filter *f);
-
-/* Add, look up, remove and count a key through the family's own function.
- * add returns 1 (stored as certainly new), 0 (may have been present) or an
- * error (BK_EFULL, BK_EREADONLY for a read-only mapping, ...); the cuckoo
- * filter stores a copy on every successful add, so it always answers 1. remove returns
- * BK_OK, BK_ENOTFOUND or BK_ENOTSUP for families that cannot delete.
- * count returns the family's count estimate (contains for the Bloom
- * families). Thread-safety is the family's. */
-BK_API int bk_filter_add(bk_filter *f, const void *key, size_t len);
-BK_API int bk_filter_contains(const bk_filter *f, const void *key, size_t len);
-BK_API int bk_filter_remove(bk_filter *f, const void *key, size_t len);
-BK_API int64_t bk_filter_count(const bk_filter *f, const void *key, size_t len);
-
-/* Batched add and lookup through the family's batch functions (hashing
- * ahead and prefetching where the family has them). results[i] (may be
- * NULL) gets what the single-key call returns for key i (add: 1, 0;
- * contains: 1, 0). Returns the number of 1s, or a negative error: for add,
- * the first error stops the batch (results before it are filled). */
-BK_API int64_t bk_filter_add_batch(bk_filter *f, const void *const *keys,
-                                   const size_t *lens, size_t n,
-                                   uint8_t *results);
-BK_API int64_t bk_filter_contains_batch(const bk_filter *f,
-                                        const void *const *keys,
-                                        const size_t *lens, size_t n,
-                                        uint8_t *results);
-
-/* The seed keys are hashed with (for bk_hash_key). */
-BK_API uint64_t bk_filter_seed(const bk_filter *f);
-
-typedef struct bk_filter_info {
-    bk_family family;
-    uint64_t seed;
-    uint64_t capacity;        /* items it was sized for (0 if unknown) */
-    double target_fpr;        /* rate it was sized for (0 if unknown) */
-    uint64_t items;           /* the family's item count */
-    double estimated_items;   /* distinct items estimated from its state */
-    double fpr_now;           /* expected false-positive rate now */
-    double fpr_at_capacity;   /* expected rate when full (0 if unknown) */
-    double fill;              /* bits set / slots used, 0..1 */
-    size_t bytes;             /* memory held */
-    uint32_t parts;           /* sub-filters (stages, generations); 1 otherwise */
-    int can_remove;           /* 1 when bk_filter_remove is supported */
-    int lockfree_add;         /* 1 when threads may add concurrently */
-    int mapped;               /* 1 when the payload lives in a mapped file */
-    int read_only;            /* 1 when adds are refused (read-only mapping) */
-    int single_writer;        /* 1 in the single-writer mode (plain stores:
-                                 one writer, no concurrent use); then
-                                 lockfree_add is 0 */
-} bk_filter_info;
-
-/* Fill *out. Cost is the family's statistics cost (O(size) for most).
- * Returns BK_OK or BK_EINVAL. */
-BK_API int bk_filter_get_info(const bk_filter *f, bk_filter_info *out);
-
-/* As bk_filter_get_info, in O(1) where the family can: family, seed,
- * capacity, target_fpr, items, fpr_at_capacity, bytes, parts and the flags
- * are as there; the fields that need a pass over the table (fill, fpr_now,
- * estimated_items) may be 0. For CBF.INFO-like callers that report sizes
- * and counts of large filters often. The counting filter answers in O(1);
- * other families answer as bk_filter_get_info. */
-BK_API int bk_filter_get_summary(const bk_filter *f, bk_filter_info *out);
-
-/* What f costs the allocator: the sum over every block of memory it holds
- * of usable(ctx, ptr), ptr as the allocator returned it (malloc_usable_size,
- * RedisModule_MallocSize ...), or of the bytes asked when usable is NULL.
- * Memory f shares with other filters (parameters kept once for many) is
- * not counted. A family that cannot list its blocks answers its
- * bk_filter_info.bytes. 0 for NULL. */
-BK_API size_t bk_filter_memory_usage(const bk_filter *f,
-                                     size_t (*usable)(void *ctx, const void *ptr), void *ctx);
-
-/* Choose the write mode of f (see "Write modes" under the blocked filter):
- * 1 single-writer, 0 concurrent (the default of every created, loaded,
- * mapped or cloned filter; not stored in files). Returns BK_OK, BK_EINVAL
- * or BK_ENOTSUP (a family with one mode only: its adds stay as they are).
- * Not thread-safe: call before other threads use f. */
-BK_API int bk_filter_set_single_writer(bk_filter *f, int single_writer);
-
-/*==========================================================================
- * Files (docs/FORMAT.md)
- *
- * One portable format for every family: a 128-byte little-endian header,
- * one 64-byte descriptor per sub-filter, then the payload, 64-byte aligned
- * so that a mapped file is used in place. Header and payload each carry an
- * XXH3-64 checksum. Every field is validated on load; a damaged file gives
- * an error (BK_EMAGIC, BK_EVERSION, BK_EFAMILY, BK_ETRUNC, BK_ECHECKSUM,
- * BK_ECORRUPT, BK_EIO ...) and never a crash or an allocation sized by an
- * unchecked field. Saving while other threads add is not supported.
- *==========================================================================*/
-
-/* Exact size in bytes of f's serialised form. */
-BK_API uint64_t bk_filter_serialized_size(const bk_filter *f);
-
-/* Serialise f into buf (cap bytes, at least bk_filter_serialized_size).
- * Returns BK_OK, BK_EINVAL or BK_ESIZE (buf too small). */
-BK_API int bk_filter_serialize(const bk_filter *f, void *buf, size_t cap);
-
-/* Write f to an open file descriptor at its current position (no fsync).
- * Returns BK_OK or BK_EIO (errno says why). */
-BK_API int bk_filter_write_fd(const bk_filter *f, int fd);
-
-/* Save f to path atomically: written to a temporary file in the same
- * directory, fsynced, renamed over path, and the directory fsynced. A crash
- * leaves either the old file or the new one, never a mix. Returns BK_OK,
- * BK_EINVAL or BK_EIO. */
-BK_API int bk_filter_save(const bk_filter *f, const char *path);
-
-/* Rebuild a filter from len bytes at buf (copied: buf may be freed after).
- * Returns BK_OK and *out, or a format error, BK_ENOMEM. */
-BK_API int bk_filter_deserialize(bk_filter **out, const void *buf, size_t len);
-
-/* Read a filter from an open descriptor, from its current position to end
- * of file. Returns BK_OK or a format error, BK_EIO, BK_ENOMEM. */
-BK_API int bk_filter_read_fd(bk_filter **out, int fd);
-
-/* Load the filter saved at path into memory. */
-BK_API int bk_filter_load(bk_filter **out, const char *path);
-
-/* Flags of bk_filter_map. */
-#define BK_MAP_READONLY 0u  /* lookups only: adds answer BK_EREADONLY */
-#define BK_MAP_WRITABLE 1u  /* changes land in the file (see bk_filter_sync) */
-#define BK_MAP_VERIFY 2u    /* also check the payload checksum (reads it all) */
-#define BK_MAP_PRIVATE 4u   /* copy-on-write: adds allowed, kept in memory,
-                               never written to the file (not with WRITABLE) */
-
-/* Memory-map the file at path and use it in place: the filter is usable at
- * once, whatever its size, and pages are read as lookups touch them. The
- * header and descriptors are always validated; the payload checksum only
- * with BK_MAP_VERIFY. With BK_MAP_WRITABLE adds write into the file's pages;
- * bk_filter_sync() updates the header (counts, checksums) and flushes.
- * A writable mapped filter cannot change shape (a scalable filter cannot
- * add a stage: BK_ENOTSUP). Returns BK_OK, a format error, BK_EIO. */
-BK_API int bk_filter_map(bk_filter **out, const char *path, unsigned flags);
-
-/* Flush a writable mapping: header fields and checksums are rewritten and
- * the file is msync'ed. BK_OK for a filter that is not mapped (nothing to
- * do), BK_EREADONLY for a read-only mapping, BK_ENOTSUP for a private one
- * (it never writes back), BK_EIO. Not thread-safe with adds. */
-BK_API int bk_filter_sync(bk_filter *f);
-
-/* Chunked export (backs BF.SCANDUMP): copies the next at most cap bytes of
- * f's serialised form into buf. *cursor is 0 on the first call and is set
- * to the offset after the chunk; at the end *len is 0 and *cursor 0. The
- * filter must not change between calls. Returns BK_OK or BK_EINVAL. */
-BK_API int bk_filter_dump_chunk(const bk_filter *f, uint64_t *cursor,
-                                void *buf, size_t cap, size_t *len);
-
-/* Chunked import (backs BF.LOADCHUNK): feed the chunks of a dump in order,
- * each with the cursor the dump returned for it; finish yields the filter.
- * The header is validated as soon as it is complete and the payload is then
- * allocated, at most max_bytes (0: no limit; BK_ELIMIT beyond); the payload
- * checksum is checked by finish. Any error leaves the loader unusable
- * (free it); nothing half-built escapes. */
-typedef struct bk_loader bk_loader;
-BK_API int bk_loader_create(bk_loader **out, uint64_t max_bytes);
-BK_API int bk_loader_feed(bk_loader *l, uint64_t cursor, const void *data,
-                          size_t len);
-BK_API int bk_loader_finish(bk_loader *l, bk_filter **out);
-BK_API void bk_loader_free(bk_loader *l);
+ * Filters built once from a complete key set (binary fuse, bumped, the
+ * Bloomier map), and the invertible tables that find the difference of two
+ * sets. The static ones are bk_filter too, without adds.
+ **************************************************************************/
 
 /*==========================================================================
  * Static filter (binary fuse; Graf & Lemire, JEA 2022)
