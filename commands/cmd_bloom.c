@@ -924,53 +924,6 @@ static void info_value(bkc_ctx *c, const void *src, int field)
     }
 }
 
-/* RedisBloom's header chunk of a bk_rbloom (docs/FORMAT.md, "SCANDUMP /
- * LOADCHUNK"): the chain's and each stage's numbers, read back. */
-typedef struct rb_stage {
-    uint64_t bytes, bits, size, entries;
-    double error;
-    uint32_t hashes;
-} rb_stage;
-
-static uint64_t le_u64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-    return v;
-}
-
-static uint32_t le_u32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-#define RB_HEADER 20
-#define RB_STAGE 53
-
-/* The header of r in a new buffer (free()), or NULL. *n its length. */
-static unsigned char *rb_header(const bk_rbloom *r, size_t *n)
-{
-    *n = bk_rbloom_header(r, NULL, 0);
-    if (*n < RB_HEADER) return NULL;
-    unsigned char *h = malloc(*n);
-    if (h != NULL) bk_rbloom_header(r, h, *n);
-    return h;
-}
-
-static rb_stage rb_stage_at(const unsigned char *h, uint32_t i)
-{
-    const unsigned char *p = h + RB_HEADER + (size_t)RB_STAGE * i;
-    rb_stage st;
-    uint64_t e = le_u64(p + 24);
-    st.bytes = le_u64(p);
-    st.bits = le_u64(p + 8);
-    st.size = le_u64(p + 16);
-    memcpy(&st.error, &e, sizeof(e));
-    st.hashes = le_u32(p + 40);
-    st.entries = le_u64(p + 44);
-    return st;
-}
-
 /* valkey-bloom's fields beyond RedisBloom's five, asked for one at a time
  * (BF.INFO key ERROR | TIGHTENING | MAXSCALEDCAPACITY). They are not in
  * the whole reply: RedisBloom's clients read it (node-redis 4 by position).
@@ -994,16 +947,7 @@ static int info_extra(bkc_ctx *c, bkc_str field, bf_filter b)
         error = bk_growable_error(b.g);
         tightening = 1;   /* one table: no stages */
     } else {
-        size_t n;
-        unsigned char *h = rb_header(b.r, &n);
-        if (h == NULL) {
-            bkc__err(c, BKC_ERR_OOM);
-            return 1;
-        }
-        /* the chain's error: stage 0 is made at half of it (or at it when
-         * non-scaling) */
-        error = rb_stage_at(h, 0).error * (bk_rbloom_expansion(b.r) ? 2 : 1);
-        free(h);
+        error = bk_rbloom_error(b.r);
         expansion = bk_rbloom_expansion(b.r);
     }
     if (which > 0 && expansion == 0) {  /* valkey-bloom: scaling filters only */
@@ -1031,11 +975,9 @@ static int info_extra(bkc_ctx *c, bkc_str field, bf_filter b)
             chain_reach(st.initial_capacity, expansion, error, 0, tightening, st.max_stages, limit, 0,
                         &cap);
         } else {
-            size_t n;
-            unsigned char *h = rb_header(b.r, &n);
-            uint64_t first = h ? rb_stage_at(h, 0).entries : 0;
-            free(h);
-            chain_reach(first, expansion, error, 1, 0.5, BK_SCALABLE_MAX_STAGES, limit, 0, &cap);
+            bk_rbloom_stage first = {0};
+            bk_rbloom_stage_info(b.r, 0, &first);
+            chain_reach(first.capacity, expansion, error, 1, 0.5, BK_SCALABLE_MAX_STAGES, limit, 0, &cap);
         }
         bkc__int(c, cap > (uint64_t)INT64_MAX ? INT64_MAX : (long long)cap);
     }
@@ -1285,20 +1227,13 @@ void bkc_cmd_bf_debug(bkc_ctx *c, int argc, const bkc_str *argv)
     if (v == NULL) return;
     bf_filter b = bf_of(v);
     if (b.r != NULL) {
-        size_t n;
-        unsigned char *h = rb_header(b.r, &n);
-        uint32_t stages = h ? le_u32(h + 8) : 0;
-        if (h == NULL || n != RB_HEADER + (size_t)RB_STAGE * stages) {
-            bkc__err(c, BKC_ERR_OOM);
-        } else {
-            unsigned width = (le_u32(h + 12) & 4) ? 64 : 32; /* FORCE64 */
-            debug_head(c, stages, le_u64(h));
-            for (uint32_t i = 0; i < stages; i++) {
-                rb_stage s = rb_stage_at(h, i);
-                debug_line(c, s.bytes, s.bits, s.hashes, width, s.entries, s.size, s.error);
-            }
+        uint32_t stages = bk_rbloom_stages(b.r);
+        debug_head(c, stages, bk_rbloom_items(b.r));
+        for (uint32_t i = 0; i < stages; i++) {
+            bk_rbloom_stage s;
+            bk_rbloom_stage_info(b.r, i, &s);
+            debug_line(c, s.bytes, s.bits, s.hashes, s.hash_bits, s.capacity, s.items, s.error);
         }
-        free(h);
     } else if (b.g != NULL) {
         size_t bytes = bk_growable_bytes(b.g);
         debug_head(c, 1, bk_growable_items(b.g));

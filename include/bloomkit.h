@@ -1933,6 +1933,23 @@ BK_API uint32_t bk_rbloom_expansion(const bk_rbloom *f);
 /* Bytes this process really holds for the filter. */
 BK_API size_t bk_rbloom_bytes(const bk_rbloom *f);
 
+/* One stage as RedisBloom keeps it (BF.DEBUG's lines). */
+typedef struct bk_rbloom_stage {
+    uint64_t bytes;    /* its bit array's bytes */
+    uint64_t bits;     /* RedisBloom's bits field */
+    uint64_t capacity; /* entries it was made for */
+    uint64_t items;    /* items it took */
+    double error;      /* its own rate */
+    uint32_t hashes;
+    uint32_t hash_bits; /* 64 for 64-bit hashing (FORCE64), else 32 */
+} bk_rbloom_stage;
+
+/* Stage i (0 the oldest) into *out. Returns BK_OK, BK_EINVAL or BK_EPARAM
+ * (no such stage). bk_rbloom_error is the chain's rate as it was asked:
+ * stage 0's, doubled for a scaling chain (its first stage is made at half). */
+BK_API int bk_rbloom_stage_info(const bk_rbloom *f, uint32_t i, bk_rbloom_stage *out);
+BK_API double bk_rbloom_error(const bk_rbloom *f);
+
 /* Chunks. bk_rbloom_header writes the header chunk into buf when cap is
  * enough and returns its size either way. bk_rbloom_chunk gives the data
  * chunk at iterator iter (>= 1): a pointer into the filter, its length and

@@ -473,6 +473,27 @@ uint32_t bk_rbloom_expansion(const bk_rbloom *f)
     return f->growth;
 }
 
+int bk_rbloom_stage_info(const bk_rbloom *f, uint32_t i, bk_rbloom_stage *out)
+{
+    if (f == NULL || out == NULL) return BK_EINVAL;
+    if (i >= f->n) return BK_EPARAM;
+    const stage *s = &f->st[i];
+    out->bytes = s->bytes;
+    out->bits = s->bits;
+    out->capacity = s->entries;
+    out->items = s->size;
+    out->error = s->error;
+    out->hashes = s->hashes;
+    out->hash_bits = (f->options & OPT_FORCE64) ? 64 : 32;
+    return BK_OK;
+}
+
+double bk_rbloom_error(const bk_rbloom *f)
+{
+    if (f == NULL || f->n == 0) return 0;
+    return f->st[0].error * ((f->options & OPT_NO_SCALING) ? 1 : 2);
+}
+
 /*==========================================================================
  * Chunks
  *==========================================================================*/

@@ -177,6 +177,29 @@ static void test_sizes_and_growth_as_redisbloom(void **state)
         assert_int_equal((uint64_t)fresh, m->info_items);
         assert_int_equal(bk_rbloom_stages(f), m->info_filters);
         assert_int_equal(bk_rbloom_expansion(f), m->expansion);
+        /* its stages one by one (BF.DEBUG): they add up to BF.INFO's
+         * figures; each is expansion times the last, at half its rate (both
+         * exact in binary); the chain's rate is the one asked */
+        assert_true(bk_rbloom_error(f) == m->error);
+        uint64_t cap_sum = 0, items_sum = 0;
+        bk_rbloom_stage st, prev = {0};
+        for (uint32_t i = 0; i < bk_rbloom_stages(f); i++) {
+            assert_int_equal(bk_rbloom_stage_info(f, i, &st), BK_OK);
+            cap_sum += st.capacity;
+            items_sum += st.items;
+            assert_true(st.bytes * 8 >= st.bits);
+            assert_int_equal(st.hash_bits, 64);
+            if (i > 0) {
+                assert_int_equal(st.capacity, prev.capacity * m->expansion);
+                assert_true(st.error == prev.error * 0.5);
+            }
+            prev = st;
+        }
+        assert_int_equal(cap_sum, m->info_capacity);
+        assert_int_equal(items_sum, m->info_items);
+        assert_int_equal(bk_rbloom_stage_info(f, bk_rbloom_stages(f), &st), BK_EPARAM);
+        assert_int_equal(bk_rbloom_stage_info(NULL, 0, &st), BK_EINVAL);
+        assert_int_equal(bk_rbloom_stage_info(f, 0, NULL), BK_EINVAL);
         for (uint32_t i = 0; i < m->added; i++)
             assert_int_equal(bk_rbloom_contains(f, buf, corpus_item(buf, m->key, i)), 1);
         if (strcmp(m->key, "bf_tiny") == 0) {
