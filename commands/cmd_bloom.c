@@ -1,7 +1,7 @@
 /*
  * cmd_bloom.c - BF.*: RedisBloom's Bloom filter commands, and BF.MERGE.
  *
- * A BF key holds one filter of one of two families:
+ * A BF key holds one filter of one of three families:
  * - bk_growable (lib/growable.c), when BF.RESERVE or BF.INSERT says
  *   GROWABLE (ours), or when an add creates the key with the
  *   default capacity (no CAPACITY, NONSCALING or other EXPANSION than 2)
@@ -22,6 +22,9 @@
  *   capacity * expansion^i items, the compound rate under the error asked
  *   for (lib/scalable.c has the rate schedule); stage 0 costs what
  *   RedisBloom's first filter does, to the byte.
+ * - bk_rbloom (lib/rbloom.c), RedisBloom's own chain, bit for bit: a key
+ *   taken over from RedisBloom (its DUMP payload, its SCANDUMP chunks or
+ *   its RDB value), which keeps answering exactly as it did there.
  * RedisBloom's defaults (capacity 100, error 0.01, expansion 2) apply when
  * an add creates the key without options. BF.ADD answers 1 only when the
  * filter did not have the key, so the filter's item count is BF.CARD.

@@ -355,8 +355,8 @@ static void host_wrote(void *host, int argc, const bkc_str *argv)
         RedisModule_ReplicateVerbatim(h->ctx);
         return;
     }
-    char name[32];
-    if (argv[0].len >= sizeof(name)) return; /* the layer's names are short */
+    char small[32];
+    char *name = argv[0].len < sizeof(small) ? small : RedisModule_Alloc(argv[0].len + 1);
     memcpy(name, argv[0].ptr, argv[0].len);
     name[argv[0].len] = '\0';
     int n = argc - 1;
@@ -366,6 +366,7 @@ static void host_wrote(void *host, int argc, const bkc_str *argv)
     RedisModule_Replicate(h->ctx, name, "v", args, (size_t)n);
     for (int i = 0; i < n; i++) RedisModule_FreeString(h->ctx, args[i]);
     RedisModule_Free(args);
+    if (name != small) RedisModule_Free(name);
 }
 
 static size_t host_memory_left(void *host)

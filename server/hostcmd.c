@@ -1178,11 +1178,6 @@ void bks_execute(bks_client *c, bks_session *s, bkc_reply *r, int resp, int argc
     bks_ops_record(c, stats_name(argv[0]), 1, argc, argv, start, err, errlen);
 }
 
-void bks_replay(bks_session *s, bkc_reply *reply, int argc, const bkc_str *argv)
-{
-    bks_execute(NULL, s, reply, 2, argc, argv);
-}
-
 /*--------------------------------------------------------------------------
  * Pipelines: runs of BF.ADD, BF.EXISTS, CF.ADD(NX), CF.EXISTS on one key
  *--------------------------------------------------------------------------*/

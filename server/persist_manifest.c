@@ -429,9 +429,6 @@ void pst_schedule_retry(bks_persist *p)
     p->retry_at_ms = pst_mono_ms() + delay;
 }
 
-/* Start generation p->next_gen: its log becomes live at a paused instant,
- * and its snapshot of that instant is written by a fork child (background)
- * or right here (SAVE). Called with ctl_mu held and no child running. */
 /* Whether the installed snapshot still holds everything: no write since
  * its switch (nothing buffered or appended to the one log after it, and no
  * change counted with the log off), and nothing wrong with the log. Then a
@@ -449,6 +446,9 @@ static int snapshot_is_current(bks_persist *p)
     return idle;
 }
 
+/* Start generation p->next_gen: its log becomes live at a paused instant,
+ * and its snapshot of that instant is written by a fork child (background)
+ * or right here (SAVE). Called with ctl_mu held and no child running. */
 int pst_start_snapshot(bks_persist *p, int foreground)
 {
     char err[512];
@@ -479,6 +479,7 @@ int pst_start_snapshot(bks_persist *p, int foreground)
     }
     if (!foreground && pipe2(pipefd, O_CLOEXEC) != 0) {
         pst_errf(err, sizeof err, "pipe: %s", strerror(errno));
+        close(nfd);
         goto fail;   /* the empty log stays listed: harmless */
     }
     /* Most of the old log's dirty pages, before the pause rather than in it. */

@@ -24,13 +24,16 @@
  *   persist.c    durability: snapshots + append-only log (below)
  *
  * How a BF.ADD travels: net.c reads bytes -> resp.c parses argv in place ->
- * hostcmd.c's server_execute() checks auth, then either runs a host command
+ * hostcmd.c's bks_execute() checks auth, then either runs a host command
  * or calls bkc_dispatch() -> commands/cmd_bloom.c opens the key through
  * keyspace.c (per-key lock), adds with the library, replies through resp.c's
  * encoder and calls host->wrote() -> keyspace.c hands argv to persist.c,
- * which appends it to the log (and, with appendfsync always, waits for the
- * fsync that covers it before the reply is released) -> net.c writes the
- * reply.
+ * which appends it to the log -> the reply is held until the record is
+ * written (in every appendfsync mode; with always, until its fsync too:
+ * one write and fsync for a whole round of clients, the group commit) ->
+ * net.c writes the reply. docs/ARCHITECTURE.md follows it step by step and
+ * lists every file, the ones not named here included (ops.c, opscmd.c,
+ * info.c, dump*.c, memtrim.c, rwlock.c, the persist_*.c parts).
  */
 #ifndef BKS_SERVER_H
 #define BKS_SERVER_H
@@ -236,13 +239,5 @@ int bks_persist_check_data(const bks_config *cfg, FILE *out);
 /* Called by net.c's timer every ~100 ms: reaps a finished child, fsyncs for
  * everysec, starts an automatic rewrite when the log has grown enough. */
 void bks_persist_tick(bks_persist *p);
-
-/* Replay one logged command exactly as the server runs it: the host's own
- * commands (DEL, UNLINK, PEXPIREAT, PERSIST, RENAME, FLUSHALL ... which the
- * keyspace logs) as well as everything bkc_dispatch handles. No auth, no
- * client; s->persist should be NULL so that nothing is logged again; no key
- * expires until start-up is over (the log holds the DELs of expiries).
- * (hostcmd.c) */
-void bks_replay(bks_session *s, bkc_reply *reply, int argc, const bkc_str *argv);
 
 #endif /* BKS_SERVER_H */

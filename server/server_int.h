@@ -3,8 +3,9 @@
  * nothing that persist.c or commands/ needs: their interface is server.h).
  *
  *   net.c      owns the workers and clients; calls bks_client_execute()
- *   hostcmd.c  server_execute(): the auth gate, host commands, the rest to
+ *   hostcmd.c  bks_execute(): the auth gate, host commands, the rest to
  *              bkc_dispatch; the global server state (g_srv)
+ *   (docs/ARCHITECTURE.md has the table of every server file)
  *   keyspace.c the keyspace internals used by the host commands
  *   resp.c     parser and encoder (resp.h)
  */
