@@ -420,7 +420,13 @@ BK_API int bk_filter_load(bk_filter **out, const char *path);
  * with BK_MAP_VERIFY. With BK_MAP_WRITABLE adds write into the file's pages;
  * bk_filter_sync() updates the header (counts, checksums) and flushes.
  * A writable mapped filter cannot change shape (a scalable filter cannot
- * add a stage: BK_ENOTSUP). Returns BK_OK, a format error, BK_EIO. */
+ * add a stage: bk_filter_sync answers BK_ENOTSUP; nor can a growable
+ * filter double, nor hold more items while it is a list). A family that
+ * copies its payload when loaded (the growable filter, a cuckoo filter of
+ * several stages) is read into memory by a read-only or private mapping:
+ * the file is not kept mapped (bk_filter_info.mapped 0). Writable, it keeps
+ * the mapping, and bk_filter_sync copies its parts back into the file.
+ * Returns BK_OK, a format error, BK_EIO. */
 BK_API int bk_filter_map(bk_filter **out, const char *path, unsigned flags);
 
 /* Flush a writable mapping: header fields and checksums are rewritten and
@@ -2464,8 +2470,16 @@ BK_API bk_hier *bk_filter_as_hier(bk_filter *f);
  * plain Bloom block: adds set bits, removes of keys whose bits are set
  * return BK_OK and clear nothing (the key stays a false positive), counts
  * answer 1 or 0; no false negative. Each freeze is one event in
- * bk_delete_stats.overflows; sizing keeps it below about 1e-7 per block at
- * capacity (measured: none for 1e5 keys at 1% even at 2x capacity).
+ * bk_delete_stats.overflows. The sizing is for keys added once each (the
+ * use that needs deletes: add on insert, remove on delete): slots then go
+ * only to cells two keys share, and freezes stay below about 1e-7 per
+ * block at capacity (measured: none for 1e5 keys at 1% even at 2x
+ * capacity). A key added again takes a slot for each of its k cells, so
+ * repeats eat the slots fast: at 1% (k = 2, 32 slots a block), 20000 keys
+ * in a filter for 40000 with half of them added twice froze 1 block of
+ * 1,600; every key added twice froze 307. For multisets with many
+ * repeats, the counting filter (4-bit counters, exact to 15) or the
+ * variable-length counters keep counting.
  *
  * Threads: lookups may run concurrently with each other; adds and removes
  * need exclusive access.

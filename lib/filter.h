@@ -90,6 +90,9 @@ typedef struct bk__object {
     uint8_t payload_copied; /* restore() copied the payload and kept no
                                pointer into it: a heap block is freed at
                                once instead of adopted */
+    uint8_t private_map;    /* made by a BK_MAP_PRIVATE mapping (kept, or let
+                               go because the payload was copied): sync
+                               answers BK_ENOTSUP, it never writes back */
 } bk__object;
 
 struct bk__family_ops {

@@ -752,6 +752,17 @@ int bk_filter_map(bk_filter **out, const char *path, unsigned flags)
     if (rc == BK_OK && (flags & BK_MAP_VERIFY)) rc = verify_payload(&h, map + h.payload_offset);
     bk__object *o = NULL;
     if (rc == BK_OK) rc = restore(&h, map, map + h.payload_offset, &o);
+    if (rc == BK_OK && o->payload_copied && !writable) {
+        /* The family copied the payload (a growable table, a cuckoo filter
+         * of several stages): nothing points into the mapping, so the
+         * filter is simply in memory and the file is let go. (Writable, the
+         * mapping stays: bk_filter_sync copies the parts back into it.) */
+        munmap(map, (size_t)size);
+        o->read_only = !private_copy;
+        o->private_map = (uint8_t)private_copy;
+        *out = (bk_filter *)o;
+        return BK_OK;
+    }
     if (rc != BK_OK) {
         munmap(map, (size_t)size);
         return rc;
@@ -761,6 +772,7 @@ int bk_filter_map(bk_filter **out, const char *path, unsigned flags)
     o->block_kind = BK__BLOCK_MAP;
     o->read_only = !writable && !private_copy;
     o->writable_map = (uint8_t)writable;
+    o->private_map = (uint8_t)private_copy;
     *out = (bk_filter *)o;
     return BK_OK;
 }
@@ -769,8 +781,9 @@ int bk_filter_sync(bk_filter *f)
 {
     if (f == NULL) return BK_EINVAL;
     bk__object *o = (bk__object *)(void *)f;
-    if (o->block_kind != BK__BLOCK_MAP) return BK_OK;
-    if (!o->writable_map) return o->read_only ? BK_EREADONLY : BK_ENOTSUP;
+    if (o->read_only) return BK_EREADONLY;
+    if (o->private_map) return BK_ENOTSUP;
+    if (o->block_kind != BK__BLOCK_MAP || !o->writable_map) return BK_OK;
 
     unsigned char *map = o->block;
     layout lay;

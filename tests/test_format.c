@@ -346,6 +346,13 @@ static void test_save_is_atomic_and_leaves_no_temp(void **state)
     bk_filter_free(f);
 }
 
+/* Whether a sample's family copies its payload when loaded (bloomkit.h,
+ * bk_filter_map): then a read-only or private mapping lets the file go. */
+static int copies_payload(const char *name)
+{
+    return strncmp(name, "growable", 8) == 0 || strcmp(name, "cuckoo-stages-v1.bkf") == 0;
+}
+
 static void test_map(void **state)
 {
     (void)state;
@@ -358,7 +365,8 @@ static void test_map(void **state)
         assert_same_answers(f, g);
         bk_filter_info info;
         assert_int_equal(bk_filter_get_info(g, &info), BK_OK);
-        assert_true(info.mapped && info.read_only);
+        assert_true(info.read_only);
+        assert_int_equal(info.mapped, !copies_payload(samples[s].name));
         assert_int_equal(bk_filter_add(g, "new", 3), BK_EREADONLY);
         assert_int_equal(bk_filter_sync(g), BK_EREADONLY);
         bk_filter_free(g);
