@@ -31,7 +31,9 @@ set -eu
 #                installed into tests/node/node_modules by `npm ci` below): a real
 #                RESP3 client whose typed BF/CF API the tests drive. Checked as
 #                commands, so a nodejs packaged elsewhere (with its npm) counts.
-packages="cmake make gcc g++ pkg-config libxxhash-dev libcmocka-dev clang libclang-rt-14-dev libuv1-dev redis-tools python3-redis redis-server libhiredis-dev zlib1g-dev libzstd-dev"
+# postgresql     the database the guard example (examples/guard/) protects: its
+#                test starts a throwaway cluster with initdb/pg_ctl/psql
+packages="cmake make gcc g++ pkg-config libxxhash-dev libcmocka-dev clang libclang-rt-14-dev libuv1-dev redis-tools python3-redis redis-server libhiredis-dev zlib1g-dev libzstd-dev postgresql"
 
 for arg in "$@"; do
     case "$arg" in
