@@ -13,6 +13,14 @@
  * SF.SCANDUMP hands out). The server checks everything again and keeps the
  * old key when the first chunk is bad; a bad later chunk drops the load.
  *
+ * A push of more than one chunk goes into a staging key and is renamed
+ * over KEY at the end (RENAME with --replace, else RENAMENX): while the
+ * chunks arrive a key holds a "loading" value whose lookups answer 0, and
+ * readers of KEY must see the old filter until the new one is whole. The
+ * staging key hashes to KEY's cluster slot (it carries KEY's {tag}, or KEY
+ * itself as its tag), so the rename works in a Redis Cluster too; a key
+ * with a '}' but no tag cannot be matched and is loaded in place.
+ *
  * pull does the reverse: SF.SCANDUMP from 0 until the reply [0, ""],
  * checks the container, takes the image out of it, checks the image as a
  * load does, and saves it atomically as FILE (refusing to replace an
@@ -25,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h> /* stat */
+#include <unistd.h>   /* getpid */
 
 #include "cli.h"
 #include "cluster.h"
@@ -129,6 +138,50 @@ static int is_static(const bk_filter *f)
  * push
  *==========================================================================*/
 
+/* TYPE of a static key, on bloomkit-server and in Redis with bloomkit.so */
+#define STATIC_TYPE_NAME "bkstatic-"
+
+/* Whether name has a hash tag: a '{' with a '}' after it and something
+ * between (Redis Cluster's rule, on the first '{'). */
+static int has_tag(const char *name)
+{
+    const char *open = strchr(name, '{');
+    if (open == NULL) return 0;
+    const char *close = strchr(open + 1, '}');
+    return close != NULL && close > open + 1;
+}
+
+/* The staging key of key, in key's slot; NULL when there is none (a key
+ * with a '}' and no tag). malloc'ed. */
+static char *staging_key(const char *key)
+{
+    size_t cap = strlen(key) + 64;
+    char *s = malloc(cap);
+    if (s == NULL) return NULL;
+    if (has_tag(key))
+        snprintf(s, cap, "bloomkit-push:%ld:%s", (long)getpid(), key);
+    else if (strchr(key, '}') == NULL)
+        snprintf(s, cap, "{%s}:bloomkit-push:%ld", key, (long)getpid());
+    else {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Run argv[0] key [args] on key's node, expecting a status or an integer
+ * reply; 0, or -1 after printing what went wrong. */
+static int run_simple(cluster *c, const char *server, const char *key, int argc,
+                      const char **argv, const size_t *argvlen, redisReply **r)
+{
+    if (run_one(c, key, strlen(key), argc, argv, argvlen, r) != 0) return -1;
+    if ((*r)->type == REDIS_REPLY_ERROR) {
+        cli_error("push: %s: %s: %s: %s", server, key, argv[0], (*r)->str);
+        return -1;
+    }
+    return 0;
+}
+
 int cmd_push(int argc, char **argv)
 {
     if (wants_help("push", argc, argv)) return CLI_EXIT_OK;
@@ -139,6 +192,7 @@ int cmd_push(int argc, char **argv)
     bk_filter *f = NULL;
     unsigned char *buf = NULL;
     redisReply *r = NULL;
+    char *staging = NULL;
     cluster c;
     memset(&c, 0, sizeof(c));
     int status = CLI_EXIT_ERROR;
@@ -172,7 +226,21 @@ int cmd_push(int argc, char **argv)
     }
 
     if (cluster_open(&c, "push", server) != 0) goto done;
-    if (!o.replace) {
+    if (o.replace) {
+        /* the rename below would replace a key of any kind: only a
+         * static key may be replaced, as a load into it would say */
+        const char *tv[2] = {"TYPE", key};
+        size_t tl[2] = {4, keylen};
+        if (run_simple(&c, server, key, 2, tv, tl, &r) != 0) goto done;
+        if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "none") != 0 &&
+            strcmp(r->str, STATIC_TYPE_NAME) != 0) {
+            cli_error("push: %s: key '%s' holds a %s, not a static filter: WRONGTYPE "
+                      "(--replace replaces a static key only)", server, key, r->str);
+            goto done;
+        }
+        freeReplyObject(r);
+        r = NULL;
+    } else {
         const char *ev[2] = {"EXISTS", key};
         size_t el[2] = {6, keylen};
         if (run_one(&c, key, keylen, 2, ev, el, &r) != 0) goto done;
@@ -184,14 +252,21 @@ int cmd_push(int argc, char **argv)
         freeReplyObject(r);
         r = NULL;
     }
+    /* more than one chunk: load a staging key, then rename it over KEY */
+    const char *target = key;
+    if (total > o.chunk) {
+        staging = staging_key(key);
+        if (staging != NULL) target = staging;
+    }
+    size_t target_len = strlen(target);
     size_t chunks = 0;
     for (uint64_t off = 0; off < total;) {
         size_t n = total - off < o.chunk ? (size_t)(total - off) : o.chunk;
         char iter[24];
         snprintf(iter, sizeof(iter), "%llu", (unsigned long long)(off + n));
-        const char *lv[4] = {"SF.LOADCHUNK", key, iter, (const char *)buf + off};
-        size_t ll[4] = {12, keylen, strlen(iter), n};
-        if (run_one(&c, key, keylen, 4, lv, ll, &r) != 0) goto done;
+        const char *lv[4] = {"SF.LOADCHUNK", target, iter, (const char *)buf + off};
+        size_t ll[4] = {12, target_len, strlen(iter), n};
+        if (run_one(&c, target, target_len, 4, lv, ll, &r) != 0) goto done;
         if (r->type != REDIS_REPLY_STATUS) {
             cli_error("push: %s: %s: SF.LOADCHUNK at byte %llu: %s", server, key,
                       (unsigned long long)off,
@@ -203,12 +278,33 @@ int cmd_push(int argc, char **argv)
         off += n;
         chunks++;
     }
+    if (staging != NULL) {
+        const char *rv[3] = {o.replace ? "RENAME" : "RENAMENX", staging, key};
+        size_t rl[3] = {strlen(rv[0]), target_len, keylen};
+        if (run_simple(&c, server, staging, 3, rv, rl, &r) != 0) goto done;
+        if (r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
+            cli_error("push: %s: key '%s' was created during the push (--replace "
+                      "replaces a static key)", server, key);
+            goto done;
+        }
+        freeReplyObject(r);
+        r = NULL;
+        free(staging);
+        staging = NULL;   /* renamed: nothing to clean up */
+    }
     if (!o.quiet)
         printf("pushed %s to %s key %s: %llu bytes in %zu chunk%s\n", path, server, key,
                (unsigned long long)total, chunks, chunks == 1 ? "" : "s");
     status = CLI_EXIT_OK;
 done:
     if (r) freeReplyObject(r);
+    r = NULL;
+    if (staging != NULL) {   /* a load that did not finish: no staging key left */
+        const char *dv[2] = {"DEL", staging};
+        size_t dl[2] = {3, strlen(staging)};
+        if (c.nnodes > 0 && run_one(&c, staging, dl[1], 2, dv, dl, &r) == 0) freeReplyObject(r);
+        free(staging);
+    }
     free(buf);
     bk_filter_free(f);
     cluster_close(&c);

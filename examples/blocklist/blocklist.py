@@ -117,8 +117,8 @@ def main():
     ap.add_argument("--batch", type=int, default=100, help="keys per client SF.MEXISTS")
     ap.add_argument("--chunk-size", default="4194304", help="bloomkit push --chunk-size")
     ap.add_argument("--settle", type=float, default=1.0, help="seconds of checks before and after the swap")
-    ap.add_argument("--unsafe-swap", action="store_true",
-                    help="push --replace straight into the live key instead (to show why not)")
+    ap.add_argument("--direct-swap", action="store_true",
+                    help="push --replace straight into the live key (bloomkit push stages it)")
     ap.add_argument("--seed", type=int, default=35)
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
@@ -169,7 +169,7 @@ def main():
     shared["go"].set()
     time.sleep(a.settle)
     shared["swap_start"].value = time.time()
-    if a.unsafe_swap:
+    if a.direct_swap:
         subprocess.run([a.cli, "push", "-q", "--replace", "--chunk-size", a.chunk_size,
                         f"{d}/v2.bkf", addr, KEY], check=True)
     else:
@@ -212,7 +212,7 @@ def main():
         ("SF.INFO", f"{sf['Size']:,} B", f"{sf['Type'].decode()}, {float(sf['Bits per item']):.2f} bits/item, "
                                           f"{sf['Number of items']:,} items, rate {rate:.5%}"),
         ("push v1", f"{push1:.2f} s", ""),
-        ("swap (push + RENAME)" if not a.unsafe_swap else "swap (push --replace live)",
+        ("swap (push + RENAME)" if not a.direct_swap else "swap (push --replace live)",
          f"{swap_s * 1000:.0f} ms", f"--chunk-size {a.chunk_size}"),
         ("client requests", f"{tot['req']:,}", f"{a.clients} clients, SF.MEXISTS of {a.batch}; "
                                                  f"{tot['swap_req']:,} overlapped the swap"),

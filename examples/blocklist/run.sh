@@ -3,7 +3,7 @@
 #
 #   examples/blocklist/run.sh [--keys N] [--change F] [--error P] [--probes M]
 #                             [--clients C] [--chunk-size BYTES] [--settle S]
-#                             [--unsafe-swap] [--check]
+#                             [--direct-swap] [--check]
 #
 # Starts its own bloomkit-server (a free port, a scratch --dir removed at
 # exit), builds version 1 and 2 of the list with the CLI, pushes v1, swaps

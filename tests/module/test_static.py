@@ -44,7 +44,8 @@ def core():
         r = srv.client()
         for fn in (st.pushed_keys_answer_like_the_cli, st.info_fields, st.resp_types,
                    st.wrong_kinds, st.scandump_loadchunk, st.corrupt_chunks,
-                   st.pull_round_trip, st.dump_restore, st.bumped_filter):
+                   st.pull_round_trip, st.push_replace_is_atomic, st.dump_restore,
+                   st.bumped_filter):
             fn(srv, r)
         st.builds(srv, r)
         # (no COMMAND DOCS: the module registers no docs with Redis 7.0)

@@ -335,6 +335,58 @@ def pull_round_trip(srv, r):
     assert r.exists("b") == 0
 
 
+def push_replace_is_atomic(srv, r):
+    """A push of many chunks goes into a staging key renamed over KEY at the
+    end: a reader of the live key sees the old filter, then the new one,
+    never the half-loaded value (whose lookups answer 0), and no staging
+    key is left. Only a static key is replaced; hash-tagged names keep
+    their slot."""
+    import threading
+    fs = files()
+    port = "127.0.0.1:%d" % srv.port
+    push(srv, fs.filter, "live", "--chunk-size", "1000")
+    seen = {"zeros": 0, "errors": 0, "asks": 0}
+    stop = threading.Event()
+
+    def reader():
+        c = srv.client()
+        while not stop.is_set():
+            try:
+                got = c.execute_command("SF.MEXISTS", "live", *MEMBERS[:64])
+                seen["zeros"] += sum(1 for x in got if not x)
+            except redis.exceptions.RedisError:
+                seen["errors"] += 1
+            seen["asks"] += 1
+
+    t = threading.Thread(target=reader)
+    t.start()
+    try:
+        for _ in range(3):
+            push(srv, fs.filter, "live", "--replace", "--chunk-size", "64")
+    finally:
+        stop.set()
+        t.join()
+    assert seen["asks"] > 0 and seen["zeros"] == 0 and seen["errors"] == 0, seen
+    assert [k for k in r.scan_iter("*bloomkit-push*")] == [], "a staging key was left"
+    assert r.execute_command("SF.MEXISTS", "live", *PROBES) == fs.exists_f
+    # a key of another kind is not replaced
+    r.execute_command("BF.ADD", "bfkey", "x")
+    p = subprocess.run([CLI, "push", fs.filter, port, "bfkey", "--replace",
+                        "--chunk-size", "1000"], stderr=subprocess.PIPE)
+    assert p.returncode == 2 and b"WRONGTYPE" in p.stderr, p.stderr
+    assert r.type("bfkey") != b"bkstatic-" and r.execute_command("BF.EXISTS", "bfkey", "x") == 1
+    # without --replace a key created meanwhile is not overwritten: the
+    # rename is RENAMENX (here: the key exists from the start)
+    cli("push", fs.filter, port, "live", "--chunk-size", "1000", ok=(2,))
+    # names with a hash tag, and with a '}' and no tag (loaded in place)
+    for key in ("{tag}:blocklist", "a}b"):
+        push(srv, fs.filter, key, "--chunk-size", "1000")
+        push(srv, fs.filter, key, "--replace", "--chunk-size", "1000")
+        assert r.execute_command("SF.MEXISTS", key, *PROBES) == fs.exists_f, key
+    assert [k for k in r.scan_iter("*bloomkit-push*")] == []
+    r.delete("live", "bfkey", "{tag}:blocklist", "a}b")
+
+
 def dump_restore(srv, r):
     for key in ("f", "m"):
         payload = r.dump(key)
@@ -534,7 +586,8 @@ def main():
         print("0 passed, 1 failed (not run)")
         return 1
     return run_steps([pushed_keys_answer_like_the_cli, info_fields, resp_types, wrong_kinds,
-                      scandump_loadchunk, corrupt_chunks, pull_round_trip, dump_restore,
+                      scandump_loadchunk, corrupt_chunks, pull_round_trip,
+                      push_replace_is_atomic, dump_restore,
                       builds, command_docs, restart_from_log, restart_from_snapshot,
                       mapped_snapshot, build_memory_limit, bumped_filter,
                       copy_between_servers],
