@@ -1289,6 +1289,31 @@ static void fd_budget(int threads)
     g_srv.cfg.maxclients = (uint32_t)cap;
 }
 
+/* Grow loop's descriptor table to cover every descriptor up to hi now.
+ * libuv indexes its watchers by descriptor in one array per loop and grows
+ * it when a watcher starts on a higher one; if that realloc fails, it calls
+ * abort(). A new connection's descriptor can be the highest yet, so under
+ * memory pressure an accept could kill the server. Polled once on a
+ * descriptor numbered hi (a pipe's end dup'ed there), the table is grown
+ * at start, while memory is plentiful, and never shrinks. Costs 8 bytes a
+ * descriptor per loop (80 KiB for the default maxclients). */
+static void presize_watchers(uv_loop_t *loop, int hi)
+{
+    int p[2];
+    if (hi < 3 || pipe2(p, O_CLOEXEC) != 0) return;
+    int fd = dup3(p[0], hi, O_CLOEXEC);
+    close(p[0]);
+    close(p[1]);
+    if (fd != hi) return;            /* hi beyond the limit: nothing grown */
+    uv_poll_t poll;
+    if (uv_poll_init(loop, &poll, fd) == 0) {
+        uv_poll_start(&poll, UV_READABLE, NULL);   /* grows the table */
+        uv_close((uv_handle_t *)&poll, NULL);       /* stops it */
+        uv_run(loop, UV_RUN_NOWAIT);                /* finishes the close */
+    }
+    close(fd);
+}
+
 int bks_net_start(void)
 {
     const bks_config *cfg = &g_srv.cfg;
@@ -1341,6 +1366,14 @@ int bks_net_start(void)
                                  "loopback, so only loopback clients are accepted");
 
     fd_budget(n);
+    /* the highest descriptor a client can get: maxclients and the reserve,
+     * within the process's limit (a CONFIG SET of maxclients above it
+     * later grows the tables as libuv needs) */
+    int watch_hi = (int)(g_srv.cfg.maxclients + FD_RESERVED(n));
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        (rlim_t)watch_hi >= rl.rlim_cur)
+        watch_hi = (int)rl.rlim_cur - 1;
 
     bks_worker *ws = calloc((size_t)n, sizeof *ws);
     if (!ws)
@@ -1352,6 +1385,7 @@ int bks_net_start(void)
         pthread_mutex_init(&w->exec, NULL);
         pthread_mutex_init(&w->list_lock, NULL);
         uv_loop_init(&w->loop);
+        presize_watchers(&w->loop, watch_hi);
         uv_async_init(&w->loop, &w->wake, on_wake);
         w->wake.data = w;
         uv_async_init(&w->loop, &w->notify, on_notify);
