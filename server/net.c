@@ -600,6 +600,14 @@ static void client_flush(bks_client *c)
     if (c->closed || c->writing)
         return;
     bks_log_release(&c->out, &c->logwait);   /* no answer before its log record */
+    if (c->out.oom) {
+        /* the log failed and the answers that waited for it could not be
+         * rewritten to MISCONF (no memory): they must not go out as they
+         * are, so the client is dropped with none of them */
+        bks_log(BKS_LOG_WARNING, "client %s: out of memory for replies: closing", c->addr);
+        client_close(c);
+        return;
+    }
     if (c->out.len == 0) {
         if (c->closing)
             client_close_written(c);
