@@ -266,6 +266,9 @@ static void test_levels_and_batches(void **state)
  * The generic handle, parameters
  *--------------------------------------------------------------------------*/
 
+/* The handle is the filter, the family's name is "bumped", and its fill is
+ * reported (what the handle refuses and reports otherwise:
+ * test_conformance.c, its row "bumped"). */
 static void test_generic_handle(void **state)
 {
     (void)state;
@@ -275,7 +278,7 @@ static void test_generic_handle(void **state)
     bk_filter *g = bk_bumped_as_filter(f);
     assert_ptr_equal(bk_filter_as_bumped(g), f);
     assert_null(bk_filter_as_static(g));
-    tu_static_check_handle(g, BK_FAMILY_BUMPED, "bumped", &ks, 8);
+    assert_string_equal(bk_family_name(BK_FAMILY_BUMPED), "bumped");
     bk_filter_info info;
     assert_int_equal(bk_filter_get_info(g, &info), BK_OK);
     assert_true(info.fill > 0.5 && info.fill < 1.0);

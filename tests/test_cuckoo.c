@@ -396,7 +396,6 @@ static void test_batch_clone_stats(void **state)
     static char store[2 * N][TU_KEY_LEN];
     const void *keys[2 * N];
     size_t lens[2 * N];
-    uint8_t found[2 * N];
     int rcs[2 * N];
     for (uint64_t i = 0; i < 2 * N; i++) {
         tu_key(store[i], i, i < N ? 1 : 2);
@@ -410,10 +409,8 @@ static void test_batch_clone_stats(void **state)
     assert_int_equal(bk_cuckoo_contains_batch(f, keys, NULL, 1, NULL), BK_EINVAL);
     assert_int_equal(bk_cuckoo_add_batch(f, keys, lens, N, rcs), N);
     for (size_t i = 0; i < N; i++) assert_int_equal(rcs[i], BK_OK);
-    int64_t hits = bk_cuckoo_contains_batch(f, keys, lens, 2 * N, found);
-    for (size_t i = 0; i < 2 * N; i++)
-        assert_int_equal(found[i], bk_cuckoo_contains(f, keys[i], lens[i]));
-    assert_true(hits >= N && hits < N + 20);
+    /* (batches as single calls and a clone's answers, through the generic
+     * handle that calls these functions: tests/test_conformance.c) */
 
     assert_int_equal(bk_cuckoo_clone(&copy, f), BK_OK);
     bk_cuckoo_stats a, b;
@@ -426,8 +423,6 @@ static void test_batch_clone_stats(void **state)
     assert_float_equal(a.bits_per_item, (double)a.slots * a.fingerprint_bits / N,
                        1e-9);
     assert_int_equal(a.bytes, bk_cuckoo_bytes(f));
-    for (size_t i = 0; i < N; i++)
-        assert_int_equal(bk_cuckoo_contains(copy, keys[i], lens[i]), 1);
     bk_cuckoo_clear(copy);
     assert_int_equal(bk_cuckoo_items(copy), 0);
     assert_int_equal(bk_cuckoo_contains_batch(copy, keys, lens, 2 * N, NULL), 0);

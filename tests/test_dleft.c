@@ -1,8 +1,10 @@
 /*
  * test_dleft.c - the d-left counting Bloom filter: parameters, counts and
  * removes against an exact multiset, measured false-positive rates (full
- * and after churn), overflow, batches, clone/clear, the file format and
- * allocation failures.
+ * and after churn), overflow, what a batch reports, clear, a remove from a
+ * loaded filter and the allocations of a create. Batches against single
+ * adds, clones, files and allocation failures on the generic handle are
+ * tests/test_conformance.c's.
  */
 #include "testutil.h"
 
@@ -166,131 +168,44 @@ static void test_full(void **state)
     bk_filter_free(f);
 }
 
-/*==========================================================================
- * Measured rates: full, then after churn (remove half, add as many new)
- *==========================================================================*/
-
-static double measure(const bk_filter *f, uint64_t queries, uint64_t tag)
+/* Measured rates, full and after churn (tu_fpr_churn). */
+static void stats(const bk_filter *f, bk_delete_stats *st)
 {
-    char key[TU_KEY_LEN];
-    uint64_t hits = 0;
-    for (uint64_t i = 0; i < queries; i++) {
-        tu_key(key, i, tag);
-        hits += (uint64_t)bk_filter_contains(f, key, sizeof(key));
-    }
-    return (double)hits / (double)queries;
-}
-
-static void measure_fpr(double target)
-{
-    const uint64_t n = 200000, queries = 1000000;
-    char key[TU_KEY_LEN];
-    bk_dleft *d;
-    bk_delete_stats st;
-    assert_int_equal(bk_dleft_create(&d, n, target, 0, 21), BK_OK);
-    bk_filter *f = bk_dleft_as_filter(d);
-    for (uint64_t i = 0; i < n; i++) {
-        tu_key(key, i, 1);
-        assert_true(bk_filter_add(f, key, sizeof(key)) >= 0);
-    }
-    assert_int_equal(bk_dleft_get_stats(d, &st), BK_OK);
-    /* an add answers 0 when the new key matched a stored fingerprint */
-    assert_true(st.items > n - n / 50);
-    double measured = measure(f, queries, 2);
-    double predicted = st.fpr_now;
-    print_message("dleft p=%g: r=%u, %.2f bits/key, measured %.5f, formula %.5f\n",
-                  target, bk_dleft_remainder_bits(d), st.bits_per_key, measured,
-                  predicted);
-    assert_true(st.fpr_at_capacity <= target);
-    assert_true(fabs(measured - predicted) <= tu_tolerance(predicted, queries, 5.0));
-    assert_int_equal(st.overflows, 0);
-
-    /* churn: remove the first half, add as many new keys */
-    for (uint64_t i = 0; i < n / 2; i++) {
-        tu_key(key, i, 1);
-        assert_int_equal(bk_filter_remove(f, key, sizeof(key)), BK_OK);
-    }
-    for (uint64_t i = 0; i < n / 2; i++) {
-        tu_key(key, i, 3);
-        assert_true(bk_filter_add(f, key, sizeof(key)) >= 0);
-    }
-    for (uint64_t i = n / 2; i < n; i++) {
-        tu_key(key, i, 1);
-        assert_int_equal(bk_filter_contains(f, key, sizeof(key)), 1);
-    }
-    for (uint64_t i = 0; i < n / 2; i++) {
-        tu_key(key, i, 3);
-        assert_int_equal(bk_filter_contains(f, key, sizeof(key)), 1);
-    }
-    assert_int_equal(bk_dleft_get_stats(d, &st), BK_OK);
-    assert_int_equal(st.overflows, 0);
-    measured = measure(f, queries, 2);
-    assert_true(fabs(measured - st.fpr_now) <= tu_tolerance(st.fpr_now, queries, 5.0));
-    bk_filter_free(f);
+    assert_int_equal(bk_dleft_get_stats(bk_filter_as_dleft((bk_filter *)f), st), BK_OK);
 }
 
 static void test_fpr(void **state)
 {
     (void)state;
-    measure_fpr(0.01);
-    measure_fpr(0.001);
+    tu_fpr_churn(make(TU_CHURN_KEYS, 0.01, 0, 21), "dleft", 0.01, stats);
+    tu_fpr_churn(make(TU_CHURN_KEYS, 0.001, 0, 21), "dleft", 0.001, stats);
 }
 
-/*==========================================================================
- * Batches, clone, clear, the file format
- *==========================================================================*/
-
-static void test_batch_clone_format(void **state)
+/* What a batch reports and clear (tu_batch_items_clear), a remove from a
+ * loaded filter, and the allocations of a create. Batches as single adds,
+ * clones, files, and allocation failures of clones and loads:
+ * tests/test_conformance.c. */
+static void test_batch_items_clear(void **state)
 {
     (void)state;
-    enum { N = 3000 };
-    static char store[2 * N][TU_KEY_LEN];
-    const void *keys[2 * N];
-    size_t lens[2 * N];
-    uint8_t results[2 * N];
-    for (uint64_t i = 0; i < 2 * N; i++) {
-        tu_key(store[i], i, i < N ? 1 : 2);
-        keys[i] = store[i];
-        lens[i] = TU_KEY_LEN;
-    }
-    bk_filter *f = make(N, 0.01, 0, 17), *copy, *loaded;
-    int64_t added = bk_filter_add_batch(f, keys, lens, N, results);
-    assert_true(added > N - 30 && added <= N);
-    int64_t found = bk_filter_contains_batch(f, keys, lens, 2 * N, results);
-    for (size_t i = 0; i < 2 * N; i++)
-        assert_int_equal(results[i], bk_filter_contains(f, keys[i], lens[i]));
-    assert_true(found >= N && found < N + 60);
-    assert_int_equal(bk_filter_clone(&copy, f), BK_OK);
-    uint64_t size = bk_filter_serialized_size(f);
-    unsigned char *buf = malloc(size);
-    assert_int_equal(bk_filter_serialize(f, buf, size), BK_OK);
-    assert_int_equal(bk_filter_deserialize(&loaded, buf, size), BK_OK);
-    assert_int_equal(bk_filter_family(loaded), BK_FAMILY_DLEFT);
-    for (size_t i = 0; i < 2 * N; i++) {
-        assert_int_equal(bk_filter_count(copy, keys[i], lens[i]),
-                         bk_filter_count(f, keys[i], lens[i]));
-        assert_int_equal(bk_filter_count(loaded, keys[i], lens[i]),
-                         bk_filter_count(f, keys[i], lens[i]));
-    }
-    /* a loaded filter keeps working: remove, add */
-    assert_int_equal(bk_filter_remove(loaded, keys[0], lens[0]), BK_OK);
-    assert_int_equal(bk_filter_contains(loaded, keys[0], lens[0]), 0);
-    /* damaged: a wrong remainder width is refused */
-    bk_filter_info info;
-    assert_int_equal(bk_filter_get_info(f, &info), BK_OK);
-    assert_int_equal(info.items, (uint64_t)added);
-    assert_int_equal(info.can_remove, 1);
-    assert_int_equal(bk_filter_clear(copy), BK_OK);
-    assert_int_equal(bk_filter_contains_batch(copy, keys, lens, 2 * N, NULL), 0);
-    free(buf);
-    bk_filter_free(loaded);
-    bk_filter_free(copy);
-    bk_filter_free(f);
+    tu_batch_items_clear(make(TU_BCF_KEYS, 0.01, 0, 17));
 }
 
-/*==========================================================================
- * Allocation failures
- *==========================================================================*/
+/* A loaded filter keeps working: a key removed from it is gone. */
+static void test_loaded_remove(void **state)
+{
+    (void)state;
+    tu_keyset ks;
+    tu_keyset_make(&ks, TU_BCF_KEYS, 0, 1);
+    bk_filter *f = make(TU_BCF_KEYS, 0.01, 0, 17);
+    assert_true(bk_filter_add_batch(f, ks.keys, ks.lens, ks.n, NULL) > 0);
+    bk_filter *loaded = tu_reload(f);
+    assert_int_equal(bk_filter_remove(loaded, ks.keys[0], ks.lens[0]), BK_OK);
+    assert_int_equal(bk_filter_contains(loaded, ks.keys[0], ks.lens[0]), 0);
+    bk_filter_free(loaded);
+    bk_filter_free(f);
+    tu_keyset_free(&ks);
+}
 
 static int attempt_create(void *ctx)
 {
@@ -320,10 +235,6 @@ static void test_out_of_memory(void **state)
     (void)state;
     assert_int_equal(tu_oom_loop(attempt_create, NULL), 2);
     assert_int_equal(tu_oom_loop(attempt_generic, NULL), 2);
-    bk_filter *src = make(100, 0.01, 0, 1);
-    bk_filter_add(src, "x", 1);
-    tu_oom_clone_and_load(src);
-    bk_filter_free(src);
 }
 
 int main(void)
@@ -335,7 +246,8 @@ int main(void)
         cmocka_unit_test(test_remove_absent_and_saturation),
         cmocka_unit_test(test_full),
         cmocka_unit_test(test_fpr),
-        cmocka_unit_test(test_batch_clone_format),
+        cmocka_unit_test(test_batch_items_clear),
+        cmocka_unit_test(test_loaded_remove),
         cmocka_unit_test(test_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

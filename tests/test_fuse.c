@@ -1,8 +1,8 @@
 /*
  * test_fuse.c - the static filter (binary fuse, lib/fuse.c): no false
  * negatives, false-positive rate within binomial tolerance of 2^-w, bits
- * per key, duplicates, tiny sets, the retry path, the generic handle's
- * refusals, the file format (round trip, mapping, golden file, damaged
+ * per key, duplicates, tiny sets, the retry path, the generic handle (its
+ * refusals and batches: test_conformance.c), the file format (round trip, mapping, golden file, damaged
  * fields) and allocation failures.
  */
 #include <fcntl.h>
@@ -162,38 +162,13 @@ static void test_tiny_sets(void **state)
     tu_keyset_free(&ks);
 }
 
-static void test_batch_equals_single(void **state)
-{
-    (void)state;
-    keyset in, probe;
-    tu_keyset_make(&in, 50000, 0, TAG_IN);
-    tu_keyset_make(&probe, 100000, 25000, TAG_IN); /* half present */
-    bk_static *f;
-    assert_int_equal(bk_static_build(&f, in.keys, in.lens, in.n, 8, 3), BK_OK);
-    uint8_t *res = malloc(probe.n);
-    assert_non_null(res);
-    int64_t hits = bk_static_contains_batch(f, probe.keys, probe.lens, probe.n, res);
-    int64_t single = 0;
-    for (uint64_t i = 0; i < probe.n; i++) {
-        int r = bk_static_contains(f, probe.keys[i], probe.lens[i]);
-        assert_int_equal(res[i], r);
-        single += r;
-    }
-    assert_int_equal(hits, single);
-    assert_true(hits >= 25000);
-    /* the generic batch is the same */
-    assert_int_equal(bk_filter_contains_batch(bk_static_as_filter(f), probe.keys,
-                                              probe.lens, probe.n, NULL), hits);
-    free(res);
-    bk_static_free(f);
-    tu_keyset_free(&in);
-    tu_keyset_free(&probe);
-}
-
 /*--------------------------------------------------------------------------
  * The generic handle
  *--------------------------------------------------------------------------*/
 
+/* The handle is the filter, and the family's name is "static" (what the
+ * handle refuses and reports, batches as single calls: test_conformance.c,
+ * its row "static"). */
 static void test_generic_handle(void **state)
 {
     (void)state;
@@ -203,7 +178,7 @@ static void test_generic_handle(void **state)
     assert_int_equal(bk_static_build(&f, ks.keys, ks.lens, ks.n, 8, 5), BK_OK);
     bk_filter *g = bk_static_as_filter(f);
     assert_ptr_equal(bk_filter_as_static(g), f);
-    tu_static_check_handle(g, BK_FAMILY_STATIC, "static", &ks, 8);
+    assert_string_equal(bk_family_name(BK_FAMILY_STATIC), "static");
     bk_static_free(f);
     tu_keyset_free(&ks);
 }
@@ -387,7 +362,6 @@ int main(void)
         cmocka_unit_test(test_bits_per_key),
         cmocka_unit_test(test_duplicates),
         cmocka_unit_test(test_tiny_sets),
-        cmocka_unit_test(test_batch_equals_single),
         cmocka_unit_test(test_generic_handle),
         cmocka_unit_test(test_invalid_parameters),
         cmocka_unit_test(test_round_trip_and_map),

@@ -358,20 +358,17 @@ static void test_batch_clear_generic(void **state)
     assert_true(bk_window_add_batch(f, NULL, lens, 1, 0, NULL) == BK_EINVAL);
     assert_true(bk_window_contains_batch(f, ptrs, NULL, 1, 0, NULL) == BK_EINVAL);
 
-    /* the generic handle acts at the filter's clock (5) */
+    /* the generic handle acts at the filter's clock (5); (its family,
+     * removes refused, capacity: test_conformance.c, rows "window") */
     bk_filter *g = bk_window_as_filter(f);
     assert_true(bk_filter_as_window(g) == f);
     assert_null(bk_filter_as_scalable(g));
-    assert_int_equal(bk_filter_family(g), BK_FAMILY_WINDOW);
     assert_int_equal(bk_filter_add(g, "fresh", 5), 1);
     assert_int_equal(bk_filter_contains(g, "fresh", 5), 1);
     assert_int_equal(bk_filter_add(g, "fresh", 5), 0);
-    assert_int_equal(bk_filter_remove(g, "fresh", 5), BK_ENOTSUP);
     bk_filter_info info;
     assert_int_equal(bk_filter_get_info(g, &info), BK_OK);
-    assert_int_equal(info.family, BK_FAMILY_WINDOW);
     assert_int_equal(info.parts, 4);
-    assert_true(info.capacity == 3000);
     assert_true(info.items >= 396 && info.items <= 401);
     assert_true(info.bytes == bk_window_bytes(f));
     assert_true(fabs(info.fpr_at_capacity - 0.001) < 1e-12);

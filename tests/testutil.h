@@ -514,4 +514,166 @@ static inline void tu_check_save_load_map(const bk_filter *g, uint64_t in, uint6
     tu_check_saved_copies(g, 1, tu_same_answers, tags);
 }
 
+/*--------------------------------------------------------------------------
+ * Filters that delete, through the generic handle (appended for issue 33):
+ * what tests/test_hier.c, test_hybrid.c, test_varcount.c and test_dleft.c
+ * ran as copies of one another. Batches, clones, files and allocation
+ * failures of every family are tests/test_conformance.c's.
+ *--------------------------------------------------------------------------*/
+
+/* Model-based: random adds (half of the operations while the model holds
+ * fewer than `capacity` copies, then 30%), removes (30%, 50%) and lookups
+ * against an exact multiset of `universe` key ids, `ops` operations drawn
+ * from `seed`. An add of a present key answers 0, every remove of a
+ * present key is BK_OK, no present key is ever missed, and a lookup's
+ * count c of a key present `truth` times satisfies count_ok(c, truth)
+ * (the family's rule: at least the truth, up to what its counters hold).
+ * f is freed here. */
+static inline void tu_deleting_model(bk_filter *f, uint64_t capacity, uint64_t universe,
+                                     uint64_t ops, uint64_t seed,
+                                     int (*count_ok)(int64_t c, uint32_t truth))
+{
+    tu_multiset model;
+    char key[TU_KEY_LEN];
+    uint64_t rng = seed, removes = 0;
+    tu_multiset_init(&model, universe, ops + 1);
+    for (uint64_t op = 0; op < ops; op++) {
+        uint64_t r = tu_next(&rng) % 100;
+        uint64_t add_share = model.size < capacity ? 50 : 30;
+        if (r < add_share) {
+            uint64_t id = tu_next(&rng) % universe;
+            tu_key(key, id, 1);
+            int rc = bk_filter_add(f, key, sizeof(key));
+            assert_true(rc == 0 || rc == 1);
+            if (model.count[id] > 0) assert_int_equal(rc, 0);
+            tu_multiset_add(&model, id);
+        } else if (r < 80 && model.size > 0) {
+            uint64_t id = tu_multiset_take(&model, tu_next(&rng) % model.size);
+            tu_key(key, id, 1);
+            assert_int_equal(bk_filter_remove(f, key, sizeof(key)), BK_OK);
+            removes++;
+        } else {
+            uint64_t id = tu_next(&rng) % universe;
+            tu_key(key, id, 1);
+            if (model.count[id] > 0)
+                assert_int_equal(bk_filter_contains(f, key, sizeof(key)), 1);
+            int64_t c = bk_filter_count(f, key, sizeof(key));
+            if (!count_ok(c, model.count[id]))
+                fail_msg("key %llu present %u times counts %lld", (unsigned long long)id,
+                         model.count[id], (long long)c);
+        }
+        if (op % 20000 == 0 || op == ops - 1) {
+            for (size_t i = 0; i < model.size; i++) {
+                tu_key(key, model.instances[i], 1);
+                assert_int_equal(bk_filter_contains(f, key, sizeof(key)), 1);
+            }
+        }
+    }
+    assert_true(removes > ops / 4);
+    tu_multiset_free(&model);
+    bk_filter_free(f);
+}
+
+/* The share of keys of tag `tag` (numbers 0 to queries - 1) f finds. */
+static inline double tu_measure_rate(const bk_filter *f, uint64_t queries, uint64_t tag)
+{
+    char key[TU_KEY_LEN];
+    uint64_t hits = 0;
+    for (uint64_t i = 0; i < queries; i++) {
+        tu_key(key, i, tag);
+        hits += (uint64_t)bk_filter_contains(f, key, sizeof(key));
+    }
+    return (double)hits / (double)queries;
+}
+
+/* The family's bk_<family>_get_stats of f (asserting BK_OK). */
+typedef void (*tu_delete_stats_fn)(const bk_filter *f, bk_delete_stats *st);
+
+/* Measured rates, full and after churn: f, made for TU_CHURN_KEYS keys at
+ * `target`, takes that many keys; its formula at capacity meets the
+ * target, the rate measured over 1e6 absent keys is within 5 binomial sd
+ * of what its counters predict (fpr_now) and not above the formula at
+ * capacity beyond that, add answers 0 for under 2% of the keys (items),
+ * and no block overflowed. Then churn: the first half removed, as many new
+ * keys added; every key present is found, nothing overflowed, and the
+ * measured rate is again within 5 sd of fpr_now. f is freed here. */
+#define TU_CHURN_KEYS 200000
+static inline void tu_fpr_churn(bk_filter *f, const char *name, double target,
+                                tu_delete_stats_fn stats)
+{
+    const uint64_t n = TU_CHURN_KEYS, queries = 1000000;
+    char key[TU_KEY_LEN];
+    bk_delete_stats st;
+    for (uint64_t i = 0; i < n; i++) {
+        tu_key(key, i, 1);
+        assert_true(bk_filter_add(f, key, sizeof(key)) >= 0);
+    }
+    stats(f, &st);
+    double measured = tu_measure_rate(f, queries, 2);
+    print_message("%s p=%g: k=%u, %.2f bits/key, measured %.5f, formula %.5f, "
+                  "from the filter's state %.5f\n",
+                  name, target, st.hashes, st.bits_per_key, measured, st.fpr_at_capacity,
+                  st.fpr_now);
+    assert_true(st.items > n - n / 50);
+    assert_true(st.fpr_at_capacity <= target);
+    assert_true(measured <= st.fpr_at_capacity + tu_tolerance(st.fpr_at_capacity, queries, 5.0));
+    assert_true(fabs(measured - st.fpr_now) <= tu_tolerance(st.fpr_now, queries, 5.0));
+    assert_int_equal(st.overflows, 0);
+
+    /* churn: remove the first half, add as many new keys */
+    for (uint64_t i = 0; i < n / 2; i++) {
+        tu_key(key, i, 1);
+        assert_int_equal(bk_filter_remove(f, key, sizeof(key)), BK_OK);
+    }
+    for (uint64_t i = 0; i < n / 2; i++) {
+        tu_key(key, i, 3);
+        assert_true(bk_filter_add(f, key, sizeof(key)) >= 0);
+    }
+    for (uint64_t i = n / 2; i < n; i++) {
+        tu_key(key, i, 1);
+        assert_int_equal(bk_filter_contains(f, key, sizeof(key)), 1);
+    }
+    for (uint64_t i = 0; i < n / 2; i++) {
+        tu_key(key, i, 3);
+        assert_int_equal(bk_filter_contains(f, key, sizeof(key)), 1);
+    }
+    stats(f, &st);
+    assert_int_equal(st.overflows, 0);
+    measured = tu_measure_rate(f, queries, 2);
+    assert_true(fabs(measured - st.fpr_now) <= tu_tolerance(st.fpr_now, queries, 5.0));
+    bk_filter_free(f);
+}
+
+/* A copy of f through its image (bk_filter_serialize, bk_filter_deserialize). */
+static inline bk_filter *tu_reload(const bk_filter *f)
+{
+    size_t len;
+    unsigned char *buf = tu_serialize(f, &len);
+    bk_filter *g = NULL;
+    assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_OK);
+    free(buf);
+    return g;
+}
+
+/* What a batch tells beyond the conformance suite (which checks that it
+ * equals single adds): f, made for TU_BCF_KEYS keys at 1%, takes them in
+ * one batch that reports under 1% as present already, info.items is what
+ * the batch reported new, and bk_filter_clear answers BK_OK and leaves
+ * none of them (nor as many absent keys) found. f is freed here. */
+static inline void tu_batch_items_clear(bk_filter *f)
+{
+    tu_keyset ks;
+    tu_keyset_make(&ks, 2 * TU_BCF_KEYS, 0, 1);
+    for (uint64_t i = TU_BCF_KEYS; i < ks.n; i++) tu_key(ks.store + i * TU_KEY_LEN, i, 2);
+    int64_t added = bk_filter_add_batch(f, ks.keys, ks.lens, TU_BCF_KEYS, NULL);
+    assert_true(added > TU_BCF_KEYS - 30 && added <= TU_BCF_KEYS);
+    bk_filter_info info;
+    assert_int_equal(bk_filter_get_info(f, &info), BK_OK);
+    assert_int_equal(info.items, (uint64_t)added);
+    assert_int_equal(bk_filter_clear(f), BK_OK);
+    assert_int_equal(bk_filter_contains_batch(f, ks.keys, ks.lens, ks.n, NULL), 0);
+    tu_keyset_free(&ks);
+    bk_filter_free(f);
+}
+
 #endif /* BK_TESTUTIL_H */
