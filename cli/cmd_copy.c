@@ -718,8 +718,8 @@ int cmd_copy(int argc, char **argv)
     int status = CLI_EXIT_ERROR;
     copy_stats st;
     memset(&st, 0, sizeof(st));
-    if (cluster_open(&src.c, "copy", o.src) != 0) goto done;
-    if (cluster_open(&dst.c, "copy", o.dst) != 0) goto done;
+    if (cluster_open(&src.c, "copy: SRC", o.src) != 0) goto done;
+    if (cluster_open(&dst.c, "copy: DST", o.dst) != 0) goto done;
     /* one SCAN per master of SRC, found through a slot it owns */
     for (size_t m = 0; m < src.c.nnodes; m++) {
         unsigned slot = CLUSTER_SLOTS;
