@@ -30,17 +30,14 @@ CLIENTS=${CLIENTS:-50}
 BT=${BENCH_THREADS:-2}
 ST=${SERVER_THREADS:-0}
 
-for tool in redis-benchmark redis-server redis-cli; do
-    command -v $tool >/dev/null || { echo "bench_module.sh: $tool is missing (scripts/install-deps.sh)" >&2; exit 1; }
-done
+NAME=bench_module.sh
+. "$ROOT/bench/lib.sh"
+need redis-benchmark redis-server redis-cli
 [ -f "$MOD" ] || { echo "bench_module.sh: no module at $MOD (make build)" >&2; exit 1; }
 [ -x "$BKS" ] || { echo "bench_module.sh: no server at $BKS (make build)" >&2; exit 1; }
 # redis-server enters --dir before it loads modules: an absolute path
 MOD=$(cd "$(dirname "$MOD")" && pwd)/$(basename "$MOD")
 
-free_port() {
-    /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 
 TMP=$(mktemp -d /tmp/bkm-bench.XXXXXX)
 BK_PID=""
@@ -62,14 +59,6 @@ redis-server --port "$RS_PORT" --bind 127.0.0.1 --dir "$TMP/rs" --save "" \
     --appendonly no --daemonize no --logfile "$TMP/rs.log" --loadmodule "$MOD" &
 RS_PID=$!
 
-wait_ping() {
-    i=0
-    until [ "$(redis-cli -p "$1" PING 2>/dev/null)" = PONG ]; do
-        i=$((i + 1))
-        [ $i -gt 200 ] && { echo "bench_module.sh: server on port $1 did not start" >&2; exit 1; }
-        sleep 0.05
-    done
-}
 wait_ping "$BK_PORT"
 wait_ping "$RS_PORT"
 

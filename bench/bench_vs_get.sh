@@ -32,16 +32,13 @@ BT=${BENCH_THREADS:-2}
 ST=${SERVER_THREADS:-0}
 ONLY=${ONLY:-}
 
-for tool in redis-benchmark redis-server redis-cli; do
-    command -v $tool >/dev/null || { echo "bench_vs_get.sh: $tool is missing (scripts/install-deps.sh)" >&2; exit 1; }
-done
+NAME=bench_vs_get.sh
+. "$ROOT/bench/lib.sh"
+need redis-benchmark redis-server redis-cli
 [ -x "$BKS" ] || { echo "bench_vs_get.sh: no server at $BKS (make build)" >&2; exit 1; }
 [ -f "$MOD" ] || { echo "bench_vs_get.sh: no module at $MOD (make build)" >&2; exit 1; }
 MOD=$(cd "$(dirname "$MOD")" && pwd)/$(basename "$MOD")
 
-free_port() {
-    /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 
 TMP=$(mktemp -d /tmp/bk-vsget.XXXXXX)
 PIDS=""
@@ -51,14 +48,6 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-wait_ping() {
-    i=0
-    until [ "$(redis-cli -p "$1" PING 2>/dev/null)" = PONG ]; do
-        i=$((i + 1))
-        [ $i -gt 200 ] && { echo "bench_vs_get.sh: server on port $1 did not start" >&2; exit 1; }
-        sleep 0.05
-    done
-}
 
 start_redis() { # DIR PORT [--loadmodule MOD]
     dir=$1 port=$2
