@@ -14,6 +14,8 @@ Usage: bench/bench_scale.py
        COPY       0 skips the copy to Redis (default 1)
        BLOOMKIT_SERVER, BLOOMKIT_CLI, BLOOMKIT_MODULE: the programs
        (default: build/release's)
+       SERVER_FLAGS  extra bloomkit-server flags, space-separated (for
+                  example "--auto-aof-rewrite-percentage 0": see below)
        BENCH_DIR  where the data directories go (default /tmp; needs
                   about 2.5x the filter's size free: the snapshot, the
                   log between compactions, and the copy's Redis)
@@ -23,6 +25,14 @@ largest -r), so N adds hold about M (1 - e^(-N/M)) distinct keys, M = 2^31:
 0.80e9 at N = 1e9; BF.INFO's items counts the adds that were new. Absent keys for the rate are of another
 shape ("absent-<i>"), so none of them was added. Run it alone on the
 machine: it fills two cores.
+
+On the 2-core VMs of this project an automatic compaction during the fill
+collapses the add rate of a filter this big for minutes (measured: from
+1.4-2.5M to 50-150k items/s): after the fork, every page the two worker
+threads write faults, and faults taken by two threads of one process cost
+far more there (bench/RESULTS.md, bench_scale). SERVER_FLAGS="--auto-aof-
+rewrite-percentage 0" measures the fill without compactions; the SAVE
+row then writes the whole filter once.
 """
 import os
 import subprocess
@@ -125,8 +135,10 @@ def main():
     os.makedirs(BASE, exist_ok=True)
     tempfile.tempdir = BASE   # harness puts its data directories there
     harness.MODULE = None
-    srv = harness.Server("--loglevel", "warning")
-    print("bench_scale.py: N=%d error=%s fill=%s server=%s" % (N, ERROR, FILL, harness.SERVER))
+    extra = os.environ.get("SERVER_FLAGS", "").split()
+    srv = harness.Server("--loglevel", "warning", *extra)
+    print("bench_scale.py: N=%d error=%s fill=%s server=%s flags=%s" % (
+        N, ERROR, FILL, harness.SERVER, " ".join(extra) or "-"))
     r = srv.client(socket_timeout=600)
     r.execute_command("BF.RESERVE", "big", ERROR, str(N), "NONSCALING")
     size = r.execute_command("BF.INFO", "big", "SIZE")[0]

@@ -86,6 +86,17 @@ void bks_cmd_memory(bks_client *c, bks_session *s, bkc_reply *r, int argc, const
         /* what the key is counted for in used_memory, and its pointer in
          * the bucket arrays (counted there: one to two per key) */
         size_t bytes = bks_ks_key_bytes(k) + sizeof(void *);
+        /* and a filter used in place from its snapshot file (map-threshold):
+         * not in used_memory (INFO counts it as mapped), but in RAM as it is
+         * read. Tools size a key by this (bloomkit copy moves keys above
+         * --chunk-threshold by chunks: a DUMP of a mapped 1 GB filter
+         * would pass client-output-buffer-limit). */
+        if (v->kind != BKC_KIND_KEYSET)
+            for (uint32_t i = 0; i < v->nfilters; i++) {
+                bk_filter_info in;
+                if (bk_filter_get_summary(v->filters[i], &in) == BK_OK && in.mapped)
+                    bytes += in.bytes;
+            }
         bks_host_vt.close(k);
         R_INT((long long)bytes);
     } else if (bkc_streq(sub, "STATS") && argc == 2) {
