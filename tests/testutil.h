@@ -165,57 +165,6 @@ static inline int tu__attempt_load(void *ctx)
     return rc;
 }
 
-/* Batches, clone, clear and the file format of a deleting family on the
- * generic handle: f is made for TU_BCF_KEYS keys at 1% and is freed here.
- * Adds TU_BCF_KEYS keys in one batch, checks the batch lookup against
- * single ones over them and as many absent keys, clones, serializes and
- * loads (counts equal everywhere), removes from the loaded copy, and
- * clears the clone. */
-#define TU_BCF_KEYS 3000
-static inline void tu_batch_clone_format(bk_filter *f, bk_family family)
-{
-    enum { N = TU_BCF_KEYS };
-    static char store[2 * N][TU_KEY_LEN];
-    const void *keys[2 * N];
-    size_t lens[2 * N];
-    uint8_t results[2 * N];
-    for (uint64_t i = 0; i < 2 * N; i++) {
-        tu_key(store[i], i, i < N ? 1 : 2);
-        keys[i] = store[i];
-        lens[i] = TU_KEY_LEN;
-    }
-    bk_filter *copy, *loaded;
-    int64_t added = bk_filter_add_batch(f, keys, lens, N, results);
-    assert_true(added > N - 30 && added <= N);
-    int64_t found = bk_filter_contains_batch(f, keys, lens, 2 * N, results);
-    for (size_t i = 0; i < 2 * N; i++)
-        assert_int_equal(results[i], bk_filter_contains(f, keys[i], lens[i]));
-    assert_true(found >= N && found < N + 60);
-    assert_int_equal(bk_filter_clone(&copy, f), BK_OK);
-    uint64_t size = bk_filter_serialized_size(f);
-    unsigned char *buf = malloc(size);
-    assert_int_equal(bk_filter_serialize(f, buf, size), BK_OK);
-    assert_int_equal(bk_filter_deserialize(&loaded, buf, size), BK_OK);
-    assert_int_equal(bk_filter_family(loaded), family);
-    for (size_t i = 0; i < 2 * N; i++) {
-        assert_int_equal(bk_filter_count(copy, keys[i], lens[i]),
-                         bk_filter_count(f, keys[i], lens[i]));
-        assert_int_equal(bk_filter_count(loaded, keys[i], lens[i]),
-                         bk_filter_count(f, keys[i], lens[i]));
-    }
-    assert_int_equal(bk_filter_remove(loaded, keys[0], lens[0]), BK_OK);
-    bk_filter_info info;
-    assert_int_equal(bk_filter_get_info(f, &info), BK_OK);
-    assert_int_equal(info.items, (uint64_t)added);
-    assert_int_equal(info.can_remove, 1);
-    assert_int_equal(bk_filter_clear(copy), BK_OK);
-    assert_int_equal(bk_filter_contains_batch(copy, keys, lens, 2 * N, NULL), 0);
-    free(buf);
-    bk_filter_free(loaded);
-    bk_filter_free(copy);
-    bk_filter_free(f);
-}
-
 static inline void tu_oom_clone_and_load(bk_filter *src)
 {
     tu_oom_loop(tu__attempt_clone, src);
@@ -655,6 +604,7 @@ static inline bk_filter *tu_reload(const bk_filter *f)
     return g;
 }
 
+#define TU_BCF_KEYS 3000
 /* What a batch tells beyond the conformance suite (which checks that it
  * equals single adds): f, made for TU_BCF_KEYS keys at 1%, takes them in
  * one batch that reports under 1% as present already, info.items is what
