@@ -64,11 +64,7 @@ def row(what, value):
 
 
 def rss_mib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return 0.0
+    return harness.rss_bytes(pid) / 1048576.0
 
 
 def used_mib(r):

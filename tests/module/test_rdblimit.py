@@ -21,18 +21,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import modutil  # noqa: E402
 
 modutil.require()
-from harness import Runner, Server  # noqa: E402
+from harness import Runner, Server, proc_status  # noqa: E402
 
 run = Runner("test_rdblimit")
 MiB = 1 << 20
 
 
 def vm_size(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmSize")
+    return proc_status(pid, "VmSize")
 
 
 def info_field(r, section, name):

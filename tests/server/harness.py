@@ -68,6 +68,34 @@ def scratch_dir(prefix):
     return d
 
 
+def proc_status(pid, field):
+    """A /proc/PID/status size field (VmRSS, VmSize ...) in bytes."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no %s for pid %d" % (field, pid))
+
+
+def rss_bytes(pid):
+    return proc_status(pid, "VmRSS")
+
+
+def server_with_env(env, *flags, **kw):
+    """Server(*flags, **kw) started with env added to its environment (for
+    it alone: the test's own environment is put back)."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        return Server(*flags, **kw)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                del os.environ[k]
+            else:
+                os.environ[k] = v
+
+
 def free_port():
     """A TCP port nobody listens on right now (loopback)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

@@ -24,7 +24,7 @@ import time
 
 import redis
 
-from harness import Server, Runner
+from harness import Server, Runner, server_with_env
 
 SHIM = os.environ.get("BKS_FAULTSHIM")
 
@@ -60,16 +60,7 @@ def shimmed(*flags, d, ctl=None, syncdir=None):
     # A sanitized server must accept a library preloaded before its runtime.
     asan = os.environ.get("ASAN_OPTIONS", "")
     env["ASAN_OPTIONS"] = (asan + ":" if asan else "") + "verify_asan_link_order=0"
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        return Server(*flags, dir=d)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                del os.environ[k]
-            else:
-                os.environ[k] = v
+    return server_with_env(env, *flags, dir=d)
 
 
 def info(r):

@@ -16,7 +16,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import MODULE, Runner, Server, recv_all  # noqa: E402
+from harness import MODULE, Runner, Server, recv_all, rss_bytes  # noqa: E402
 
 run = Runner("test_limits")
 if MODULE:
@@ -25,13 +25,6 @@ if MODULE:
 
 MiB = 1 << 20
 
-
-def rss_bytes(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
 
 
 def cpu_seconds(pid):

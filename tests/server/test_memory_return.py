@@ -19,7 +19,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import MODULE, Runner, Server, recv_all  # noqa: E402
+from harness import MODULE, Runner, Server, recv_all, rss_bytes  # noqa: E402
 
 run = Runner("test_memory_return")
 if MODULE:
@@ -34,13 +34,6 @@ CAPACITY = 20_000_000 if SANITIZED else 170_000_000   # ~26 MiB / ~223 MiB filte
 SLACK = 64 * MiB                           # RSS allowed above used_memory
 WAIT = 5.0                                 # seconds the server has to get there
 
-
-def rss_bytes(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
 
 
 def recv_reply(s, timeout=120.0):

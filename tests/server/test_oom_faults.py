@@ -31,7 +31,7 @@ import time
 
 import redis
 
-from harness import Server, Runner
+from harness import Server, Runner, server_with_env
 
 SHIM = os.environ.get("BKS_OOMSHIM")
 ROUNDS = int(os.environ.get("BKS_OOM_ROUNDS", "3"))
@@ -45,17 +45,8 @@ PIPE = 16          # requests per pipelined batch (up to 8 times as many)
 
 def shimmed(d, ctl):
     """A server with the allocation shim preloaded (for it alone)."""
-    env = {"LD_PRELOAD": SHIM, "BKS_FAULT_CTL": ctl}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        return Server("--appendfsync", "everysec", dir=d)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                del os.environ[k]
-            else:
-                os.environ[k] = v
+    return server_with_env({"LD_PRELOAD": SHIM, "BKS_FAULT_CTL": ctl},
+                           "--appendfsync", "everysec", dir=d)
 
 
 class Client:
