@@ -360,6 +360,11 @@ BK_API int bk_filter_get_summary(const bk_filter *f, bk_filter_info *out);
 BK_API size_t bk_filter_memory_usage(const bk_filter *f,
                                      size_t (*usable)(void *ctx, const void *ptr), void *ctx);
 
+/* The bytes of the file f uses in place (bk_filter_map: outside the
+ * allocator, in RAM as far as it is read); 0 when f is not mapped or its
+ * family copied the payload. O(1). */
+BK_API size_t bk_filter_mapped_bytes(const bk_filter *f);
+
 /* Choose the write mode of f (see "Write modes" under the blocked filter):
  * 1 single-writer, 0 concurrent (the default of every created, loaded,
  * mapped or cloned filter; not stored in files). Returns BK_OK, BK_EINVAL

@@ -223,6 +223,13 @@ size_t bk_filter_memory_usage(const bk_filter *f, size_t (*usable)(void *ctx, co
     return s.total;
 }
 
+size_t bk_filter_mapped_bytes(const bk_filter *f)
+{
+    if (f == NULL) return 0;
+    const bk__object *o = (const bk__object *)f;
+    return o->block_kind == BK__BLOCK_MAP ? o->block_len : 0;
+}
+
 /*==========================================================================
  * Whole filters
  *==========================================================================*/

@@ -92,11 +92,8 @@ void bks_cmd_memory(bks_client *c, bks_session *s, bkc_reply *r, int argc, const
          * --chunk-threshold by chunks: a DUMP of a mapped 1 GB filter
          * would pass client-output-buffer-limit). */
         if (v->kind != BKC_KIND_KEYSET)
-            for (uint32_t i = 0; i < v->nfilters; i++) {
-                bk_filter_info in;
-                if (bk_filter_get_summary(v->filters[i], &in) == BK_OK && in.mapped)
-                    bytes += in.bytes;
-            }
+            for (uint32_t i = 0; i < v->nfilters; i++)
+                bytes += bk_filter_mapped_bytes(v->filters[i]);
         bks_host_vt.close(k);
         R_INT((long long)bytes);
     } else if (bkc_streq(sub, "STATS") && argc == 2) {

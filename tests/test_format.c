@@ -367,6 +367,12 @@ static void test_map(void **state)
         assert_int_equal(bk_filter_get_info(g, &info), BK_OK);
         assert_true(info.read_only);
         assert_int_equal(info.mapped, !copies_payload(samples[s].name));
+        /* the file's bytes, used in place (0 once copied; 0 in the heap) */
+        struct stat fst;
+        assert_int_equal(stat(path, &fst), 0);
+        assert_int_equal(bk_filter_mapped_bytes(g),
+                         copies_payload(samples[s].name) ? 0 : (size_t)fst.st_size);
+        assert_int_equal(bk_filter_mapped_bytes(f), 0);
         assert_int_equal(bk_filter_add(g, "new", 3), BK_EREADONLY);
         assert_int_equal(bk_filter_sync(g), BK_EREADONLY);
         bk_filter_free(g);
@@ -397,6 +403,7 @@ static void test_map(void **state)
     bk_filter *g;
     assert_int_equal(bk_filter_map(&g, tmp_path("missing.bkf"), 0), BK_EIO);
     assert_int_equal(bk_filter_map(&g, tmp_path("bloom-v1.bkf"), 99), BK_EINVAL);
+    assert_int_equal(bk_filter_mapped_bytes(NULL), 0);
     /* a plain filter needs no sync */
     bk_filter *f = samples[0].make();
     assert_int_equal(bk_filter_sync(f), BK_OK);
