@@ -77,6 +77,64 @@ def proc_status(pid, field):
     raise AssertionError("no %s for pid %d" % (field, pid))
 
 
+def children(pid):
+    """Child processes of pid, whichever of its threads forked them (a
+    snapshot child is forked by a worker thread)."""
+    out = []
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return out
+    for t in tasks:
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, t)) as f:
+                out += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+    return out
+
+
+def expect_error(fn, *texts, match="exact"):
+    """Run fn, which must fail with a server error; returns its text.
+    match "exact": the text is one of texts; "prefix": it starts with one
+    of them; "words": it holds every one of them (any case)."""
+    try:
+        fn()
+    except redis.exceptions.ResponseError as e:
+        text = str(e)
+        if match == "words":
+            for w in texts:
+                assert w.lower() in text.lower(), "error %r lacks %r" % (text, w)
+        elif match == "prefix":
+            assert any(text.startswith(t) for t in texts), \
+                "error %r, wanted %r..." % (text, texts)
+        else:
+            assert text in texts, "error %r, wanted %r" % (text, texts)
+        return text
+    raise AssertionError("no error, wanted %r" % (texts,))
+
+
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "WARNING: ThreadSanitizer",
+                   "runtime error:")
+
+
+def end_checked(s):
+    """Stop s (kill -9 if still running), drop its log, and fail on any
+    sanitizer report the log holds."""
+    text = s.log()
+    s.close()
+    # TSan's reports on a file descriptor number are left out: libuv is not
+    # instrumented, so TSan never sees it close a socket, and takes the
+    # next file to get that number (a log, here) for a race with the old
+    # socket's reads.
+    kept = [blk for blk in text.split("WARNING: ThreadSanitizer")[1:]
+            if "Location is file descriptor" not in blk.split("SUMMARY")[0]]
+    text = text.split("WARNING: ThreadSanitizer")[0] + "".join(
+        "WARNING: ThreadSanitizer" + blk for blk in kept)
+    at = min((text.find(m) for m in SANITIZER_MARKS if m in text), default=-1)
+    assert at < 0, "sanitizer report in the server's log:\n" + text[at:at + 6000]
+
+
 def rss_bytes(pid):
     return proc_status(pid, "VmRSS")
 

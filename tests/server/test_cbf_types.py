@@ -11,8 +11,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import expect_error  # noqa: E402
 
-from redis.exceptions import ResponseError  # noqa: E402
 
 TYPES = ["dleft", "varcount", "hier", "hybrid", "morris"]
 TESTS = []
@@ -21,15 +21,6 @@ TESTS = []
 def test(fn):
     TESTS.append(fn)
     return fn
-
-
-def expect_error(fn, text):
-    try:
-        fn()
-    except ResponseError as e:
-        assert str(e) == text, "error %r, wanted %r" % (str(e), text)
-        return
-    raise AssertionError("no error, wanted %r" % text)
 
 
 @test

@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import redis  # noqa: E402
 
-from harness import MODULE, Server, recv_all, restarted, run_steps  # noqa: E402
+from harness import MODULE, Server, expect_error, recv_all, restarted, run_steps  # noqa: E402
 
 WRONGTYPE = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
 SMALL = b"-Capacity must be at least (BucketSize * 2)\r\n"
@@ -117,15 +117,6 @@ def add_all(r, key, keys):
     for x in pipe.execute(raise_on_error=False):
         out.append(str(x) if isinstance(x, Exception) else x)
     return out
-
-
-def expect_error(fn, *texts):
-    try:
-        fn()
-    except redis.ResponseError as e:
-        assert str(e) in texts, (str(e), texts)
-        return
-    raise AssertionError("no error, wanted %r" % (texts,))
 
 
 def check_info(r, key, capacity, bucket_size, expansion, stages, max_iterations=20):

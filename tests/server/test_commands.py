@@ -16,6 +16,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import redis  # noqa: E402
 from redis.exceptions import ResponseError  # noqa: E402
 
+from harness import expect_error  # noqa: E402
+
 
 TESTS = []
 
@@ -23,15 +25,6 @@ TESTS = []
 def test(fn):
     TESTS.append(fn)
     return fn
-
-
-def expect_error(fn, text):
-    try:
-        fn()
-    except ResponseError as e:
-        assert str(e) == text, "error %r, wanted %r" % (str(e), text)
-        return
-    raise AssertionError("no error, wanted %r" % text)
 
 
 @test

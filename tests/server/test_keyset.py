@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from redis.exceptions import ResponseError  # noqa: E402
 
-from harness import ROOT, Runner, Server  # noqa: E402
+from harness import ROOT, Runner, Server, expect_error  # noqa: E402
 import resp3  # noqa: E402
 
 CLI = os.environ.get("BLOOMKIT_CLI") or os.path.join(ROOT, "build", "release", "cli",
@@ -44,24 +44,6 @@ TOO_SMALL = ("IBLT too small for the difference: decoding failed, ask for one wi
 
 def ok(reply):
     return reply in (b"OK", True, "OK")
-
-
-def expect_error(fn, text):
-    try:
-        fn()
-    except ResponseError as e:
-        assert str(e) == text, "error %r, wanted %r" % (str(e), text)
-        return
-    raise AssertionError("no error, wanted %r" % text)
-
-
-def expect_error_prefix(fn, prefix):
-    try:
-        fn()
-    except ResponseError as e:
-        assert str(e).startswith(prefix), "error %r, wanted %r..." % (str(e), prefix)
-        return
-    raise AssertionError("no error, wanted %r..." % prefix)
 
 
 def add_all(r, key, items, batch=1000):

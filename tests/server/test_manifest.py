@@ -34,31 +34,12 @@ import time
 
 import redis
 
-from harness import Server, Runner, SERVER
+from harness import Server, Runner, SERVER, children
+from harness import end_checked as end  # stop, fail on a sanitizer report
 
 CLI = os.environ.get("BLOOMKIT_CLI") or os.path.join(
     os.path.dirname(os.path.dirname(SERVER)), "cli", "bloomkit")
 
-
-SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "WARNING: ThreadSanitizer",
-                   "runtime error:")
-
-
-def end(s):
-    """Stop s (kill -9 if still running), drop its log, and fail on any
-    sanitizer report the log holds."""
-    text = s.log()
-    s.close()
-    # TSan's reports on a file descriptor number are left out: libuv is not
-    # instrumented, so TSan never sees it close a socket, and takes the
-    # next file to get that number (a log, here) for a race with the old
-    # socket's reads.
-    kept = [blk for blk in text.split("WARNING: ThreadSanitizer")[1:]
-            if "Location is file descriptor" not in blk.split("SUMMARY")[0]]
-    text = text.split("WARNING: ThreadSanitizer")[0] + "".join(
-        "WARNING: ThreadSanitizer" + blk for blk in kept)
-    at = min((text.find(m) for m in SANITIZER_MARKS if m in text), default=-1)
-    assert at < 0, "sanitizer report in the server's log:\n" + text[at:at + 6000]
 
 
 def listing(d):

@@ -28,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "redisbloom"))
 from corpus import CORPUS_DIR, absent_text, item_text as item, load_corpus  # noqa: E402
-from harness import MODULE, ROOT, Runner, Server  # noqa: E402
+from harness import MODULE, ROOT, Runner, Server, expect_error  # noqa: E402
 from rbstandin import StandIn  # noqa: E402
 
 CLI = os.environ.get("BLOOMKIT_CLI") or os.path.join(ROOT, "build", "release", "cli",
@@ -149,15 +149,9 @@ def restore(r, key, name=None, replace=False):
     return r.execute_command(*args)
 
 
-def expect_error(fn, *words):
-    try:
-        fn()
-    except Exception as e:  # redis.ResponseError
-        text = str(e)
-        for w in words:
-            assert w.lower() in text.lower(), "error %r lacks %r" % (text, w)
-        return text
-    raise AssertionError("no error")
+def refused(fn, *words):
+    """fn fails with an error holding every one of words."""
+    return expect_error(fn, *words, match="words")
 
 
 def main():
@@ -199,17 +193,17 @@ def main():
             chunks = [(it, base64.b64decode(c)) for it, c in ANSWERS[key]["scandump"]]
             hdr = chunks[0][1]
             # a truncated or damaged header makes nothing
-            expect_error(lambda: r.execute_command("BF.LOADCHUNK", "bad1", 1, hdr[:len(hdr) // 2]),
+            refused(lambda: r.execute_command("BF.LOADCHUNK", "bad1", 1, hdr[:len(hdr) // 2]),
                          "invalid chunk")
             assert r.exists("bad1") == 0
             flipped = bytearray(hdr)
             flipped[0] ^= 0xff   # the total item count's low byte: still valid?
             flipped[8] ^= 0x7f   # the number of stages
-            expect_error(lambda: r.execute_command("BF.LOADCHUNK", "bad2", 1, bytes(flipped)),
+            refused(lambda: r.execute_command("BF.LOADCHUNK", "bad2", 1, bytes(flipped)),
                          "invalid chunk")
             assert r.exists("bad2") == 0
             # a data chunk before any header
-            expect_error(lambda: r.execute_command("BF.LOADCHUNK", "bad3", *chunks[1]),
+            refused(lambda: r.execute_command("BF.LOADCHUNK", "bad3", *chunks[1]),
                          "chunk")
             assert r.exists("bad3") == 0
             # a chunk past the filter's end, on a live taken-over key: refused,
@@ -217,23 +211,23 @@ def main():
             live = "restored:bf_tiny"
             before = mexists(r, "bf_tiny", ABSENT[:2000], live)
             it, data = chunks[-1]
-            expect_error(lambda: r.execute_command("BF.LOADCHUNK", live, it + 10 ** 9, data),
+            refused(lambda: r.execute_command("BF.LOADCHUNK", live, it + 10 ** 9, data),
                          "invalid chunk")
-            expect_error(lambda: r.execute_command("BF.LOADCHUNK", live, 5, b"\xff" * 64),
+            refused(lambda: r.execute_command("BF.LOADCHUNK", live, 5, b"\xff" * 64),
                          "invalid")
             assert mexists(r, "bf_tiny", ABSENT[:2000], live) == before
             ckey = "cf_exp2"
             cchunks = [(it, base64.b64decode(c)) for it, c in ANSWERS[ckey]["scandump"]]
-            expect_error(lambda: r.execute_command("CF.LOADCHUNK", "bad4", 1, cchunks[0][1][:20]),
+            refused(lambda: r.execute_command("CF.LOADCHUNK", "bad4", 1, cchunks[0][1][:20]),
                          "invalid chunk")
             assert r.exists("bad4") == 0
             # damaged DUMP payloads: refused, the live key untouched
             payload = base64.b64decode(ANSWERS["cf_b4"]["dump"])
-            expect_error(lambda: r.restore("again:cf_b4", 0, payload[:-30], replace=True),
+            refused(lambda: r.restore("again:cf_b4", 0, payload[:-30], replace=True),
                          "payload")
             bad = bytearray(payload)
             bad[len(bad) // 2] ^= 1
-            expect_error(lambda: r.restore("again:cf_b4", 0, bytes(bad), replace=True),
+            refused(lambda: r.restore("again:cf_b4", 0, bytes(bad), replace=True),
                          "payload")
             check_answers(r, "cf_b4", "again:cf_b4")
         run.check("bad RedisBloom data is refused; live keys unchanged", bad_data)

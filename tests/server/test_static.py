@@ -31,6 +31,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import redis  # noqa: E402
 from redis.exceptions import ResponseError  # noqa: E402
 
+from harness import expect_error  # noqa: E402
+
 import resp3  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -103,15 +105,6 @@ def files():
 def push(srv, path, key, *extra):
     out = cli("push", path, "127.0.0.1:%d" % srv.port, key, *extra)
     assert out.startswith("pushed "), out
-
-
-def expect_error(fn, text):
-    try:
-        fn()
-    except ResponseError as e:
-        assert str(e) == text, "error %r, wanted %r" % (str(e), text)
-        return
-    raise AssertionError("no error, wanted %r" % text)
 
 
 def answers_equal(r, fkey="f", mkey="m"):
