@@ -285,11 +285,17 @@ static void writer_copy(const writer *w, uint64_t from, unsigned char *dst, size
     }
 }
 
+/* In pieces of at most 64 MiB: whoever watches the writer's progress by its
+ * bytes written (/proc/<pid>/io wchar: bloomkit-server's snapshot watchdog)
+ * sees each piece, where one call for a filter of gigabytes would show
+ * nothing until it returns. */
+#define WRITE_PIECE ((size_t)64 << 20)
+
 static int write_all(int fd, const void *buf, size_t n)
 {
     const unsigned char *p = buf;
     while (n > 0) {
-        ssize_t w = write(fd, p, n > (1u << 30) ? (1u << 30) : n);
+        ssize_t w = write(fd, p, n > WRITE_PIECE ? WRITE_PIECE : n);
         if (w < 0) {
             if (errno == EINTR) continue;
             return BK_EIO;

@@ -97,6 +97,9 @@ static const opt options[] = {
     {"snapshot-timeout", NULL, OPT_U64, F(snapshot_timeout), 0, 0,
      "seconds a background snapshot may run before it is killed and retried, 0: no "
      "limit (3600)"},
+    {"snapshot-stall-timeout", NULL, OPT_U64, F(snapshot_stall_timeout), 0, 0,
+     "seconds a background snapshot may go without progress (no byte written, no CPU "
+     "used, not in disk wait) before it is killed and retried, 0: never (60)"},
     {"rebuild-manifest", NULL, OPT_BOOL, F(rebuild_manifest), 0, 1,
      "CURRENT missing or damaged: rebuild it from the newest complete snapshot (no)"},
     {"bf-growable", NULL, OPT_BOOL, F(bf_growable), 0, 1,
@@ -165,6 +168,7 @@ void bks_config_defaults(bks_config *c)
     c->max_output_buffer = 256ULL << 20;
     c->maxmemory_clients = 2ULL << 30;
     c->snapshot_timeout = 3600;
+    c->snapshot_stall_timeout = 60;
     c->auto_rewrite_min = 64ULL << 20;
     c->auto_rewrite_pct = 100;
     c->map_threshold = 64ULL << 20;

@@ -232,22 +232,109 @@ void bks_persist_info(bks_persist *p, char *buf, size_t cap)
              (unsigned long long)atomic_load(&p->guards_corrupt));
 }
 
-void bks_persist_tick(bks_persist *p)
+/*==========================================================================
+ * The snapshot child's watchdog
+ *==========================================================================*/
+
+/* /proc/<pid>/<what>, NUL-terminated, in one read (the files are small). */
+static int read_proc(pid_t pid, const char *what, char *buf, size_t cap)
 {
-    if (p == NULL || pthread_mutex_trylock(&p->ctl_mu) != 0) return;
-    if (p->child != 0 && p->snapshot_timeout_ms &&
-        pst_mono_ms() - p->child_start_ms > p->snapshot_timeout_ms) {
-        /* a child that hangs (a stuck disk, a stopped process) would block
-         * every later snapshot and compaction: kill it; the reap reports
-         * the failure and schedules a retry */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, what);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n;
+    do {
+        n = read(fd, buf, cap - 1);
+    } while (n < 0 && errno == EINTR);
+    close(fd);
+    if (n < 0) return -1;
+    buf[n] = '\0';
+    return 0;
+}
+
+/* The state letter of /proc/<pid>/stat, and the CPU time used (utime +
+ * stime, clock ticks) in *cpu; '?' when it cannot be read. */
+static char proc_state(pid_t pid, uint64_t *cpu)
+{
+    char buf[1024];
+    if (read_proc(pid, "stat", buf, sizeof buf) < 0) return '?';
+    const char *s = strrchr(buf, ')');   /* after the name, which may hold ')' */
+    if (s == NULL || s[1] != ' ' || s[2] == '\0') return '?';
+    /* after the state: ppid pgrp session tty_nr tpgid flags minflt cminflt
+     * majflt cmajflt utime stime (proc(5)) */
+    unsigned long long utime = 0, stime = 0;
+    sscanf(s + 3, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu", &utime, &stime);
+    *cpu = utime + stime;
+    return s[2];
+}
+
+/* The wchar line of /proc/<pid>/io: bytes handed to write() and its kin.
+ * -1 when unreadable (no task I/O accounting in the kernel, /proc denied). */
+static int proc_wchar(pid_t pid, uint64_t *wchar)
+{
+    char buf[512];
+    if (read_proc(pid, "io", buf, sizeof buf) < 0) return -1;
+    const char *s = strstr(buf, "wchar:");
+    if (s == NULL) return -1;
+    *wchar = strtoull(s + 6, NULL, 10);
+    return 0;
+}
+
+/* Whether the child made progress since the last tick: it wrote (wchar
+ * moved), it computed (CPU time moved: a checksum pass over a huge filter
+ * writes nothing for a while), or it waits for the disk (state D: the
+ * kernel is working on its writes or reading a mapped filter's pages, and
+ * a SIGKILL would not take effect before that ends anyway). Without wchar,
+ * the state alone: only a stopped child ('T', 't') makes none. A child
+ * that cannot be observed at all counts as progressing: the watchdog kills
+ * only what it sees stalled, and snapshot-timeout bounds the rest. */
+static int child_progressed(bks_persist *p, char *state)
+{
+    uint64_t cpu = 0, wchar = 0;
+    *state = proc_state(p->child, &cpu);
+    if (*state == '?') return 1;
+    if (proc_wchar(p->child, &wchar) < 0) return *state != 'T' && *state != 't';
+    int moved = wchar != p->child_wchar || cpu != p->child_cpu;
+    p->child_wchar = wchar;
+    p->child_cpu = cpu;
+    return moved || *state == 'D';
+}
+
+/* Kill a child that has run past snapshot-timeout, or made no progress
+ * for snapshot-stall-timeout: a hung child (a stuck disk, a stopped or
+ * deadlocked process) would block every later snapshot and compaction.
+ * It is killed once; the tick's reap (which never waits: a child in disk
+ * wait dies only when its I/O ends) reports the failure and schedules a
+ * retry. Called with ctl_mu held and a child running. */
+static void watch_child(bks_persist *p)
+{
+    uint64_t now = pst_mono_ms();
+    char state = '?';
+    if (p->snapshot_stall_ms && child_progressed(p, &state)) p->child_progress_ms = now;
+    if (p->snapshot_timeout_ms && now - p->child_start_ms > p->snapshot_timeout_ms)
         bks_log(BKS_LOG_WARNING,
                 "persist: background snapshot %" PRIu64 " has run for over %" PRIu64
                 " s (snapshot-timeout): killing it",
                 p->child_gen, p->snapshot_timeout_ms / 1000);
-        kill(p->child, SIGKILL);
-        pst_reap_child(p, 1);
-    } else if (p->child != 0) {
+    else if (p->snapshot_stall_ms && now - p->child_progress_ms > p->snapshot_stall_ms)
+        bks_log(BKS_LOG_WARNING,
+                "persist: background snapshot %" PRIu64 " made no progress for %.1f s "
+                "(snapshot-stall-timeout; state %c): killing it",
+                p->child_gen, (double)(now - p->child_progress_ms) / 1000.0, state);
+    else
+        return;
+    kill(p->child, SIGKILL);
+    p->child_killed = 1;
+}
+
+void bks_persist_tick(bks_persist *p)
+{
+    if (p == NULL || pthread_mutex_trylock(&p->ctl_mu) != 0) return;
+    if (p->child != 0) {
+        /* reaped first, so that a child that has just finished is not judged */
         pst_reap_child(p, 0);
+        if (p->child != 0 && !p->child_killed) watch_child(p);
     } else if (pst_mono_ms() >= p->retry_at_ms) {
         pthread_mutex_lock(&p->mu);
         /* The host refuses writes after any failed append; if that ever
@@ -292,6 +379,12 @@ static int lock_dir(bks_persist *p, char *err, size_t errlen)
 
 
 
+/* Seconds of the configuration in ms, saturating: a huge value means never. */
+static uint64_t secs_to_ms(uint64_t s)
+{
+    return s > UINT64_MAX / 1000 ? UINT64_MAX : s * 1000;
+}
+
 int bks_persist_open(bks_persist **out, const bks_config *cfg, bks_keyspace *ks)
 {
     char err[1024] = "";
@@ -317,7 +410,8 @@ int bks_persist_open(bks_persist **out, const bks_config *cfg, bks_keyspace *ks)
     p->map_threshold = cfg->map_threshold;
     p->repair = cfg->repair_aof;
     p->rebuild = cfg->rebuild_manifest;
-    p->snapshot_timeout_ms = cfg->snapshot_timeout * 1000;
+    p->snapshot_timeout_ms = secs_to_ms(cfg->snapshot_timeout);
+    p->snapshot_stall_ms = secs_to_ms(cfg->snapshot_stall_timeout);
 
     if (mkdir(p->dir, 0700) != 0 && errno != EEXIST) {
         pst_errf(err, sizeof err, "%s: %s", p->dir, strerror(errno));

@@ -104,11 +104,16 @@ int pst_all_zero(const unsigned char *p, size_t n)
     return 1;
 }
 
+/* In pieces of at most 64 MiB, so that the tick's watchdog sees a
+ * snapshot child's bytes written (/proc/<pid>/io wchar) move while it
+ * writes a large value, rather than once at the end of one long call. */
+#define WRITE_PIECE ((size_t)64 << 20)
+
 int pst_write_all(int fd, const void *buf, size_t n)
 {
     const unsigned char *p = buf;
     while (n > 0) {
-        ssize_t w = write(fd, p, n);
+        ssize_t w = write(fd, p, n > WRITE_PIECE ? WRITE_PIECE : n);
         if (w < 0) {
             if (errno == EINTR) continue;
             return -1;

@@ -120,6 +120,11 @@ struct bks_persist {
     int child_pipe;
     uint64_t retry_at_ms;       /* monotonic: no automatic snapshot before */
     uint64_t fault_delay_ms;    /* current backoff while the log is failing */
+    uint64_t snapshot_stall_ms; /* a child without progress longer is killed (0: never) */
+    uint64_t child_progress_ms; /* monotonic: the child's last sign of progress */
+    uint64_t child_wchar;       /* its /proc/<pid>/io wchar at the last tick */
+    uint64_t child_cpu;         /* its utime + stime (clock ticks) at the last tick */
+    int child_killed;           /* SIGKILLed, not reaped yet */
     int keep_debris;            /* CURRENT was rebuilt: delete nothing this start */
 
     _Atomic uint64_t lastsave;  /* unix seconds */

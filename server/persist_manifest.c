@@ -581,6 +581,9 @@ void pst_reap_child(bks_persist *p, int block)
         bks_log(BKS_LOG_WARNING, "persist: background snapshot %" PRIu64 " killed by signal %d",
                 gen, WTERMSIG(status));
     else
+    p->child_progress_ms = p->child_start_ms;
+    p->child_wchar = p->child_cpu = 0;   /* a new process's counters start at 0 */
+    p->child_killed = 0;
         bks_log(BKS_LOG_WARNING, "persist: background snapshot %" PRIu64 " failed: %s", gen,
                 n == (ssize_t)sizeof rep ? rep.msg : "no report from the child");
     atomic_store(&p->last_bgsave_err, 1);

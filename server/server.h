@@ -88,6 +88,7 @@ typedef struct bks_config {
     int repair_aof;              /* --repair-aof: truncate a corrupt log and go on */
     int rebuild_manifest;        /* --rebuild-manifest: CURRENT missing or damaged */
     uint64_t snapshot_timeout;   /* seconds a snapshot child may run, 0: no limit (3600) */
+    uint64_t snapshot_stall_timeout; /* seconds it may make no progress, 0: never (60) */
     bks_log_level loglevel;
     char logfile[1024];          /* "" = stderr */
     int slowlog_log_slower_than; /* microseconds; < 0 off, 0 every command (10000) */

@@ -5,6 +5,9 @@
   the umask (snapshots hold every key);
 - a background snapshot child that hangs is killed after snapshot-timeout
   seconds, reported, and the next snapshot works;
+- one that makes no progress (stopped) is killed after
+  snapshot-stall-timeout seconds (default 60) without the server's tick
+  ever blocking, while a child stopped for less than that is left alone;
 - SHUTDOWN while a background snapshot runs (even a hung one) replaces it
   with its final snapshot (exit 0, the writes made after the fork survive).
 
@@ -17,25 +20,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import MODULE, Runner, Server  # noqa: E402
+from harness import MODULE, Runner, Server, children  # noqa: E402
 
 run = Runner("test_snapchild")
-
-
-def children(pid):
-    """Child processes of pid, whichever of its threads forked them."""
-    out = []
-    try:
-        tasks = os.listdir("/proc/%d/task" % pid)
-    except OSError:
-        return out
-    for t in tasks:
-        try:
-            with open("/proc/%d/task/%s/children" % (pid, t)) as f:
-                out += [int(x) for x in f.read().split()]
-        except OSError:
-            pass
-    return out
 
 
 def catch_child(srv, timeout=10.0):
@@ -91,28 +78,93 @@ def file_modes():
         shutil.rmtree(parent, ignore_errors=True)
 
 
-def hung_child_times_out():
-    srv = Server("--snapshot-timeout", "1")
+def is_gone(pid):
+    """pid has exited and been reaped: not even a zombie is left."""
+    return not os.path.exists("/proc/%d" % pid)
+
+
+def wait_killed(srv, child, timeout):
+    """Wait until the killed child is reaped and its failure reported (the
+    status is set just after the reap); PING answers within 1 s all along:
+    the tick never waits for the child."""
+    quick = srv.client(socket_timeout=1)
+    deadline = time.time() + timeout
+    while not is_gone(child) or \
+            quick.info("persistence")["rdb_last_bgsave_status"] != "err":
+        assert time.time() < deadline, "the killed child is still there"
+        t = time.time()
+        assert quick.ping()
+        assert time.time() - t < 1.0, "PING took %.2f s" % (time.time() - t)
+        time.sleep(0.1)
+    quick.close()
+
+
+def killed_and_retried(flags, limit, timeout):
+    """A server started with flags kills its stopped snapshot child past
+    limit (the option's name, which its warning names), reaps it without
+    blocking, reports the failure, and the next snapshot works."""
+    srv = Server(*flags)
     try:
         r = srv.client()
         big_filter(r)
         child = catch_child(srv)
-        deadline = time.time() + 15
-        while time.time() < deadline and os.path.exists("/proc/%d" % child) and \
-                open("/proc/%d/stat" % child).read().split(")")[1].split()[0] != "Z":
-            time.sleep(0.1)
-        time.sleep(0.3)
-        assert not children(srv.proc.pid), "the hung child is still there"
-        assert "snapshot-timeout" in srv.log(), srv.log()[-1500:]
+        wait_killed(srv, child, timeout)
+        assert not children(srv.proc.pid), "the child is still there"
+        assert limit in srv.log(), srv.log()[-1500:]
         assert r.info("persistence")["rdb_last_bgsave_status"] == "err"
-        # the next snapshot works
+        # the next snapshot works (its child, writing, is not a stall)
         last = r.lastsave()
         time.sleep(1.1)
         r.bgsave()
         deadline = time.time() + 30
         while r.lastsave() == last:
-            assert time.time() < deadline, "no snapshot after the timeout"
+            assert time.time() < deadline, "no snapshot after the kill"
             time.sleep(0.1)
+        # LASTSAVE moves a moment before the status is set back to ok
+        while r.info("persistence")["rdb_last_bgsave_status"] != "ok":
+            assert time.time() < deadline, "the status stays err"
+            time.sleep(0.05)
+        assert srv.stop() == 0
+    finally:
+        srv.kill()
+
+
+def hung_child_times_out():
+    killed_and_retried(("--snapshot-timeout", "1"), "snapshot-timeout", 15)
+
+
+def stalled_child_is_killed():
+    killed_and_retried(("--snapshot-stall-timeout", "1"), "snapshot-stall-timeout", 10)
+
+
+def brief_stop_is_not_a_stall():
+    srv = Server("--snapshot-stall-timeout", "3")
+    try:
+        r = srv.client()
+        big_filter(r)
+        last = r.lastsave()
+        time.sleep(1.1)
+        child = catch_child(srv)
+        time.sleep(0.5)
+        os.kill(child, signal.SIGCONT)
+        deadline = time.time() + 30
+        while r.lastsave() == last:
+            assert time.time() < deadline, "the snapshot did not complete"
+            time.sleep(0.1)
+        assert r.info("persistence")["rdb_last_bgsave_status"] == "ok"
+        log = srv.log()
+        assert "snapshot-stall-timeout" not in log and "no progress" not in log, log[-1500:]
+        assert srv.stop() == 0
+    finally:
+        srv.kill()
+
+
+def stall_timeout_default():
+    srv = Server()
+    try:
+        r = srv.client()
+        assert r.config_get("snapshot-stall-timeout") == {"snapshot-stall-timeout": "60"}
+        assert r.config_get("snapshot-timeout") == {"snapshot-timeout": "3600"}
         assert srv.stop() == 0
     finally:
         srv.kill()
@@ -146,5 +198,9 @@ def shutdown_replaces_bgsave():
 if not MODULE:
     run.check("data directory 0700, files 0600", file_modes)
     run.check("a hung snapshot child is killed after snapshot-timeout", hung_child_times_out)
+    run.check("a stalled snapshot child is killed after snapshot-stall-timeout, "
+              "the server answering all along", stalled_child_is_killed)
+    run.check("a child stopped briefly is not a stall", brief_stop_is_not_a_stall)
+    run.check("snapshot-stall-timeout is 60 by default", stall_timeout_default)
     run.check("SHUTDOWN during a (hung) BGSAVE replaces it", shutdown_replaces_bgsave)
 run.finish()
