@@ -37,8 +37,9 @@
  * still fits.
  *
  * Small keys are most keys (one Bloom filter per user or tenant), so the
- * entry is kept small: 54 bytes and the name. What only some keys need
- * (an expiry, a mapped snapshot's guard) is a block of its own, made the
+ * entry is kept small: 55 bytes and the name. What only some keys need
+ * (an expiry, a mapped snapshot's guard, the snapshot file a big value
+ * still equals) is a block of its own, made the
  * first time a key needs it and kept until the entry is freed, so that
  * lock-free readers of the expiry never see it freed.
  *
@@ -79,6 +80,8 @@
 typedef struct ks_extra {
     _Atomic uint64_t expire_at;     /* ms since the epoch, 0 = none */
     _Atomic(bks_guard *) guard;     /* mapped data not yet verified, or corrupt */
+    _Atomic uint64_t origin;        /* the value's filter file in the installed
+                                     * snapshot, unchanged since (0: none) */
 } ks_extra;
 
 typedef struct ks_entry {
@@ -92,6 +95,7 @@ typedef struct ks_entry {
     uint32_t nlen;                  /* names are at most proto-max-bulk-len */
     _Atomic uint8_t kind;           /* BKC_KIND_NONE while a placeholder */
     _Atomic uint8_t dead;
+    _Atomic uint8_t wepoch;         /* ks->epoch when last opened to write */
     char name[];                    /* nlen bytes, not NUL-terminated */
 } ks_entry;
 
@@ -111,6 +115,7 @@ struct bks_keyspace {
     _Atomic uint64_t nkeys;      /* entries holding a value */
     _Atomic uint64_t nexpires;
     _Atomic int loading;
+    _Atomic uint8_t epoch;       /* bumped at each snapshot's paused instant */
     unsigned expire_cursor;      /* active expiry: next stripe (worker 0 only) */
 };
 
@@ -221,6 +226,24 @@ static void entry_clear_guard(ks_entry *e)
     ks_extra *x = atomic_load(&e->extra);
     if (x)
         atomic_store(&x->guard, NULL);
+}
+
+static uint64_t entry_origin(const ks_entry *e)
+{
+    ks_extra *x = atomic_load_explicit(&e->extra, memory_order_acquire);
+    return x ? atomic_load(&x->origin) : 0;
+}
+
+/* e is about to change (or to get a new value): its value no longer
+ * equals its snapshot file, and the snapshot being written (if any) does
+ * not hold what comes next (bks_keyspace_adopt). Caller holds e's lock. */
+static void entry_touch(bks_keyspace *ks, ks_entry *e)
+{
+    atomic_store_explicit(&e->wepoch, atomic_load_explicit(&ks->epoch, memory_order_relaxed),
+                          memory_order_relaxed);
+    ks_extra *x = atomic_load_explicit(&e->extra, memory_order_acquire);
+    if (x && atomic_load_explicit(&x->origin, memory_order_relaxed))
+        atomic_store(&x->origin, 0);
 }
 
 /*==========================================================================
@@ -540,7 +563,7 @@ void bks_keyspace_free(bks_keyspace *ks)
 }
 
 int bks_keyspace_load(bks_keyspace *ks, bkc_str name, bkc_value *v, uint64_t expire_at_ms,
-                      bks_guard *guard)
+                      bks_guard *guard, uint64_t origin)
 {
     if (!v)
         return BK_EINVAL;
@@ -553,7 +576,7 @@ int bks_keyspace_load(bks_keyspace *ks, bkc_str name, bkc_value *v, uint64_t exp
     }
     ks_entry *e = entry_new(h, name);
     ks_extra *x = NULL;
-    if (e && (expire_at_ms || guard) && !(x = entry_extra(ks, e))) {
+    if (e && (expire_at_ms || guard || origin) && !(x = entry_extra(ks, e))) {
         entry_destroy(e);
         e = NULL;
     }
@@ -564,8 +587,10 @@ int bks_keyspace_load(bks_keyspace *ks, bkc_str name, bkc_value *v, uint64_t exp
         return BK_ENOMEM;
     }
     e->value = v;
-    if (x)
+    if (x) {
         atomic_store(&x->guard, guard);
+        atomic_store(&x->origin, origin);
+    }
     atomic_store(&e->kind, (uint8_t)v->kind);
     entry_recount(ks, e);
     if (kind_visible((int)v->kind))
@@ -590,13 +615,47 @@ int bks_keyspace_foreach(bks_keyspace *ks, bks_key_fn fn, void *arg)
                 if (!e->value || atomic_load(&e->dead))
                     continue;
                 bkc_str name = {e->name, e->nlen};
-                int rc = fn(arg, name, e->value, entry_expire_at(e), entry_guard(e));
+                int rc = fn(arg, name, e->value, entry_expire_at(e), entry_guard(e),
+                            entry_origin(e));
                 if (rc)
                     return rc;
             }
         }
     }
     return 0;
+}
+
+uint8_t bks_keyspace_next_epoch(bks_keyspace *ks)
+{
+    return (uint8_t)(atomic_fetch_add(&ks->epoch, 1) + 1);
+}
+
+int bks_keyspace_adopt(bks_keyspace *ks, bkc_str name, const bkc_value *v, uint8_t epoch,
+                       uint64_t origin)
+{
+    uint64_t h = ks_hash(ks->seed, name.ptr, name.len);
+    ks_stripe *st = stripe_of(ks, h);
+    pthread_mutex_lock(&st->mu);
+    ks_entry *e = stripe_find(st, h, name);
+    if (e)
+        atomic_fetch_add(&e->refs, 1);
+    pthread_mutex_unlock(&st->mu);
+    if (!e)
+        return 0;
+    int adopted = 0;
+    bks_rwlock_wrlock(&e->lock);
+    /* the same value, not opened to write since the snapshot's instant (an
+     * entry made since, by a create or a RENAME, has that epoch too) */
+    if (!atomic_load(&e->dead) && e->value == v && atomic_load(&e->wepoch) != epoch) {
+        ks_extra *x = entry_extra(ks, e);
+        if (x) {
+            atomic_store(&x->origin, origin);
+            adopted = 1;
+        }
+    }
+    bks_rwlock_unlock(&e->lock);
+    entry_unref(e);
+    return adopted;
 }
 
 uint64_t bks_keyspace_size(bks_keyspace *ks) { return atomic_load(&ks->nkeys); }
@@ -765,6 +824,8 @@ static bkc_key *host_open(void *host, bkc_str name, bkc_open_mode mode)
         }
         entry_clear_guard(k->e);   /* verified: never asked again */
     }
+    if (k->e && (mode == BKC_OPEN_ADD || mode == BKC_OPEN_WRITE))
+        entry_touch(s->ks, k->e);
     if ((mode == BKC_OPEN_READ || mode == BKC_OPEN_WHOLE) && s->client)
         bks_ops_lookup(k->e != NULL);    /* INFO keyspace_hits / keyspace_misses */
     return k;
@@ -830,6 +891,7 @@ static int host_set(bkc_key *k, bkc_value *v)
     bkc_value *old = e->value;
     e->value = v;
     entry_clear_guard(e);   /* a new value: nothing of the snapshot's */
+    entry_touch(ks, e);
     atomic_store(&e->kind, (uint8_t)v->kind);
     bkc_value_free(old);
     return BK_OK;
@@ -1016,8 +1078,9 @@ int bks_ks_rename(bks_keyspace *ks, bks_session *s, bkc_str src, bkc_str dst, in
     ks_entry *n = entry_new(hd, dst);
     uint64_t exp = entry_expire_at(e);
     bks_guard *guard = entry_guard(e);
+    uint64_t origin = entry_origin(e);
     ks_extra *nx_extra = NULL;
-    if (n && (exp || guard) && !(nx_extra = entry_extra(ks, n))) {
+    if (n && (exp || guard || origin) && !(nx_extra = entry_extra(ks, n))) {
         entry_destroy(n);
         n = NULL;
     }
@@ -1032,8 +1095,13 @@ int bks_ks_rename(bks_keyspace *ks, bks_session *s, bkc_str src, bkc_str dst, in
     }
     /* move the value from e to n (n's entry may cost other bytes) */
     n->value = e->value;
-    if (nx_extra)
-        atomic_store(&nx_extra->guard, guard);   /* the guard goes with the value */
+    if (nx_extra) {   /* the guard and the file go with the value */
+        atomic_store(&nx_extra->guard, guard);
+        atomic_store(&nx_extra->origin, origin);
+    }
+    /* a new entry: the snapshot being written has the value under the old
+     * name, so it is not adopted under this one (bks_keyspace_adopt) */
+    atomic_store(&n->wepoch, atomic_load(&ks->epoch));
     entry_clear_guard(e);
     atomic_store(&n->kind, atomic_load(&e->kind));
     atomic_store(&n->bytes, atomic_load(&e->bytes));

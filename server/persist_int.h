@@ -65,9 +65,12 @@ typedef struct gen_list {
 } gen_list;
 
 /* What the snapshot child reports through its pipe (one atomic write). */
+/* What writing a snapshot made (the fork child sends it through its pipe). */
 typedef struct child_report {
     int ok;
-    uint64_t bytes;
+    uint64_t bytes;             /* the snapshot's size */
+    uint64_t linked;            /* filter files linked from the installed one */
+    uint64_t linked_bytes;      /* ... and their bytes, not written again */
     char msg[256];
 } child_report;
 
@@ -117,15 +120,17 @@ struct bks_persist {
     uint64_t child_gen;
     uint64_t child_start_ms;    /* monotonic: when the child was forked */
     uint64_t snapshot_timeout_ms; /* a child running longer is killed (0: never) */
-    int child_pipe;
-    uint64_t retry_at_ms;       /* monotonic: no automatic snapshot before */
-    uint64_t fault_delay_ms;    /* current backoff while the log is failing */
     uint64_t snapshot_stall_ms; /* a child without progress longer is killed (0: never) */
     uint64_t child_progress_ms; /* monotonic: the child's last sign of progress */
     uint64_t child_wchar;       /* its /proc/<pid>/io wchar at the last tick */
     uint64_t child_cpu;         /* its utime + stime (clock ticks) at the last tick */
     int child_killed;           /* SIGKILLed, not reaped yet */
+    int child_pipe;
+    uint64_t retry_at_ms;       /* monotonic: no automatic snapshot before */
+    uint64_t fault_delay_ms;    /* current backoff while the log is failing */
     int keep_debris;            /* CURRENT was rebuilt: delete nothing this start */
+    uint8_t snap_epoch;         /* the keyspace's epoch from the last snapshot's
+                                 * instant (bks_keyspace_adopt) */
 
     _Atomic uint64_t lastsave;  /* unix seconds */
     /* INFO rdb_changes_since_last_save: writes since start-up, and how many
@@ -249,7 +254,7 @@ int pst_current_read(bks_persist *p, uint64_t *snap, gen_list *logs, char *err,
                      size_t errlen);
 void pst_remove_unreferenced(bks_persist *p, uint64_t snap, const gen_list *logs);
 uint64_t pst_max_gen_on_disk(bks_persist *p);
-void pst_finish_generation(bks_persist *p, uint64_t gen, uint64_t bytes);
+void pst_finish_generation(bks_persist *p, uint64_t gen, const child_report *rep);
 int pst_start_snapshot(bks_persist *p, int foreground);
 void pst_reap_child(bks_persist *p, int block);
 
@@ -259,8 +264,9 @@ void *pst_syncer_main(void *arg);
 int pst_switch_log(bks_persist *p, int new_fd, uint64_t gen, char *err, size_t errlen);
 
 /* persist_snapwrite.c */
-int pst_snapshot_write(bks_keyspace *ks, int dirfd, uint64_t gen, uint64_t map_threshold,
-                       uint64_t *bytes, char *err, size_t errlen);
+int pst_snapshot_write(bks_keyspace *ks, int dirfd, uint64_t gen, uint64_t installed,
+                       uint64_t map_threshold, child_report *rep);
+void pst_adopt_files(bks_persist *p, uint64_t gen);
 void pst_child_main(bks_persist *p, uint64_t gen, int wfd, pid_t parent);
 
 /* persist_load.c */

@@ -28,11 +28,13 @@
 /* Load the filters of a split key frame (fields after the layout word);
  * inline images start at *off in the manifest. Mapped files are added to
  * *guard (created on the first), to be verified after start-up; with
- * check_only every file is verified now and nothing is kept. */
+ * check_only every file is verified now and nothing is kept. *origin is
+ * the number of the file the key's filter was read from (0: inline), which
+ * the next snapshot links while the key does not change. */
 static int load_split(bks_persist *p, const char *sname, const char *mpath,
                       const unsigned char *base, size_t size, size_t *off,
                       fields *k, int check_only, bks_guard **guard, bkc_value **out,
-                      bkc_str name, char *err, size_t errlen)
+                      uint64_t *origin, bkc_str name, char *err, size_t errlen)
 {
     uint32_t kind = pst_fd_u32(k);
     uint64_t cf_capacity = pst_fd_u64(k);
@@ -119,6 +121,7 @@ static int load_split(bks_persist *p, const char *sname, const char *mpath,
                 pst_errf(err, errlen, "out of memory");
                 goto fail;
             }
+            *origin = file;
         }
         int prc = bkc_value_push(v, f);
         if (prc != BK_OK) {
@@ -222,6 +225,7 @@ int pst_snapshot_load(bks_persist *p, uint64_t gen, int check_only, uint64_t *nk
         uint64_t expire = pst_fd_u64(&k);
         uint32_t layout = pst_fd_u32(&k);
         guard = NULL;
+        uint64_t origin = 0;
         if (!k.bad && layout == KEY_CORRUPT) {
             /* Found corrupt by an earlier run: still refused, with the
              * file and the reason found then; the value is an empty one
@@ -278,8 +282,8 @@ int pst_snapshot_load(bks_persist *p, uint64_t gen, int check_only, uint64_t *nk
             off += (size_t)len;
         } else if (!k.bad && layout == KEY_SPLIT) {
             char why[600];
-            if (load_split(p, sname, mpath, base, size, &off, &k, check_only, &guard, &v, name,
-                           why, sizeof why) != 0) {
+            if (load_split(p, sname, mpath, base, size, &off, &k, check_only, &guard, &v,
+                           &origin, name, why, sizeof why) != 0) {
                 pst_errf(err, errlen, "%s offset %zu: key '%.*s': %s", mpath, at,
                      (int)(name.len > 64 ? 64 : name.len), name.ptr, why);
                 goto done;
@@ -288,7 +292,7 @@ int pst_snapshot_load(bks_persist *p, uint64_t gen, int check_only, uint64_t *nk
             pst_errf(err, errlen, "%s offset %zu: bad key frame", mpath, at);
             goto done;
         }
-        int krc = check_only ? BK_OK : bks_keyspace_load(p->ks, name, v, expire, guard);
+        int krc = check_only ? BK_OK : bks_keyspace_load(p->ks, name, v, expire, guard, origin);
         if (check_only) bkc_value_free(v);
         if (krc != 0) {
             pst_errf(err, errlen, "%s offset %zu: cannot load key '%.*s': %s", mpath, at,

@@ -348,8 +348,9 @@ done:
 
 /* The child made snap-<gen>: name it in CURRENT with the logs from gen on,
  * then delete the older generation. Called with ctl_mu held. */
-void pst_finish_generation(bks_persist *p, uint64_t gen, uint64_t bytes)
+void pst_finish_generation(bks_persist *p, uint64_t gen, const child_report *rep)
 {
+    uint64_t bytes = rep->bytes;
     char err[512];
     gen_list nl = {NULL, 0, 0};
     for (size_t i = 0; i < p->logs.n; i++)
@@ -394,9 +395,54 @@ void pst_finish_generation(bks_persist *p, uint64_t gen, uint64_t bytes)
                 (double)(pst_mono_ms() - p->broken_since_ms) / 1000.0);
     }
     pthread_mutex_unlock(&p->mu);
-    bks_log(BKS_LOG_INFO, "persist: snapshot %" PRIu64 " installed (%" PRIu64 " bytes)", gen, bytes);
+    if (rep->linked)
+        bks_log(BKS_LOG_INFO, "persist: snapshot %" PRIu64 " installed (%" PRIu64 " bytes; %"
+                PRIu64 " filter files of unchanged keys linked, %" PRIu64 " bytes not written "
+                "again)", gen, bytes, rep->linked, rep->linked_bytes);
+    else
+        bks_log(BKS_LOG_INFO, "persist: snapshot %" PRIu64 " installed (%" PRIu64 " bytes)", gen,
+                bytes);
+    pst_adopt_files(p, gen);
 }
 
+
+/* Once snap-<gen> is installed: every key whose filter file it holds, and
+ * that has not changed since the snapshot's instant, takes that file as
+ * its origin, for the next snapshot to link (the list "files" the writer
+ * left: name, value, file number). The list is removed; a key it misses is
+ * written again next time, which is slower, never wrong. */
+void pst_adopt_files(bks_persist *p, uint64_t gen)
+{
+    char path[64 + 8];
+    pst_snap_name(path, 64, gen);
+    strcat(path, "/files");
+    int fd = openat(p->dirfd, path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    struct stat st;
+    unsigned char *base = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && st.st_size > 0)
+        base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    unlinkat(p->dirfd, path, 0);
+    if (base == MAP_FAILED) return;
+    size_t n = (size_t)st.st_size, off = 0;
+    uint64_t adopted = 0;
+    while (n - off >= 4) {
+        uint32_t len = pst_get32(base + off);
+        if (len > n - off - 4 || n - off - 4 - len < 16) break;
+        bkc_str name = {(const char *)base + off + 4, len};
+        off += 4 + (size_t)len;
+        uintptr_t at = (uintptr_t)pst_get64(base + off);
+        uint64_t file = pst_get64(base + off + 8);
+        off += 16;
+        adopted += (uint64_t)bks_keyspace_adopt(p->ks, name, (const bkc_value *)at,
+                                                p->snap_epoch, file);
+    }
+    munmap(base, n);
+    if (adopted)
+        bks_log(BKS_LOG_INFO, "persist: %" PRIu64 " unchanged keys keep their files of "
+                "snapshot %" PRIu64, adopted, gen);
+}
 
 /* The log failed (write, fdatasync, or a record that could not be made):
  * writes are refused until a snapshot taken after this instant is
@@ -491,6 +537,7 @@ int pst_start_snapshot(bks_persist *p, int foreground)
     bks_pause_all();
     /* the snapshot holds every write up to this instant (no command runs) */
     atomic_store(&p->changes_at_switch, atomic_load(&p->changes));
+    p->snap_epoch = bks_keyspace_next_epoch(p->ks);
     int old = pst_switch_log(p, nfd, gen, err, sizeof err);
     if (old < 0) {
         int saved = errno;
@@ -502,17 +549,19 @@ int pst_start_snapshot(bks_persist *p, int foreground)
         goto fail_pipe;
     }
     if (foreground) {
-        uint64_t bytes = 0;
-        int rc = pst_snapshot_write(p->ks, p->dirfd, gen, p->map_threshold, &bytes, err, sizeof err);
+        child_report rep;
+        memset(&rep, 0, sizeof rep);
+        int rc = pst_snapshot_write(p->ks, p->dirfd, gen, p->snap_gen, p->map_threshold, &rep);
         bks_resume_all();
         close(old);
         if (rc != 0) {
+            snprintf(err, sizeof err, "%s", rep.msg);
             char sname[64];
             pst_snap_name(sname, sizeof sname, gen);
             pst_remove_tree_at(p->dirfd, sname);
             goto fail;
         }
-        pst_finish_generation(p, gen, bytes);
+        pst_finish_generation(p, gen, &rep);
         return p->snap_gen == gen ? 0 : -1;
     }
     pid_t parent = getpid();
@@ -532,6 +581,9 @@ int pst_start_snapshot(bks_persist *p, int foreground)
     p->child = pid;
     p->child_gen = gen;
     p->child_start_ms = pst_mono_ms();
+    p->child_progress_ms = p->child_start_ms;
+    p->child_wchar = p->child_cpu = 0;   /* a new process's counters start at 0 */
+    p->child_killed = 0;
     p->child_pipe = pipefd[0];
     bks_log(BKS_LOG_INFO, "persist: background snapshot %" PRIu64 " started by pid %d",
             gen, (int)pid);
@@ -571,7 +623,7 @@ void pst_reap_child(bks_persist *p, int block)
     rep.msg[sizeof rep.msg - 1] = '\0';
     if (r > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && n == (ssize_t)sizeof rep &&
         rep.ok) {
-        pst_finish_generation(p, gen, rep.bytes);
+        pst_finish_generation(p, gen, &rep);
         return;
     }
     char sname[64];
@@ -581,9 +633,6 @@ void pst_reap_child(bks_persist *p, int block)
         bks_log(BKS_LOG_WARNING, "persist: background snapshot %" PRIu64 " killed by signal %d",
                 gen, WTERMSIG(status));
     else
-    p->child_progress_ms = p->child_start_ms;
-    p->child_wchar = p->child_cpu = 0;   /* a new process's counters start at 0 */
-    p->child_killed = 0;
         bks_log(BKS_LOG_WARNING, "persist: background snapshot %" PRIu64 " failed: %s", gen,
                 n == (ssize_t)sizeof rep ? rep.msg : "no report from the child");
     atomic_store(&p->last_bgsave_err, 1);

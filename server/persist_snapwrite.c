@@ -117,13 +117,17 @@ static void write_frame(mwriter *w, sbuf *b, uint32_t magic)
 
 typedef struct snap_ctx {
     int sdir;               /* the snapshot directory */
+    int installed;          /* the installed snapshot's directory (-1: none) */
     mwriter w;              /* its manifest */
     sbuf body;
+    sbuf files;             /* the "files" list: key, value, file (pst_adopt_files) */
     uint64_t nkeys;
+    uint64_t gen;
     uint64_t next_file;
     uint64_t cutoff_ms;     /* keys expired by then are left out */
     uint64_t map_threshold; /* filters larger than this get a file of their own */
     uint64_t bytes;
+    uint64_t linked, linked_bytes;
     char err[200];
 } snap_ctx;
 
@@ -163,10 +167,47 @@ static int snap_key_inline(snap_ctx *c, bkc_str name, const bkc_value *v,
     return 0;
 }
 
+/* The file <file>.bkf of filter f: a link to the installed snapshot's
+ * file when the key's value has not changed since it was read from it or
+ * written to it (origin, bks_keyspace_adopt), else written. A file keeps
+ * its number from snapshot to snapshot; a new one is numbered
+ * gen << 24 | n, so that numbers never meet. Returns 0 or -1 (c->err). */
+static int snap_file(snap_ctx *c, const bk_filter *f, uint64_t size, uint64_t origin,
+                     uint64_t *file)
+{
+    char fname[32];
+    *file = origin ? origin : c->gen << 24 | ++c->next_file;
+    snprintf(fname, sizeof fname, "%" PRIu64 ".bkf", *file);
+    if (origin && c->installed >= 0) {
+        struct stat st;
+        /* the size check is cheap insurance: a file of another size
+         * cannot hold this filter */
+        if (fstatat(c->installed, fname, &st, 0) == 0 && (uint64_t)st.st_size == size &&
+            linkat(c->installed, fname, c->sdir, fname, 0) == 0) {
+            c->linked++;
+            c->linked_bytes += size;
+            c->bytes += size;
+            return 0;
+        }
+        /* gone or different (cannot happen): write it, under the same
+         * number, which no other file of this snapshot has */
+    }
+    int fd = openat(c->sdir, fname, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int rc = fd < 0 ? BK_EIO : bk_filter_write_fd(f, fd);
+    if (rc == BK_OK && fsync(fd) != 0) rc = BK_EIO;
+    if (fd >= 0 && close(fd) != 0 && rc == BK_OK) rc = BK_EIO;
+    if (rc != BK_OK) {
+        pst_errf(c->err, sizeof c->err, "%s: %s (%s)", fname, bk_strerror(rc), strerror(errno));
+        return -1;
+    }
+    c->bytes += size;
+    return 0;
+}
+
 /* A key with a filter above map_threshold: its settings, then per filter
  * an image inline after the frame or a file <n>.bkf of its own. */
 static int snap_key_split(snap_ctx *c, bkc_str name, const bkc_value *v,
-                          uint64_t expire_at_ms)
+                          uint64_t expire_at_ms, uint64_t origin)
 {
     sbuf *b = &c->body;
     b->len = 0;
@@ -194,18 +235,15 @@ static int snap_key_split(snap_ctx *c, bkc_str name, const bkc_value *v,
             return -1;
         }
         if (size > c->map_threshold) {
-            char fname[32];
-            file = ++c->next_file;
-            snprintf(fname, sizeof fname, "%" PRIu64 ".bkf", file);
-            int fd = openat(c->sdir, fname, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-            int rc = fd < 0 ? BK_EIO : bk_filter_write_fd(f, fd);
-            if (rc == BK_OK && fsync(fd) != 0) rc = BK_EIO;
-            if (fd >= 0 && close(fd) != 0 && rc == BK_OK) rc = BK_EIO;
-            if (rc != BK_OK) {
-                pst_errf(c->err, sizeof c->err, "%s: %s (%s)", fname, bk_strerror(rc), strerror(errno));
-                return -1;
+            /* an origin names the file of a key's one filter */
+            if (snap_file(c, f, size, v->nfilters == 1 ? origin : 0, &file) != 0) return -1;
+            if (v->nfilters == 1) {
+                uintptr_t at = (uintptr_t)v;
+                sb_u32(&c->files, (uint32_t)name.len);
+                sb_bytes(&c->files, name.ptr, name.len);
+                sb_u64(&c->files, (uint64_t)at);
+                sb_u64(&c->files, file);
             }
-            c->bytes += size;
         }
         sb_u64(b, size);
         sb_u64(b, file);
@@ -245,7 +283,7 @@ static int snap_key_corrupt(snap_ctx *c, bkc_str name, const bkc_value *v,
 }
 
 static int snap_key(void *arg, bkc_str name, const bkc_value *v, uint64_t expire_at_ms,
-                    bks_guard *guard)
+                    bks_guard *guard, uint64_t origin)
 {
     snap_ctx *c = arg;
     if (v == NULL) return 0;
@@ -262,7 +300,7 @@ static int snap_key(void *arg, bkc_str name, const bkc_value *v, uint64_t expire
         return -1;
     }
     int rc = state == GUARD_CORRUPT ? snap_key_corrupt(c, name, v, expire_at_ms, guard)
-             : value_is_split(v, c->map_threshold) ? snap_key_split(c, name, v, expire_at_ms)
+             : value_is_split(v, c->map_threshold) ? snap_key_split(c, name, v, expire_at_ms, origin)
                                                    : snap_key_inline(c, name, v, expire_at_ms);
     if (rc != 0) return -1;
     if (c->w.failed || c->body.failed) {
@@ -274,21 +312,43 @@ static int snap_key(void *arg, bkc_str name, const bkc_value *v, uint64_t expire
     return 0;
 }
 
-/* Write snap-<gen>/ from the keyspace and make it durable. Runs in the fork
- * child (or with the server paused): no locks, no logging. */
-int pst_snapshot_write(bks_keyspace *ks, int dirfd, uint64_t gen,
-                          uint64_t map_threshold, uint64_t *bytes, char *err,
-                          size_t errlen)
+/* The "files" list of snap-<gen>/ (not part of the snapshot: the parent
+ * reads it once the snapshot is installed, then removes it). Best effort:
+ * without it, nothing is reused until the next start. */
+static void write_files_list(snap_ctx *c)
+{
+    if (c->files.failed || c->files.len == 0) return;
+    int fd = openat(c->sdir, "files", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    int bad = pst_write_all(fd, c->files.p, c->files.len) != 0;
+    if (close(fd) != 0 || bad) unlinkat(c->sdir, "files", 0);
+}
+
+/* Write snap-<gen>/ from the keyspace and make it durable; the filter files
+ * of unchanged keys are links to those of snap-<installed>/ (0: none). Runs
+ * in the fork child (or with the server paused): no locks, no logging.
+ * Errors go to rep->msg. */
+int pst_snapshot_write(bks_keyspace *ks, int dirfd, uint64_t gen, uint64_t installed,
+                       uint64_t map_threshold, child_report *rep)
 {
     char name[64];
+    char *err = rep->msg;
+    size_t errlen = sizeof rep->msg;
     snap_ctx c;
     memset(&c, 0, sizeof c);
     c.sdir = -1;
+    c.installed = -1;
     c.w.fd = -1;
+    c.gen = gen;
     c.cutoff_ms = pst_wall_ms();
     c.map_threshold = map_threshold;
     pst_snap_name(name, sizeof name, gen);
     int rc = -1;
+    if (installed != 0 && installed != gen) {
+        char iname[64];
+        pst_snap_name(iname, sizeof iname, installed);
+        c.installed = openat(dirfd, iname, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
 
     pst_remove_tree_at(dirfd, name);
     if (mkdirat(dirfd, name, 0700) != 0 ||
@@ -330,13 +390,18 @@ int pst_snapshot_write(bks_keyspace *ks, int dirfd, uint64_t gen,
         pst_errf(err, errlen, "%s: fsync: %s", name, strerror(errno));
         goto done;
     }
-    *bytes = c.bytes + c.w.off;
+    write_files_list(&c);
+    rep->bytes = c.bytes + c.w.off;
+    rep->linked = c.linked;
+    rep->linked_bytes = c.linked_bytes;
     rc = 0;
 done:
     if (c.w.fd >= 0) close(c.w.fd);
     if (c.sdir >= 0) close(c.sdir);
+    if (c.installed >= 0) close(c.installed);
     free(c.w.buf);
     free(c.body.p);
+    free(c.files.p);
     return rc;
 }
 
@@ -359,8 +424,7 @@ void pst_child_main(bks_persist *p, uint64_t gen, int wfd, pid_t parent)
     sigaction(SIGPIPE, &sa, NULL);
     /* The flock stays with the parent's descriptor alone. */
     close(p->lockfd);
-    int rc = pst_snapshot_write(p->ks, p->dirfd, gen, p->map_threshold, &rep.bytes,
-                            rep.msg, sizeof rep.msg);
+    int rc = pst_snapshot_write(p->ks, p->dirfd, gen, p->snap_gen, p->map_threshold, &rep);
     rep.ok = rc == 0;
     if (write(wfd, &rep, sizeof rep) != (ssize_t)sizeof rep) { /* parent reports a bare failure */ }
     _exit(rc == 0 ? 0 : 1);

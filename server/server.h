@@ -140,17 +140,32 @@ typedef struct bks_guard bks_guard;
 int bks_guard_check(bks_guard *g, bkc_str name, char *msg, size_t cap);
 
 /* Iterate over every key: fn gets the name, the value, the expiry
- * (absolute ms since the epoch, 0 = none) and the key's guard (NULL: none
- * or verified). Only safe while the server is paused (bks_pause_all) or in
- * a forked child. */
+ * (absolute ms since the epoch, 0 = none), the key's guard (NULL: none
+ * or verified) and its origin: the number of the filter file in the
+ * installed snapshot that still holds exactly this value (0: none; see
+ * bks_keyspace_adopt). Only safe while the server is paused
+ * (bks_pause_all) or in a forked child. */
 typedef int (*bks_key_fn)(void *arg, bkc_str name, const bkc_value *v,
-                          uint64_t expire_at_ms, bks_guard *guard);
+                          uint64_t expire_at_ms, bks_guard *guard, uint64_t origin);
 int bks_keyspace_foreach(bks_keyspace *ks, bks_key_fn fn, void *arg);
 
 /* Insert a loaded value at start-up (no locking, no logging); guard: see
- * above, NULL for a value fully checked when it was read. */
+ * above, NULL for a value fully checked when it was read; origin: the
+ * number of the snapshot file its filter was read from (0: inline). */
 int bks_keyspace_load(bks_keyspace *ks, bkc_str name, bkc_value *v,
-                      uint64_t expire_at_ms, bks_guard *guard);
+                      uint64_t expire_at_ms, bks_guard *guard, uint64_t origin);
+
+/* Snapshots reuse the file of a value that did not change (docs/
+ * PERSISTENCE.md, "Keys reused"). Every open to write, and every new
+ * value or entry, clears a key's origin and stamps it with the current
+ * epoch. bks_keyspace_next_epoch starts a new one at a snapshot's paused
+ * instant and returns it; once that snapshot is installed,
+ * bks_keyspace_adopt gives the key `name` the origin of its new file if it
+ * still holds value v and was not opened to write since (its stamp is not
+ * `epoch`). Returns 1 when adopted. Takes the key's write lock. */
+uint8_t bks_keyspace_next_epoch(bks_keyspace *ks);
+int bks_keyspace_adopt(bks_keyspace *ks, bkc_str name, const bkc_value *v, uint8_t epoch,
+                       uint64_t origin);
 
 uint64_t bks_keyspace_size(bks_keyspace *ks);         /* DBSIZE */
 uint64_t bks_keyspace_memory(bks_keyspace *ks);       /* bytes of keys and tables */

@@ -27,6 +27,7 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import struct
 import subprocess
 import tempfile
@@ -496,10 +497,126 @@ def test_idle_save_kept():
         shutil.rmtree(d, ignore_errors=True)
 
 
+def inodes(d):
+    """{key: inode of its one .bkf file} in the installed snapshot."""
+    snap = current(d)[0]
+    return {k: os.stat(v[0]).st_ino for k, v in manifest_files(d, snap).items()}
+
+
+def wait_bgsave(r, last, timeout=60):
+    deadline = time.time() + timeout
+    while r.lastsave() == last or r.info("persistence")["rdb_bgsave_in_progress"]:
+        assert time.time() < deadline, "BGSAVE did not finish"
+        time.sleep(0.05)
+
+
+def test_keys_reused():
+    """A snapshot links the filter file of every key that did not change
+    since the installed snapshot read or wrote it, and writes the others
+    (issue 32: a 1 GB filter beside a changed small key was rewritten at
+    every SAVE). Checked by the files' inodes, through SAVE, BGSAVE, a
+    restart (files read at start-up), RENAME, DEL and re-create; a write
+    made while a BGSAVE child runs keeps its key from being reused from that
+    snapshot; every acknowledged item is there after each restart."""
+    d = tempfile.mkdtemp(prefix="bk-reuse-")
+    try:
+        with Server("--map-threshold", "64kb", dir=d) as srv:
+            r = srv.client()
+            data = {}
+            for k in ("a", "b", "c"):
+                r.execute_command("BF.RESERVE", k, 0.01, 2000000)
+                data[k] = ["%s-%d" % (k, i) for i in range(500)]
+                r.execute_command("BF.MADD", k, *data[k])
+            r.execute_command("BF.ADD", "small", "s0")
+            data["small"] = ["s0"]
+
+            def add(k, item):
+                r.execute_command("BF.ADD", k, item)
+                data[k].append(item)
+
+            def check(restart=False):
+                nonlocal r
+                if restart:   # a clean stop: no sanitizer report either
+                    assert srv.stop() == 0, srv.log()[-3000:]
+                    srv.start()
+                    r = srv.client()
+                for k, items in data.items():
+                    assert missing(r, k, items) == [], k
+
+            r.save()
+            first = inodes(d)
+            assert sorted(first) == ["a", "b", "c"], first
+            # a small key changed: every big file is linked, none written
+            add("small", "s1")
+            r.save()
+            assert inodes(d) == first
+            assert "3 filter files of unchanged keys linked" in srv.log()
+            # one big key changed: only its file is new
+            add("a", "a-new")
+            r.save()
+            now = inodes(d)
+            assert now["a"] != first["a"] and now["b"] == first["b"] and now["c"] == first["c"]
+            check(restart=True)
+            # files read at start-up are linked too, and so is the file a
+            # key was given by the last SAVE ("a")
+            add("small", "s2")
+            r.save()
+            assert inodes(d) == now
+            # RENAME keeps the file; DEL and a new key of the same name do not
+            r.rename("b", "b2")
+            data["b2"] = data.pop("b")
+            r.delete("c")
+            del data["c"]
+            r.execute_command("BF.RESERVE", "c", 0.01, 2000000)
+            data["c"] = ["c-again"]
+            r.execute_command("BF.ADD", "c", "c-again")
+            r.save()
+            after = inodes(d)
+            assert after["b2"] == now["b"] and after["a"] == now["a"], (after, now)
+            assert after["c"] != now["c"]
+            check(restart=True)
+            # BGSAVE links too
+            last = r.lastsave()
+            time.sleep(1.1)
+            add("small", "s3")
+            r.bgsave()
+            wait_bgsave(r, last)
+            assert inodes(d) == after
+            # a write while the child runs: that snapshot lacks it, so the
+            # key must not take its file; the next SAVE writes it again
+            last = r.lastsave()
+            time.sleep(1.1)
+            add("small", "s4")
+            r.bgsave()
+            deadline = time.time() + 10
+            kid = None
+            while kid is None:
+                assert time.time() < deadline, "no snapshot child"
+                kids = children(srv.proc.pid)
+                if kids:
+                    kid = kids[0]
+                    os.kill(kid, signal.SIGSTOP)
+                time.sleep(0.0005)
+            # the key changed after the fork (the child may have linked it)
+            add("b2", "after-the-fork")
+            os.kill(kid, signal.SIGCONT)
+            wait_bgsave(r, last)
+            add("small", "s5")
+            r.save()
+            final = inodes(d)
+            assert final["b2"] != after["b2"] and final["a"] == after["a"], (final, after)
+            check(restart=True)
+        rc, out = run_check_data(d)
+        assert rc == 0, out
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def main():
     run = Runner("test_manifest")
     run.check("SAVE, BGSAVE, SHUTDOWN of an idle server keep the snapshot",
               test_idle_save_kept)
+    run.check("a snapshot links the files of keys that did not change", test_keys_reused)
     run.check("CURRENT deleted: refused, rebuilt with the flag", test_current_deleted)
     run.check("CURRENT damaged: refused, rebuilt with the flag", test_current_damaged)
     run.check("empty log, no CURRENT: a fresh start", test_empty_first_start)
