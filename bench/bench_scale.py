@@ -28,7 +28,7 @@ machine: it fills two cores.
 
 On the 2-core VMs of this project an automatic compaction during the fill
 collapses the add rate of a filter this big for minutes (measured: from
-1.4-2.5M to 50-150k items/s): after the fork, every page the two worker
+1.4-2.8M to 50-150k items/s): after the fork, every page the two worker
 threads write faults, and faults taken by two threads of one process cost
 far more there (bench/RESULTS.md, bench_scale). SERVER_FLAGS="--auto-aof-
 rewrite-percentage 0" measures the fill without compactions; the SAVE

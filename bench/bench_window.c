@@ -1,8 +1,9 @@
 /*
  * bench_window.c - what limits single calls and batched lookups when the
  * table is far larger than the caches: the measurements behind the misses
- * explained in bench/RESULTS.md (issue 12: single calls at 1e8 keys beside
- * libbloom, scalable lookups; issue 16: static-filter batch lookups). This
+ * listed in bench/RESULTS.md, its tables in bench/HISTORY.md section 12
+ * (issue 12: single calls at 1e8 keys beside libbloom, scalable lookups;
+ * issue 16: static-filter batch lookups). This
  * machine is a KVM guest without performance counters (perf stat reports
  * "not supported"), so instead of counting stalls the program changes one
  * thing at a time and times it.
