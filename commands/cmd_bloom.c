@@ -834,34 +834,20 @@ void bkc_cmd_bf_insert(bkc_ctx *c, int argc, const bkc_str *argv)
 
 /* Open for a lookup: the value, or NULL when missing or of another kind
  * (both answer "absent"). *failed when the host could not open it. */
-static bkc_value *open_lookup(bkc_ctx *c, bkc_str name, bkc_key **k, int *failed)
-{
-    bkc_value *v;
-    int st = bkc__open(c, name, BKC_OPEN_READ, BKC_KIND_BLOOM, k, &v);
-    *failed = st == BKC__FAILED;
-    return st == BKC__FOUND ? v : NULL;
-}
-
 void bkc_cmd_bf_exists(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     bkc_key *k;
-    int failed;
+    int st;
     (void)argc;
-    bkc_value *v = open_lookup(c, argv[1], &k, &failed);
-    if (failed) return;
+    bkc_value *v = bkc__open_lookup(c, argv[1], BKC_KIND_BLOOM, &k, &st);
+    if (st == BKC__FAILED) return;
     bkc__bool(c, v ? bf_contains(bf_of(v), argv[2]) : 0);
     bkc__close(c, k);
 }
 
 void bkc_cmd_bf_mexists(bkc_ctx *c, int argc, const bkc_str *argv)
 {
-    bkc_key *k;
-    int failed;
-    bkc_value *v = open_lookup(c, argv[1], &k, &failed);
-    if (failed) return;
-    bkc__array(c, (size_t)(argc - 2));
-    bkc__reply_contains_many(c, v ? v->filters[0] : NULL, argv + 2, (size_t)(argc - 2));
-    bkc__close(c, k);
+    bkc__cmd_mexists(c, argc, argv, BKC_KIND_BLOOM, 1);
 }
 
 void bkc_cmd_bf_card(bkc_ctx *c, int argc, const bkc_str *argv)
@@ -990,11 +976,7 @@ static int info_extra(bkc_ctx *c, bkc_str field, bf_filter b)
 void bkc_cmd_bf_info(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     bkc_key *k;
-    if (argc > 3) {
-        bkc__arity_error(c, argv);
-        return;
-    }
-    bkc_value *v = bkc__open_found(c, argv[1], BKC_OPEN_READ, BKC_KIND_BLOOM, &k);
+    bkc_value *v = bkc__open_info(c, argc, argv, BKC_KIND_BLOOM, &k);
     if (v == NULL) return;
     bf_filter b = bf_of(v);
     if (argc < 3 || !info_extra(c, argv[2], b))

@@ -263,47 +263,25 @@ void bkc_cmd_cbf_del(bkc_ctx *c, int argc, const bkc_str *argv)
     bkc__close(c, k);
 }
 
-static bkc_value *open_lookup(bkc_ctx *c, bkc_str name, bkc_key **k, int *failed)
-{
-    bkc_value *v;
-    int st = bkc__open(c, name, BKC_OPEN_READ, BKC_KIND_COUNTING, k, &v);
-    *failed = st == BKC__FAILED;
-    return st == BKC__FOUND ? v : NULL;
-}
-
 void bkc_cmd_cbf_exists(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     bkc_key *k;
-    int failed;
+    int st;
     (void)argc;
-    bkc_value *v = open_lookup(c, argv[1], &k, &failed);
-    if (failed) return;
+    bkc_value *v = bkc__open_lookup(c, argv[1], BKC_KIND_COUNTING, &k, &st);
+    if (st == BKC__FAILED) return;
     bkc__int(c, v ? bk_filter_contains(v->filters[0], argv[2].ptr, argv[2].len) == 1 : 0);
     bkc__close(c, k);
 }
 
 void bkc_cmd_cbf_mexists(bkc_ctx *c, int argc, const bkc_str *argv)
 {
-    bkc_key *k;
-    int failed;
-    bkc_value *v = open_lookup(c, argv[1], &k, &failed);
-    if (failed) return;
-    bkc__array(c, (size_t)(argc - 2));
-    for (int i = 2; i < argc; i++)
-        bkc__int(c, v ? bk_filter_contains(v->filters[0], argv[i].ptr, argv[i].len) == 1 : 0);
-    bkc__close(c, k);
+    bkc__cmd_mexists(c, argc, argv, BKC_KIND_COUNTING, 0);
 }
 
 void bkc_cmd_cbf_count(bkc_ctx *c, int argc, const bkc_str *argv)
 {
-    bkc_key *k;
-    int failed;
-    (void)argc;
-    bkc_value *v = open_lookup(c, argv[1], &k, &failed);
-    if (failed) return;
-    int64_t n = v ? bk_filter_count(v->filters[0], argv[2].ptr, argv[2].len) : 0;
-    bkc__int(c, n > 0 ? n : 0);
-    bkc__close(c, k);
+    bkc__cmd_count(c, argc, argv, BKC_KIND_COUNTING);
 }
 
 enum { F_CAPACITY, F_SIZE, F_ITEMS, F_ERROR, F_COUNT };
@@ -330,17 +308,8 @@ void bkc_cmd_cbf_info(bkc_ctx *c, int argc, const bkc_str *argv)
     bkc_key *k;
     bkc_value *v;
     bk_filter_info info;
-    if (argc > 3) {
-        bkc__arity_error(c, argv);
-        return;
-    }
-    int st = bkc__open(c, argv[1], BKC_OPEN_READ, BKC_KIND_COUNTING, &k, &v);
-    if (st == BKC__FAILED) return;
-    if (st == BKC__MISSING) {
-        bkc__err(c, BKC_ERR_NOT_FOUND);
-    } else if (st == BKC__WRONG) {
-        bkc__err(c, BKC_ERR_WRONGTYPE);
-    } else if (bk_filter_get_summary(v->filters[0], &info) != BK_OK) {   /* O(1) */
+    if ((v = bkc__open_info(c, argc, argv, BKC_KIND_COUNTING, &k)) == NULL) return;
+    if (bk_filter_get_summary(v->filters[0], &info) != BK_OK) {   /* O(1) */
         bkc__lib_error(c, BK_EINVAL);
     } else {
         bkc__reply_info(c, argc, argv, info_fields, F_COUNT, info_value, &info);

@@ -730,50 +730,25 @@ void bkc_cmd_cf_insertnx(bkc_ctx *c, int argc, const bkc_str *argv)
 }
 
 /* Lookups: a missing key or another kind answers "absent". */
-static bkc_value *open_lookup(bkc_ctx *c, bkc_str name, bkc_key **k, int *failed)
-{
-    bkc_value *v;
-    int st = bkc__open(c, name, BKC_OPEN_READ, BKC_KIND_CUCKOO, k, &v);
-    *failed = st == BKC__FAILED;
-    return st == BKC__FOUND ? v : NULL;
-}
-
 void bkc_cmd_cf_exists(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     bkc_key *k;
-    int failed;
+    int st;
     (void)argc;
-    bkc_value *v = open_lookup(c, argv[1], &k, &failed);
-    if (failed) return;
+    bkc_value *v = bkc__open_lookup(c, argv[1], BKC_KIND_CUCKOO, &k, &st);
+    if (st == BKC__FAILED) return;
     bkc__bool(c, v ? cf_contains(v, argv[2]) : 0);
     bkc__close(c, k);
 }
 
 void bkc_cmd_cf_mexists(bkc_ctx *c, int argc, const bkc_str *argv)
 {
-    bkc_key *k;
-    int failed;
-    bkc_value *v = open_lookup(c, argv[1], &k, &failed);
-    if (failed) return;
-    bkc__array(c, (size_t)(argc - 2));
-    bkc__reply_contains_many(c, v ? v->filters[0] : NULL, argv + 2, (size_t)(argc - 2));
-    bkc__close(c, k);
+    bkc__cmd_mexists(c, argc, argv, BKC_KIND_CUCKOO, 1);
 }
 
 void bkc_cmd_cf_count(bkc_ctx *c, int argc, const bkc_str *argv)
 {
-    bkc_key *k;
-    int failed;
-    long long total = 0;
-    (void)argc;
-    bkc_value *v = open_lookup(c, argv[1], &k, &failed);
-    if (failed) return;
-    if (v) {
-        int64_t n = bk_filter_count(v->filters[0], argv[2].ptr, argv[2].len);
-        if (n > 0) total = n;
-    }
-    bkc__int(c, total);
-    bkc__close(c, k);
+    bkc__cmd_count(c, argc, argv, BKC_KIND_CUCKOO);
 }
 
 void bkc_cmd_cf_del(bkc_ctx *c, int argc, const bkc_str *argv)

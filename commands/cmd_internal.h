@@ -57,9 +57,20 @@ typedef struct bkc__info_field {
  * field alone as a one-element array (or "Invalid information value");
  * without, every field as label/value pairs (a map in RESP3). value()
  * writes field i of src. */
-/* n boolean replies: whether f (NULL: an empty key) may hold each item,
- * looked up in batches (the library overlaps their cache misses). */
-void bkc__reply_contains_many(bkc_ctx *c, const bk_filter *f, const bkc_str *items, size_t n);
+/* n replies, booleans (as_bool) or integers 0/1: whether f (NULL: an
+ * empty key) may hold each item, looked up in batches (the library
+ * overlaps their cache misses). */
+void bkc__reply_contains_many(bkc_ctx *c, const bk_filter *f, const bkc_str *items, size_t n,
+                              int as_bool);
+
+/* *.MEXISTS key item...: an array of bkc__reply_contains_many for a key of
+ * `kind` (a missing key, or one of another kind, answers 0 for each item,
+ * as the single lookups do). */
+void bkc__cmd_mexists(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind, int as_bool);
+
+/* *.COUNT key item: the copies a key of `kind` counts (0: missing key,
+ * another kind, or none). */
+void bkc__cmd_count(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind);
 
 /* The client's protocol: 2 or 3 (asks the host once when c->resp is 0). */
 int bkc__resp(bkc_ctx *c);
@@ -103,11 +114,22 @@ int bkc__open(bkc_ctx *c, bkc_str name, bkc_open_mode mode, bkc_kind want,
 
 static inline void bkc__close(bkc_ctx *c, bkc_key *k) { c->host_vt->close(k); }
 
+/* Open name to read for a lookup: its value when it holds one of `want`,
+ * else NULL (missing, or another kind: lookups answer 0 there); *st is
+ * bkc__open's result (BKC__FAILED: replied, nothing open; otherwise close
+ * *k). */
+bkc_value *bkc__open_lookup(bkc_ctx *c, bkc_str name, bkc_kind want, bkc_key **k, int *st);
+
 /* Open name for a command that needs the key to exist (INFO, DEBUG): its
  * value, or NULL after replying `ERR not found` / WRONGTYPE (the key then
  * closed again) or the host's error. */
 bkc_value *bkc__open_found(bkc_ctx *c, bkc_str name, bkc_open_mode mode, bkc_kind want,
                            bkc_key **k);
+
+/* *.INFO key [FIELD]: the arity check (at most one field), then as
+ * bkc__open_found, to read. */
+bkc_value *bkc__open_info(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind want,
+                          bkc_key **k);
 
 /* Tell the host the change is done (the original argv, once). */
 static inline void bkc__wrote(bkc_ctx *c, int argc, const bkc_str *argv)

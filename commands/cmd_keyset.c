@@ -654,16 +654,10 @@ static void info_value(bkc_ctx *c, const void *src, int field)
 /* RS.INFO key [SEED | ITEMS | SIZE] */
 void bkc_cmd_rs_info(bkc_ctx *c, int argc, const bkc_str *argv)
 {
-    if (argc > 3) {
-        bkc__arity_error(c, argv);
-        return;
-    }
     bkc_key *k;
-    bkc_value *v;
-    int st = bkc__open(c, argv[1], BKC_OPEN_READ, BKC_KIND_KEYSET, &k, &v);
-    if (st == BKC__FAILED) return;
-    if (st == BKC__MISSING) bkc__err(c, BKC_ERR_NOT_FOUND);
-    else if (st == BKC__WRONG || v->keyset == NULL) bkc__err(c, BKC_ERR_WRONGTYPE);
+    bkc_value *v = bkc__open_info(c, argc, argv, BKC_KIND_KEYSET, &k);
+    if (v == NULL) return;
+    if (v->keyset == NULL) bkc__err(c, BKC_ERR_WRONGTYPE);
     else bkc__reply_info(c, argc, argv, info_fields, F_COUNT, info_value, v);
     bkc__close(c, k);
 }

@@ -53,9 +53,8 @@
 /* The filter of an open static key, or NULL (missing, another kind). */
 static const bk_filter *open_lookup(bkc_ctx *c, bkc_str name, bkc_key **k, int *st)
 {
-    bkc_value *v;
-    *st = bkc__open(c, name, BKC_OPEN_READ, BKC_KIND_STATIC, k, &v);
-    return *st == BKC__FOUND ? v->filters[0] : NULL;
+    bkc_value *v = bkc__open_lookup(c, name, BKC_KIND_STATIC, k, st);
+    return v ? v->filters[0] : NULL;
 }
 
 void bkc_cmd_sf_exists(bkc_ctx *c, int argc, const bkc_str *argv)
@@ -71,14 +70,7 @@ void bkc_cmd_sf_exists(bkc_ctx *c, int argc, const bkc_str *argv)
 
 void bkc_cmd_sf_mexists(bkc_ctx *c, int argc, const bkc_str *argv)
 {
-    bkc_key *k;
-    int st;
-    const bk_filter *f = open_lookup(c, argv[1], &k, &st);
-    if (st == BKC__FAILED) return;
-    bkc__array(c, (size_t)(argc - 2));
-    for (int i = 2; i < argc; i++)
-        bkc__bool(c, f ? bk_filter_contains(f, argv[i].ptr, argv[i].len) == 1 : 0);
-    bkc__close(c, k);
+    bkc__cmd_mexists(c, argc, argv, BKC_KIND_STATIC, 1);
 }
 
 /* SF.GET (array 0) and SF.MGET (array 1): the values of argv[2..]. */
@@ -160,45 +152,35 @@ static void info_value(bkc_ctx *c, const void *src, int field)
 void bkc_cmd_sf_info(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     bkc_key *k;
-    int st;
-    if (argc > 3) {
-        bkc__arity_error(c, argv);
-        return;
-    }
-    const bk_filter *f = open_lookup(c, argv[1], &k, &st);
-    if (st == BKC__FAILED) return;
-    if (st == BKC__MISSING) {
-        bkc__err(c, BKC_ERR_NOT_FOUND);
-    } else if (st == BKC__WRONG) {
-        bkc__err(c, BKC_ERR_WRONGTYPE);
+    bkc_value *v = bkc__open_info(c, argc, argv, BKC_KIND_STATIC, &k);
+    if (v == NULL) return;
+    const bk_filter *f = v->filters[0];
+    static_info in = {0};
+    int nfields = F_VALUEBITS, rc;
+    const bk_map *m = bk_filter_as_map((bk_filter *)f);
+    const bk_static *s = bk_filter_as_static((bk_filter *)f);
+    const bk_bumped *b = bk_filter_as_bumped((bk_filter *)f);
+    if (m != NULL) {
+        bk_map_stats ms;
+        rc = bk_map_get_stats(m, &ms);
+        in = (static_info){"static map", ms.bytes, ms.items, ms.bits_per_key, ms.fpr,
+                           ms.value_bits, ms.check_bits};
+        nfields = F_COUNT;
+    } else if (s != NULL) {
+        bk_static_stats ss;
+        rc = bk_static_get_stats(s, &ss);
+        in = (static_info){"static filter", ss.bytes, ss.items, ss.bits_per_key, ss.fpr,
+                           0, 0};
+    } else if (b != NULL) {
+        bk_bumped_stats bs;
+        rc = bk_bumped_get_stats(b, &bs);
+        in = (static_info){"static filter (bumped)", bs.bytes, bs.items, bs.bits_per_key,
+                           bs.fpr, 0, 0};
     } else {
-        static_info in = {0};
-        int nfields = F_VALUEBITS, rc;
-        const bk_map *m = bk_filter_as_map((bk_filter *)f);
-        const bk_static *s = bk_filter_as_static((bk_filter *)f);
-        const bk_bumped *b = bk_filter_as_bumped((bk_filter *)f);
-        if (m != NULL) {
-            bk_map_stats ms;
-            rc = bk_map_get_stats(m, &ms);
-            in = (static_info){"static map", ms.bytes, ms.items, ms.bits_per_key, ms.fpr,
-                               ms.value_bits, ms.check_bits};
-            nfields = F_COUNT;
-        } else if (s != NULL) {
-            bk_static_stats ss;
-            rc = bk_static_get_stats(s, &ss);
-            in = (static_info){"static filter", ss.bytes, ss.items, ss.bits_per_key, ss.fpr,
-                               0, 0};
-        } else if (b != NULL) {
-            bk_bumped_stats bs;
-            rc = bk_bumped_get_stats(b, &bs);
-            in = (static_info){"static filter (bumped)", bs.bytes, bs.items, bs.bits_per_key,
-                               bs.fpr, 0, 0};
-        } else {
-            rc = BK_EFAMILY;
-        }
-        if (rc != BK_OK) bkc__lib_error(c, rc);
-        else bkc__reply_info(c, argc, argv, info_fields, nfields, info_value, &in);
+        rc = BK_EFAMILY;
     }
+    if (rc != BK_OK) bkc__lib_error(c, rc);
+    else bkc__reply_info(c, argc, argv, info_fields, nfields, info_value, &in);
     bkc__close(c, k);
 }
 

@@ -112,22 +112,15 @@ static void add_items(bkc_ctx *c, int argc, const bkc_str *argv, int array)
 {
     bkc_key *k;
     bkc_value *v;
-    int st = bkc__open(c, argv[1], BKC_OPEN_WRITE, BKC_KIND_WINDOW, &k, &v);
-    if (st == BKC__FAILED) return;
-    if (st == BKC__MISSING) {
-        bkc__err(c, BKC_ERR_NOT_FOUND);
-    } else if (st == BKC__WRONG) {
-        bkc__err(c, BKC_ERR_WRONGTYPE);
-    } else {
-        bk_window *w = bk_filter_as_window(v->filters[0]);
-        if (array) bkc__array(c, (size_t)(argc - 2));
-        for (int i = 2; i < argc; i++) {
-            int rc = bk_window_add(w, argv[i].ptr, argv[i].len, c->now_ms);
-            if (rc < 0) bkc__lib_error(c, rc);
-            else bkc__int(c, rc);
-        }
-        bkc__wrote(c, argc, argv); /* an add always writes (it refreshes) */
+    if ((v = bkc__open_found(c, argv[1], BKC_OPEN_WRITE, BKC_KIND_WINDOW, &k)) == NULL) return;
+    bk_window *w = bk_filter_as_window(v->filters[0]);
+    if (array) bkc__array(c, (size_t)(argc - 2));
+    for (int i = 2; i < argc; i++) {
+        int rc = bk_window_add(w, argv[i].ptr, argv[i].len, c->now_ms);
+        if (rc < 0) bkc__lib_error(c, rc);
+        else bkc__int(c, rc);
     }
+    bkc__wrote(c, argc, argv); /* an add always writes (it refreshes) */
     bkc__close(c, k);
 }
 
@@ -141,35 +134,28 @@ void bkc_cmd_wf_madd(bkc_ctx *c, int argc, const bkc_str *argv)
     add_items(c, argc, argv, 1);
 }
 
-static bk_window *open_lookup(bkc_ctx *c, bkc_str name, bkc_key **k, int *failed)
+/* WF.EXISTS (array 0) and WF.MEXISTS (array 1): at the command's clock. */
+static void lookups(bkc_ctx *c, int argc, const bkc_str *argv, int array)
 {
-    bkc_value *v;
-    int st = bkc__open(c, name, BKC_OPEN_READ, BKC_KIND_WINDOW, k, &v);
-    *failed = st == BKC__FAILED;
-    return st == BKC__FOUND ? bk_filter_as_window(v->filters[0]) : NULL;
+    bkc_key *k;
+    int st;
+    bkc_value *v = bkc__open_lookup(c, argv[1], BKC_KIND_WINDOW, &k, &st);
+    if (st == BKC__FAILED) return;
+    bk_window *w = v ? bk_filter_as_window(v->filters[0]) : NULL;
+    if (array) bkc__array(c, (size_t)(argc - 2));
+    for (int i = 2; i < (array ? argc : 3); i++)
+        bkc__int(c, w ? bk_window_contains(w, argv[i].ptr, argv[i].len, c->now_ms) == 1 : 0);
+    bkc__close(c, k);
 }
 
 void bkc_cmd_wf_exists(bkc_ctx *c, int argc, const bkc_str *argv)
 {
-    bkc_key *k;
-    int failed;
-    (void)argc;
-    bk_window *w = open_lookup(c, argv[1], &k, &failed);
-    if (failed) return;
-    bkc__int(c, w ? bk_window_contains(w, argv[2].ptr, argv[2].len, c->now_ms) == 1 : 0);
-    bkc__close(c, k);
+    lookups(c, argc, argv, 0);
 }
 
 void bkc_cmd_wf_mexists(bkc_ctx *c, int argc, const bkc_str *argv)
 {
-    bkc_key *k;
-    int failed;
-    bk_window *w = open_lookup(c, argv[1], &k, &failed);
-    if (failed) return;
-    bkc__array(c, (size_t)(argc - 2));
-    for (int i = 2; i < argc; i++)
-        bkc__int(c, w ? bk_window_contains(w, argv[i].ptr, argv[i].len, c->now_ms) == 1 : 0);
-    bkc__close(c, k);
+    lookups(c, argc, argv, 1);
 }
 
 enum { F_CAPACITY, F_SIZE, F_ITEMS, F_ERROR, F_WINDOW, F_GENERATIONS, F_COUNT };
@@ -200,21 +186,11 @@ void bkc_cmd_wf_info(bkc_ctx *c, int argc, const bkc_str *argv)
     bkc_key *k;
     bkc_value *v;
     bk_window_stats stats;
-    if (argc > 3) {
-        bkc__arity_error(c, argv);
-        return;
-    }
-    int st = bkc__open(c, argv[1], BKC_OPEN_READ, BKC_KIND_WINDOW, &k, &v);
-    if (st == BKC__FAILED) return;
-    if (st == BKC__MISSING) {
-        bkc__err(c, BKC_ERR_NOT_FOUND);
-    } else if (st == BKC__WRONG) {
-        bkc__err(c, BKC_ERR_WRONGTYPE);
-    } else if (bk_window_get_stats(bk_filter_as_window(v->filters[0]), &stats) != BK_OK) {
+    if ((v = bkc__open_info(c, argc, argv, BKC_KIND_WINDOW, &k)) == NULL) return;
+    if (bk_window_get_stats(bk_filter_as_window(v->filters[0]), &stats) != BK_OK)
         bkc__lib_error(c, BK_EINVAL);
-    } else {
+    else
         bkc__reply_info(c, argc, argv, info_fields, F_COUNT, info_value, &stats);
-    }
     bkc__close(c, k);
 }
 

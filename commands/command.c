@@ -649,6 +649,13 @@ int bkc__open(bkc_ctx *c, bkc_str name, bkc_open_mode mode, bkc_kind want,
     return BKC__FOUND;
 }
 
+bkc_value *bkc__open_lookup(bkc_ctx *c, bkc_str name, bkc_kind want, bkc_key **k, int *st)
+{
+    bkc_value *v;
+    *st = bkc__open(c, name, BKC_OPEN_READ, want, k, &v);
+    return *st == BKC__FOUND ? v : NULL;
+}
+
 bkc_value *bkc__open_found(bkc_ctx *c, bkc_str name, bkc_open_mode mode, bkc_kind want,
                            bkc_key **k)
 {
@@ -659,6 +666,16 @@ bkc_value *bkc__open_found(bkc_ctx *c, bkc_str name, bkc_open_mode mode, bkc_kin
     bkc__err(c, st == BKC__MISSING ? BKC_ERR_NOT_FOUND : BKC_ERR_WRONGTYPE);
     bkc__close(c, *k);
     return NULL;
+}
+
+bkc_value *bkc__open_info(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind want,
+                          bkc_key **k)
+{
+    if (argc > 3) {
+        bkc__arity_error(c, argv);
+        return NULL;
+    }
+    return bkc__open_found(c, argv[1], BKC_OPEN_READ, want, k);
 }
 
 static uint64_t physical_memory(void)
@@ -732,7 +749,8 @@ int bkc__arg_capacity(bkc_ctx *c, bkc_str s, uint64_t *out)
  * *.INFO replies, shared by the families
  *==========================================================================*/
 
-void bkc__reply_contains_many(bkc_ctx *c, const bk_filter *f, const bkc_str *items, size_t n)
+void bkc__reply_contains_many(bkc_ctx *c, const bk_filter *f, const bkc_str *items, size_t n,
+                              int as_bool)
 {
     enum { CHUNK = 64 };   /* the library prefetches ahead within a chunk */
     const void *keys[CHUNK];
@@ -748,8 +766,34 @@ void bkc__reply_contains_many(bkc_ctx *c, const bk_filter *f, const bkc_str *ite
         if (f != NULL && bk_filter_contains_batch(f, keys, lens, m, found) < 0)
             for (size_t i = 0; i < m; i++)
                 found[i] = bk_filter_contains(f, keys[i], lens[i]) == 1;
-        for (size_t i = 0; i < m; i++) bkc__bool(c, found[i] != 0);
+        for (size_t i = 0; i < m; i++) {
+            if (as_bool) bkc__bool(c, found[i] != 0);
+            else bkc__int(c, found[i] != 0);
+        }
     }
+}
+
+void bkc__cmd_count(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind)
+{
+    bkc_key *k;
+    int st;
+    (void)argc;
+    bkc_value *v = bkc__open_lookup(c, argv[1], kind, &k, &st);
+    if (st == BKC__FAILED) return;
+    int64_t n = v ? bk_filter_count(v->filters[0], argv[2].ptr, argv[2].len) : 0;
+    bkc__int(c, n > 0 ? n : 0);
+    bkc__close(c, k);
+}
+
+void bkc__cmd_mexists(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind, int as_bool)
+{
+    bkc_key *k;
+    int st;
+    bkc_value *v = bkc__open_lookup(c, argv[1], kind, &k, &st);
+    if (st == BKC__FAILED) return;
+    bkc__array(c, (size_t)(argc - 2));
+    bkc__reply_contains_many(c, v ? v->filters[0] : NULL, argv + 2, (size_t)(argc - 2), as_bool);
+    bkc__close(c, k);
 }
 
 int bkc__resp(bkc_ctx *c)
