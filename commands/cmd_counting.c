@@ -146,19 +146,8 @@ void bkc_cmd_cbf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
         bits = BK_COUNTING_DEFAULT_COUNTER_BITS;
     }
     bkc_key *k;
-    bkc_value *v;
-    int st = bkc__open(c, argv[1], BKC_OPEN_WRITE, BKC_KIND_COUNTING, &k, &v);
-    if (st == BKC__FAILED) return;
-    if (st != BKC__MISSING) {
-        bkc__err(c, BKC_ERR_ITEM_EXISTS);
-    } else {
-        bkc_value *nv = cbf_create(c, family, capacity, error, bits);
-        if (nv != NULL && bkc__store(c, k, nv)) {
-            bkc__ok(c);
-            bkc__wrote(c, argc, argv);
-        }
-    }
-    bkc__close(c, k);
+    if (bkc__open_new(c, argv[1], BKC_KIND_COUNTING, 0, &k))
+        bkc__store_new(c, argc, argv, k, cbf_create(c, family, capacity, error, bits));
 }
 
 /* Whether the key's filter may be updated under a shared (ADD) open: only

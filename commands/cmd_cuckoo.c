@@ -544,21 +544,8 @@ void bkc_cmd_cf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
         return;
     }
     bkc_key *k;
-    bkc_value *v;
-    int st = bkc__open(c, argv[1], BKC_OPEN_WRITE, BKC_KIND_CUCKOO, &k, &v);
-    if (st == BKC__FAILED) return;
-    if (st == BKC__WRONG) {
-        bkc__err(c, BKC_ERR_WRONGTYPE);
-    } else if (st != BKC__MISSING) {
-        bkc__err(c, BKC_ERR_ITEM_EXISTS);
-    } else {
-        bkc_value *nv = cf_create(c, &o, 0);
-        if (nv != NULL && bkc__store(c, k, nv)) {
-            bkc__ok(c);
-            bkc__wrote(c, argc, argv);
-        }
-    }
-    bkc__close(c, k);
+    if (bkc__open_new(c, argv[1], BKC_KIND_CUCKOO, 1, &k))
+        bkc__store_new(c, argc, argv, k, cf_create(c, &o, 0));
 }
 
 /* An add that created its key is logged (and replicated) as the CF.INSERT

@@ -126,6 +126,16 @@ bkc_value *bkc__open_lookup(bkc_ctx *c, bkc_str name, bkc_kind want, bkc_key **k
 bkc_value *bkc__open_found(bkc_ctx *c, bkc_str name, bkc_open_mode mode, bkc_kind want,
                            bkc_key **k);
 
+/* *.RESERVE and the like: open name to write a new value of `kind`. 1
+ * when the key is missing (*k open), else 0 after replying "item exists"
+ * (or WRONGTYPE for a key of another kind, when wrongtype; CBF.RESERVE and
+ * WF.RESERVE answer "item exists" there too) and closing it. */
+int bkc__open_new(bkc_ctx *c, bkc_str name, bkc_kind kind, int wrongtype, bkc_key **k);
+
+/* Store nv (NULL: the maker already replied) in k, answer OK and log the
+ * command; then close k. */
+void bkc__store_new(bkc_ctx *c, int argc, const bkc_str *argv, bkc_key *k, bkc_value *nv);
+
 /* *.INFO key [FIELD]: the arity check (at most one field), then as
  * bkc__open_found, to read. */
 bkc_value *bkc__open_info(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind want,

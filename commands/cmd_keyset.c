@@ -497,19 +497,8 @@ void bkc_cmd_rs_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
         }
     }
     bkc_key *k;
-    bkc_value *v;
-    int st = bkc__open(c, argv[1], BKC_OPEN_WRITE, BKC_KIND_KEYSET, &k, &v);
-    if (st == BKC__FAILED) return;
-    if (st != BKC__MISSING) {
-        bkc__err(c, st == BKC__WRONG ? BKC_ERR_WRONGTYPE : BKC_ERR_ITEM_EXISTS);
-        goto out;
-    }
-    bkc_value *nv = new_set_value(c, seed);
-    if (nv == NULL || !bkc__store(c, k, nv)) goto out;
-    bkc__ok(c);
-    bkc__wrote(c, argc, argv);
-out:
-    bkc__close(c, k);
+    if (bkc__open_new(c, argv[1], BKC_KIND_KEYSET, 1, &k))
+        bkc__store_new(c, argc, argv, k, new_set_value(c, seed));
 }
 
 /* RS.ADD key item [item ...]: creates the key (default seed) if missing. */

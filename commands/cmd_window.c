@@ -47,6 +47,27 @@ static uint64_t window_bytes(uint64_t items, double fpr, uint64_t window, uint32
     return bits / 8 * g + 1024;
 }
 
+/* A new window filter in a value, or NULL after replying (too large for
+ * the memory budget, the library's refusal). */
+static bkc_value *wf_create(bkc_ctx *c, uint64_t capacity, double error, uint64_t window,
+                            uint32_t g)
+{
+    uint64_t bytes = window_bytes(capacity, error, window, g);
+    if (bytes == UINT64_MAX) {
+        bkc__err(c, BKC_ERR_TOO_LARGE);
+        return NULL;
+    }
+    if (!bkc__fits(c, bytes)) return NULL;
+    bk_window *wf = NULL;
+    int rc = bk_window_create(&wf, capacity, error, window, g, c->now_ms, BK_DEFAULT_SEED);
+    if (rc != BK_OK) {
+        if (rc == BK_ESIZE) bkc__err(c, BKC_ERR_TOO_LARGE);
+        else bkc__lib_error(c, rc);
+        return NULL;
+    }
+    return bkc__value_of(c, BKC_KIND_WINDOW, bk_window_as_filter(wf));
+}
+
 void bkc_cmd_wf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     double error;
@@ -79,33 +100,8 @@ void bkc_cmd_wf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
         }
     }
     bkc_key *k;
-    bkc_value *v;
-    int st = bkc__open(c, argv[1], BKC_OPEN_WRITE, BKC_KIND_WINDOW, &k, &v);
-    if (st == BKC__FAILED) return;
-    if (st != BKC__MISSING) {
-        bkc__err(c, BKC_ERR_ITEM_EXISTS);
-        goto out;
-    }
-    uint64_t bytes = window_bytes(capacity, error, window, (uint32_t)g);
-    if (bytes == UINT64_MAX) {
-        bkc__err(c, BKC_ERR_TOO_LARGE);
-        goto out;
-    }
-    if (!bkc__fits(c, bytes)) goto out;
-    bk_window *wf = NULL;
-    int rc = bk_window_create(&wf, capacity, error, window, (uint32_t)g, c->now_ms,
-                              BK_DEFAULT_SEED);
-    if (rc != BK_OK) {
-        if (rc == BK_ESIZE) bkc__err(c, BKC_ERR_TOO_LARGE);
-        else bkc__lib_error(c, rc);
-        goto out;
-    }
-    bkc_value *nv = bkc__value_of(c, BKC_KIND_WINDOW, bk_window_as_filter(wf));
-    if (nv == NULL || !bkc__store(c, k, nv)) goto out;
-    bkc__ok(c);
-    bkc__wrote(c, argc, argv);
-out:
-    bkc__close(c, k);
+    if (bkc__open_new(c, argv[1], BKC_KIND_WINDOW, 0, &k))
+        bkc__store_new(c, argc, argv, k, wf_create(c, capacity, error, window, (uint32_t)g));
 }
 
 static void add_items(bkc_ctx *c, int argc, const bkc_str *argv, int array)

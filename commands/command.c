@@ -668,6 +668,26 @@ bkc_value *bkc__open_found(bkc_ctx *c, bkc_str name, bkc_open_mode mode, bkc_kin
     return NULL;
 }
 
+int bkc__open_new(bkc_ctx *c, bkc_str name, bkc_kind kind, int wrongtype, bkc_key **k)
+{
+    bkc_value *v;
+    int st = bkc__open(c, name, BKC_OPEN_WRITE, kind, k, &v);
+    if (st == BKC__MISSING) return 1;
+    if (st == BKC__FAILED) return 0;
+    bkc__err(c, st == BKC__WRONG && wrongtype ? BKC_ERR_WRONGTYPE : BKC_ERR_ITEM_EXISTS);
+    bkc__close(c, *k);
+    return 0;
+}
+
+void bkc__store_new(bkc_ctx *c, int argc, const bkc_str *argv, bkc_key *k, bkc_value *nv)
+{
+    if (nv != NULL && bkc__store(c, k, nv)) {
+        bkc__ok(c);
+        bkc__wrote(c, argc, argv);
+    }
+    bkc__close(c, k);
+}
+
 bkc_value *bkc__open_info(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind want,
                           bkc_key **k)
 {
