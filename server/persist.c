@@ -115,7 +115,8 @@
  * API
  *==========================================================================*/
 
-int bks_persist_save(bks_persist *p)
+/* SAVE (foreground) and BGSAVE: EBUSY while a snapshot is being made. */
+static int start_unless_busy(bks_persist *p, int foreground)
 {
     if (p == NULL) return -1;
     if (pthread_mutex_trylock(&p->ctl_mu) != 0) {
@@ -127,11 +128,13 @@ int bks_persist_save(bks_persist *p)
         errno = EBUSY;
         rc = -1;
     } else {
-        rc = pst_start_snapshot(p, 1);
+        rc = pst_start_snapshot(p, foreground);
     }
     pthread_mutex_unlock(&p->ctl_mu);
     return rc;
 }
+
+int bks_persist_save(bks_persist *p) { return start_unless_busy(p, 1); }
 
 int bks_persist_save_final(bks_persist *p)
 {
@@ -150,23 +153,7 @@ int bks_persist_save_final(bks_persist *p)
     return rc;
 }
 
-int bks_persist_bgsave(bks_persist *p)
-{
-    if (p == NULL) return -1;
-    if (pthread_mutex_trylock(&p->ctl_mu) != 0) {
-        errno = EBUSY;
-        return -1;
-    }
-    int rc;
-    if (p->child != 0) {
-        errno = EBUSY;
-        rc = -1;
-    } else {
-        rc = pst_start_snapshot(p, 0);
-    }
-    pthread_mutex_unlock(&p->ctl_mu);
-    return rc;
-}
+int bks_persist_bgsave(bks_persist *p) { return start_unless_busy(p, 0); }
 
 uint64_t bks_persist_lastsave(const bks_persist *p)
 {
