@@ -51,10 +51,12 @@ def wait_rewrite(r, timeout=60):
     raise AssertionError("BGREWRITEAOF did not finish")
 
 
-def after_aof_rewrite(Server, load, check, rewrite=True):
+def after_aof_rewrite(Server, load, check, rewrite=True, after=None):
     """load(srv) on a Redis that logs every write, BGREWRITEAOF (unless not
-    `rewrite`: the commands as logged), stop without a snapshot (and remove
-    any), start from the AOF alone, then check(client)."""
+    `rewrite`: the commands as logged), after(srv, client) if given (writes
+    that go to the log after the rewrite's base, checks of the base), stop
+    without a snapshot (and remove any), start from the AOF alone, then
+    check(client)."""
     with Server("--appendonly", "yes", "--aof-use-rdb-preamble", "no",
                 "--appendfsync", "always") as srv:
         r = srv.client()
@@ -63,6 +65,8 @@ def after_aof_rewrite(Server, load, check, rewrite=True):
         if rewrite:
             r.bgrewriteaof()
             wait_rewrite(r)
+        if after is not None:
+            after(srv, r)
         assert srv.stop(nosave=True) == 0
         rdb = os.path.join(srv.dir, "dump.rdb")
         if os.path.exists(rdb):
@@ -72,12 +76,13 @@ def after_aof_rewrite(Server, load, check, rewrite=True):
 
 
 
-def reload_checks(run, Server, load, check):
+def reload_checks(run, Server, load, check, after_rewrite=None):
     """The checks every module type's data must pass across Redis's own
     persistence: load(srv) (returning a client) on a fresh Redis, then
     check(client) after DEBUG RELOAD (an RDB save and load in place), after
-    SAVE and a restart, and after BGREWRITEAOF and a restart from the AOF
-    alone; each reported through run (a harness.Runner)."""
+    SAVE and a restart, and after BGREWRITEAOF (then after_rewrite(srv,
+    client), see after_aof_rewrite) and a restart from the AOF alone; each
+    reported through run (a harness.Runner)."""
     def debug_reload():
         with Server() as srv:
             r = load(srv)
@@ -95,4 +100,4 @@ def reload_checks(run, Server, load, check):
     run.check("DEBUG RELOAD", debug_reload)
     run.check("SAVE and restart", save_restart)
     run.check("BGREWRITEAOF and restart",
-              lambda: after_aof_rewrite(Server, load, check))
+              lambda: after_aof_rewrite(Server, load, check, after=after_rewrite))
