@@ -58,21 +58,6 @@ wait_ping "$RS_PORT"
 
 redis-cli -p "$BK_PORT" BF.RESERVE bf 0.01 20000000 >/dev/null
 
-# bench LABEL PORT PIPELINE REQUESTS ITEMS_PER_COMMAND cmd...
-# prints: label | -P | req/s | items/s | p50 | p99
-bench() {
-    label=$1 port=$2 pipe=$3 n=$4 items=$5
-    shift 5
-    line=$(timeout 300 redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" -P "$pipe" \
-           --threads "$BT" -r 100000000 --csv "$@" 2>/dev/null | tail -n 1)
-    # "name","rps","avg","min","p50","p95","p99","max"
-    echo "$line" | tr -d '"' | awk -F, -v l="$label" -v p="$pipe" -v it="$items" \
-        '{ printf "| %-34s | %3s | %12.0f | %12.0f | %7s | %7s |\n", l, p, $2, $2 * it, $5, $7 }'
-}
-
-MADD_ARGS=""
-i=0
-while [ $i -lt 100 ]; do MADD_ARGS="$MADD_ARGS __rand_int__"; i=$((i + 1)); done
 
 echo "bloomkit-server: $BKS (threads: ${ST:-0} = one per core), redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')"
 echo "machine: $(nproc) cores; redis-benchmark -c $CLIENTS --threads $BT -r 100000000"

@@ -4,6 +4,10 @@
 #   need TOOL...       exit with a message when a program is missing
 #   free_port          print a free loopback TCP port
 #   wait_ping PORT     wait (up to 10 s) until redis-cli PING answers PONG
+#   bench LABEL PORT PIPELINE REQUESTS ITEMS_PER_COMMAND cmd...
+#                      one redis-benchmark row (-c $CLIENTS --threads $BT,
+#                      random items): | label | -P | req/s | items/s | p50 | p99 |
+#   MADD_ARGS          100 random items, for the MADD rows
 
 need() {
     for tool in "$@"; do
@@ -24,3 +28,17 @@ wait_ping() {
         sleep 0.05
     done
 }
+
+bench() {
+    label=$1 port=$2 pipe=$3 n=$4 items=$5
+    shift 5
+    line=$(timeout 300 redis-benchmark -p "$port" -c "$CLIENTS" -n "$n" -P "$pipe" \
+           --threads "$BT" -r 100000000 --csv "$@" 2>/dev/null | tail -n 1)
+    # "name","rps","avg","min","p50","p95","p99","max"
+    echo "$line" | tr -d '"' | awk -F, -v l="$label" -v p="$pipe" -v it="$items" \
+        '{ printf "| %-34s | %3s | %12.0f | %12.0f | %7s | %7s |\n", l, p, $2, $2 * it, $5, $7 }'
+}
+
+MADD_ARGS=""
+_madd_i=0
+while [ $_madd_i -lt 100 ]; do MADD_ARGS="$MADD_ARGS __rand_int__"; _madd_i=$((_madd_i + 1)); done
