@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "benchutil.h"
 #include "bloomkit.h"
 
 #define KEY_LEN 16
@@ -132,21 +133,6 @@ typedef struct result {
     double add_ns, miss_ns, hit_ns, rm_ns, add_batch_ns, miss_batch_ns;
 } result;
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static uint64_t mix(uint64_t *state)
-{
-    uint64_t z = (*state += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-
 /* n random 16-byte keys; the top two bits of byte 0 tell the sets apart
  * (tag 0 present, 1 absent, 2 churn additions) */
 static unsigned char *make_keys(uint64_t n, uint64_t seed, unsigned tag)
@@ -154,7 +140,7 @@ static unsigned char *make_keys(uint64_t n, uint64_t seed, unsigned tag)
     unsigned char *keys = malloc(n * KEY_LEN);
     if (keys == NULL) return NULL;
     for (uint64_t i = 0; i < n; i++) {
-        uint64_t a = mix(&seed), b = mix(&seed);
+        uint64_t a = splitmix(&seed), b = splitmix(&seed);
         memcpy(keys + i * KEY_LEN, &a, 8);
         memcpy(keys + i * KEY_LEN + 8, &b, 8);
         keys[i * KEY_LEN] = (unsigned char)((keys[i * KEY_LEN] & 0x3F) | (tag << 6));

@@ -44,6 +44,7 @@
 #include <sys/mman.h> /* madvise */
 #include <time.h>
 
+#include "benchutil.h"
 #include "bloomkit.h"
 #include "sbbf.h" /* the split-block peer */
 
@@ -170,14 +171,6 @@ typedef struct keyset {
     uint64_t n;
 } keyset;
 
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-
 static int make_keys(keyset *ks, uint64_t n, char tag, uint64_t seed)
 {
     static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -216,13 +209,6 @@ static void free_keys(keyset *ks)
 /*==========================================================================
  * Timing and rows
  *==========================================================================*/
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
 
 #define NA (-1.0)
 

@@ -42,6 +42,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "benchutil.h"
 #include "bloomkit.h"
 #include "command.h" /* the command layer, for the RedisBloom table */
 
@@ -156,14 +157,6 @@ typedef struct keyset {
     uint64_t n;
 } keyset;
 
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-
 /* Distinct keys: a tag byte, then 15 bytes of which 8 are the index. */
 static int make_keys(keyset *ks, uint64_t n, char tag, uint64_t seed)
 {
@@ -184,13 +177,6 @@ static int make_keys(keyset *ks, uint64_t n, char tag, uint64_t seed)
 static inline const char *key(const keyset *ks, uint64_t i)
 {
     return ks->bytes + i * KEY_LEN;
-}
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
 /*==========================================================================

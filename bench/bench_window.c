@@ -49,24 +49,10 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h> /* the extra hash work of part 1 */
 
+#include "benchutil.h"
 #include "bloomkit.h"
 
 #define AHEAD 32 /* part 2's prefetch distance, in keys */
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
 
 static inline uint64_t fastrange(uint64_t x, uint64_t n)
 {
