@@ -77,6 +77,31 @@ def proc_status(pid, field):
     raise AssertionError("no %s for pid %d" % (field, pid))
 
 
+def current(datadir):
+    """bloomkit-server's CURRENT in datadir as (snapshot generation, [log
+    generations])."""
+    snap, logs = 0, []
+    with open(os.path.join(datadir, "CURRENT")) as f:
+        for line in f:
+            w = line.split()
+            if w[0] == "snapshot":
+                snap = int(w[1])
+            elif w[0] == "log":
+                logs.append(int(w[1]))
+    return snap, logs
+
+
+def info_persistence(r):
+    """INFO persistence as {field: text}, whatever the protocol and the
+    client's parsing."""
+    text = r.execute_command("INFO", "persistence")
+    if isinstance(text, bytes):
+        text = text.decode()
+    if isinstance(text, dict):
+        return {k: str(v) for k, v in text.items()}
+    return dict(l.split(":", 1) for l in text.splitlines() if ":" in l)
+
+
 def children(pid):
     """Child processes of pid, whichever of its threads forked them (a
     snapshot child is forked by a worker thread)."""

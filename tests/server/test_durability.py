@@ -31,6 +31,8 @@ import redis
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from harness import current  # noqa: E402
 
 
 def find_server():
@@ -104,19 +106,6 @@ def start(datadir, *flags):
     if not s.wait_ready():
         raise AssertionError("server refused to start:\n" + s.stderr())
     return s
-
-
-def current(datadir):
-    """CURRENT as (snapshot generation, [log generations])."""
-    snap, logs = 0, []
-    with open(os.path.join(datadir, "CURRENT")) as f:
-        for line in f:
-            w = line.split()
-            if w[0] == "snapshot":
-                snap = int(w[1])
-            elif w[0] == "log":
-                logs.append(int(w[1]))
-    return snap, logs
 
 
 def live_log(datadir):

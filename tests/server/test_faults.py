@@ -25,6 +25,7 @@ import time
 import redis
 
 from harness import Server, Runner, server_with_env
+from harness import info_persistence as info
 from harness import end_checked as end  # stop, fail on a sanitizer report
 
 SHIM = os.environ.get("BKS_FAULTSHIM")
@@ -42,15 +43,6 @@ def shimmed(*flags, d, ctl=None, syncdir=None):
     asan = os.environ.get("ASAN_OPTIONS", "")
     env["ASAN_OPTIONS"] = (asan + ":" if asan else "") + "verify_asan_link_order=0"
     return server_with_env(env, *flags, dir=d)
-
-
-def info(r):
-    text = r.execute_command("INFO", "persistence")
-    if isinstance(text, bytes):
-        text = text.decode()
-    if isinstance(text, dict):
-        return {k: str(v) for k, v in text.items()}
-    return dict(l.split(":", 1) for l in text.splitlines() if ":" in l)
 
 
 class Writer:

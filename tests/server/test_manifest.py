@@ -35,7 +35,8 @@ import time
 
 import redis
 
-from harness import Server, Runner, SERVER, children
+from harness import Server, Runner, SERVER, children, current
+from harness import info_persistence as info
 from harness import end_checked as end  # stop, fail on a sanitizer report
 
 CLI = os.environ.get("BLOOMKIT_CLI") or os.path.join(
@@ -54,18 +55,6 @@ def listing(d):
             with open(p, "rb") as fh:
                 out[os.path.relpath(p, d)] = hashlib.sha256(fh.read()).hexdigest()
     return out
-
-
-def current(d):
-    snap, logs = 0, []
-    with open(os.path.join(d, "CURRENT")) as f:
-        for line in f:
-            w = line.split()
-            if w[0] == "snapshot":
-                snap = int(w[1])
-            elif w[0] == "log":
-                logs.append(int(w[1]))
-    return snap, logs
 
 
 def refused(d, *flags):
@@ -232,15 +221,6 @@ def manifest_files(d, snap):
                     out.setdefault(name, []).append(
                         os.path.join(d, "snap-%d" % snap, "%d.bkf" % fno))
     return out
-
-
-def info(r):
-    text = r.execute_command("INFO", "persistence")
-    if isinstance(text, bytes):
-        text = text.decode()
-    if isinstance(text, dict):
-        return {k: str(v) for k, v in text.items()}
-    return dict(l.split(":", 1) for l in text.splitlines() if ":" in l)
 
 
 def run_check_data(d):
