@@ -53,8 +53,8 @@
 #include <string.h> /* memset, memcpy */
 
 #include "deleting.h"
-#include "filter.h"
 #include "hash.h"
+#include "table_family.h"
 
 /*==========================================================================
  * Types
@@ -66,20 +66,14 @@
 #define MAX_CELL_BITS 40
 
 struct bk_dleft {
-    bk__object obj;             /* first: a bk_dleft is also a bk_filter */
+    bk__tf_head head;           /* first: a bk_dleft is also a bk_filter */
     unsigned char *cells;       /* the bit string, padded */
     uint64_t buckets;           /* B, per subtable */
     uint32_t remainder_bits;    /* r */
     uint32_t counter_bits;      /* w */
-    uint64_t seed;
-    uint64_t capacity;
-    double target_fpr;
-    uint64_t items;
-    uint64_t overflows;
-    int owns_mem;
 };
 
-static const bk__family_ops dleft_ops;
+static const bk__tf_family dleft_family;
 
 /* A key in subtable i: where its cell would be and what it holds. */
 typedef struct dleft_key {
@@ -166,7 +160,7 @@ static int add_key(bk_dleft *f, const dleft_key *key)
         uint64_t at = cell_at(f, t, cell, key);
         uint64_t v = bk__dl_get_field(f->cells, at, cb);
         if ((v & cmax) == cmax) {
-            f->overflows++;
+            f->head.overflows++;
         } else {
             bk__dl_put_field(f->cells, at, cb, v + 1);
         }
@@ -176,7 +170,7 @@ static int add_key(bk_dleft *f, const dleft_key *key)
     for (int i = 0; i < TABLES; i++)
         if (loads[i] < CELLS && (best < 0 || loads[i] < loads[best])) best = i;
     if (best < 0) {
-        f->overflows++;
+        f->head.overflows++;
         return BK_EFULL;
     }
     for (int j = 0; j < CELLS; j++) {
@@ -186,7 +180,7 @@ static int add_key(bk_dleft *f, const dleft_key *key)
                          ((uint64_t)key->remainder[best] << w) | 1);
         break;
     }
-    f->items++;
+    f->head.items++;
     return 1;
 }
 
@@ -203,7 +197,7 @@ static int remove_key(bk_dleft *f, const dleft_key *key)
     v--;
     if ((v & cmax) == 0) v = 0; /* an empty cell is all zero */
     bk__dl_put_field(f->cells, at, cb, v);
-    if (f->items > 0) f->items--;
+    if (f->head.items > 0) f->head.items--;
     return BK_OK;
 }
 
@@ -237,30 +231,10 @@ static int dleft_size(uint64_t n, double p, uint32_t counter_bits,
  * API
  *==========================================================================*/
 
-static int create_filter(bk_dleft **out, uint64_t buckets, uint32_t r,
-                         uint32_t w, uint64_t seed, uint64_t capacity,
-                         double fpr)
+static size_t table_bytes(const void *vf)
 {
-    uint64_t bytes = payload_bytes(buckets, r + w);
-    if (bytes > SIZE_MAX) return BK_ESIZE;
-    bk_dleft *f = bk__calloc(1, sizeof(*f));
-    if (f == NULL) goto fail;
-    f->cells = bk__calloc_aligned((size_t)bytes);
-    if (f->cells == NULL) goto fail;
-    bk__object_init(&f->obj, &dleft_ops);
-    f->owns_mem = 1;
-    f->buckets = buckets;
-    f->remainder_bits = r;
-    f->counter_bits = w;
-    f->seed = seed;
-    f->capacity = capacity;
-    f->target_fpr = fpr;
-    *out = f;
-    return BK_OK;
-
-fail:
-    bk__free(f);
-    return BK_ENOMEM;
+    const bk_dleft *f = vf;
+    return (size_t)payload_bytes(f->buckets, cell_bits(f));
 }
 
 int bk_dleft_optimal(uint64_t n, double p, uint32_t counter_bits,
@@ -286,22 +260,25 @@ int bk_dleft_create(bk_dleft **out, uint64_t capacity, double fpr,
     if (counter_bits == 0) counter_bits = BK_DLEFT_DEFAULT_COUNTER_BITS;
     int rc = dleft_size(capacity, fpr, counter_bits, &buckets, &r);
     if (rc != BK_OK) return rc;
-    return create_filter(out, buckets, r, counter_bits, seed, capacity, fpr);
+    uint64_t bytes = payload_bytes(buckets, r + counter_bits);
+    if (bytes > SIZE_MAX) return BK_ESIZE;
+    bk_dleft *f = bk__tf_create(&dleft_family, (size_t)bytes, seed, capacity, fpr);
+    if (f == NULL) return BK_ENOMEM;
+    f->buckets = buckets;
+    f->remainder_bits = r;
+    f->counter_bits = counter_bits;
+    *out = f;
+    return BK_OK;
 }
 
-void bk_dleft_free(bk_dleft *f)
-{
-    if (f == NULL) return;
-    if (f->owns_mem) bk__free_aligned(f->cells);
-    bk__object_release(&f->obj);
-    bk__free(f);
-}
+void bk_dleft_free(bk_dleft *f) { bk__tf_free(f); }
 
 uint32_t bk_dleft_remainder_bits(const bk_dleft *f) { return f->remainder_bits; }
 uint64_t bk_dleft_buckets(const bk_dleft *f) { return f->buckets; }
 
-int bk_dleft_get_stats(const bk_dleft *f, bk_delete_stats *out)
+static int stats_of(const void *vf, bk_delete_stats *out)
 {
+    const bk_dleft *f = vf;
     if (f == NULL || out == NULL) return BK_EINVAL;
     const unsigned cb = cell_bits(f);
     const uint64_t cmask = (UINT64_C(1) << f->counter_bits) - 1;
@@ -309,27 +286,20 @@ int bk_dleft_get_stats(const bk_dleft *f, bk_delete_stats *out)
     uint64_t used = 0;
     for (uint64_t c = 0; c < total; c++)
         used += (bk__dl_get_field(f->cells, c * cb, cb) & cmask) != 0;
-    memset(out, 0, sizeof(*out));
-    out->capacity = f->capacity;
-    out->target_fpr = f->target_fpr;
-    out->seed = f->seed;
-    out->hashes = TABLES;
-    out->items = f->items;
-    out->table_bits = total * cb;
-    out->bits_per_key = f->capacity ? (double)out->table_bits / (double)f->capacity : 0.0;
+    bk__tf_stats(&f->head, TABLES, total * cb, sizeof(*f) + table_bytes(f) + BK_CACHE_LINE, out);
     out->fpr_at_capacity =
-        f->capacity ? dleft_fpr((double)f->capacity, (double)f->buckets, f->remainder_bits) : 0.0;
+        f->head.capacity ? dleft_fpr((double)f->head.capacity, (double)f->buckets, f->remainder_bits) : 0.0;
     out->fpr_now = dleft_fpr((double)used, (double)f->buckets, f->remainder_bits);
-    out->overflows = f->overflows;
-    out->bytes = sizeof(*f) + (size_t)payload_bytes(f->buckets, cb) + BK_CACHE_LINE;
     return BK_OK;
 }
+
+int bk_dleft_get_stats(const bk_dleft *f, bk_delete_stats *out) { return stats_of(f, out); }
 
 /*==========================================================================
  * The generic filter and the file format
  *==========================================================================*/
 
-BK__FAMILY_CASTS(dleft, dleft_ops)
+BK__FAMILY_CASTS(dleft, dleft_family.ops)
 
 static int ops_add(void *vf, bk_hash h)
 {
@@ -380,14 +350,14 @@ static int64_t run_batch(bk_dleft *f, const void *const *keys,
     int64_t hits = 0;
     size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
     for (size_t i = 0; i < ahead; i++) {
-        locate(f, bk_hash_key(keys[i], lens[i], f->seed), &ring[i]);
+        locate(f, bk_hash_key(keys[i], lens[i], f->head.seed), &ring[i]);
         prefetch_key(f, &ring[i]);
     }
     for (size_t i = 0; i < n; i++) {
         dleft_key key = ring[i % BATCH_AHEAD];
         size_t next = i + BATCH_AHEAD;
         if (next < n) {
-            locate(f, bk_hash_key(keys[next], lens[next], f->seed),
+            locate(f, bk_hash_key(keys[next], lens[next], f->head.seed),
                    &ring[i % BATCH_AHEAD]);
             prefetch_key(f, &ring[i % BATCH_AHEAD]);
         }
@@ -417,40 +387,14 @@ static int64_t ops_contains_batch(const void *f, const void *const *keys,
     return run_batch((bk_dleft *)f, keys, lens, n, results, 0);
 }
 
-static uint64_t ops_seed(const void *f) { return ((const bk_dleft *)f)->seed; }
-static void ops_destroy(void *f) { bk_dleft_free(f); }
-static uint32_t ops_nparts(const void *f) { (void)f; return 1; }
+static void *table_of(const void *f) { return ((const bk_dleft *)f)->cells; }
+static void set_table(void *f, void *table) { ((bk_dleft *)f)->cells = table; }
 
-static void ops_clear(void *vf)
-{
-    bk_dleft *f = vf;
-    memset(f->cells, 0, (size_t)payload_bytes(f->buckets, cell_bits(f)));
-    f->items = 0;
-}
-
-static int ops_clone(const void *vf, void **out)
-{
-    const bk_dleft *src = vf;
-    bk_dleft *f;
-    int rc = create_filter(&f, src->buckets, src->remainder_bits,
-                           src->counter_bits, src->seed, src->capacity,
-                           src->target_fpr);
-    if (rc != BK_OK) return rc;
-    memcpy(f->cells, src->cells, (size_t)payload_bytes(src->buckets, cell_bits(src)));
-    f->items = src->items;
-    f->overflows = src->overflows;
-    *out = f;
-    return BK_OK;
-}
-
-static int ops_info(const void *vf, bk_filter_info *out)
+/* info's fill: the keys stored per cell */
+static double fill_of(const void *vf, const bk_delete_stats *st)
 {
     const bk_dleft *f = vf;
-    bk_delete_stats st;
-    int rc = bk_dleft_get_stats(f, &st);
-    if (rc != BK_OK) return rc;
-    bk__info_from_delete_stats(&st, (double)st.items / ((double)TABLES * (double)f->buckets * CELLS), out);
-    return BK_OK;
+    return (double)st->items / ((double)TABLES * (double)f->buckets * CELLS);
 }
 
 static int ops_create(const bk_filter_config *cfg, void **out)
@@ -465,85 +409,46 @@ static int ops_create(const bk_filter_config *cfg, void **out)
 static int ops_describe(const void *vf, bk__image *img)
 {
     const bk_dleft *f = vf;
-    bk__part *p = &img->parts[0];
-    img->seed = f->seed;
-    img->capacity = p->capacity = f->capacity;
-    img->fpr = p->fpr = f->target_fpr;
-    img->items = p->items = f->items;
-    img->param[0] = f->overflows;
+    bk__part *p = bk__tf_describe(f, img);
     p->m = f->buckets;
     p->k = TABLES;
     p->width = (uint8_t)f->counter_bits;
     p->slots = CELLS;
     p->param = f->remainder_bits;
-    p->data = f->cells;
-    p->length = payload_bytes(f->buckets, cell_bits(f));
     return BK_OK;
 }
 
 static int ops_restore(const bk__image *img, void **out)
 {
     const bk__part *p = &img->parts[0];
-    if (img->nparts != 1) return BK_ECORRUPT;
+    if (!bk__tf_restorable(img)) return BK_ECORRUPT;
     if (p->k != TABLES || p->slots != CELLS || p->width < 1 ||
         p->width > BK_DLEFT_MAX_COUNTER_BITS || p->param < 1 ||
         p->param + p->width > 32 || p->m == 0 || p->m > BK_DLEFT_MAX_BUCKETS)
         return BK_ECORRUPT;
     if (p->length != payload_bytes(p->m, (unsigned)(p->param + p->width)))
         return BK_ECORRUPT;
-    if (!bk__valid_stored_fpr(img->fpr) || (img->fpr == 0.0) != (img->capacity == 0))
-        return BK_ECORRUPT;
-    bk_dleft *f = bk__calloc(1, sizeof(*f));
+    bk_dleft *f = bk__tf_adopt(&dleft_family, img, p->data);
     if (f == NULL) return BK_ENOMEM;
-    bk__object_init(&f->obj, &dleft_ops);
-    f->cells = p->data;
-    f->owns_mem = 0;
     f->buckets = p->m;
     f->remainder_bits = (uint32_t)p->param;
     f->counter_bits = p->width;
-    f->seed = img->seed;
-    f->capacity = img->capacity;
-    f->target_fpr = img->fpr;
-    f->items = img->items;
-    f->overflows = img->param[0];
     *out = f;
     return BK_OK;
 }
 
-
-/* The handle and, unless borrowed from a loaded block, the cells. */
-static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
-{
-    const bk_dleft *f = vf;
-    visit(ctx, f, sizeof(*f));
-    if (f->owns_mem)
-        visit(ctx, bk__aligned_raw(f->cells),
-              bk__aligned_asked((size_t)payload_bytes(f->buckets,
-                                                      f->remainder_bits + f->counter_bits)));
-}
-
-static const bk__family_ops dleft_ops = {
-    .family = BK_FAMILY_DLEFT,
-    .name = "dleft",
-    .add = ops_add,
-    .contains = ops_contains,
-    .remove = ops_remove,
-    .count = ops_count,
-    .add_batch = ops_add_batch,
-    .contains_batch = ops_contains_batch,
-    .lockfree_add = 0,
-    .seed = ops_seed,
-    .destroy = ops_destroy,
-    .info = ops_info,
-    .allocations = ops_allocations,
-    .create = ops_create,
-    .clone = ops_clone,
-    .clear = ops_clear,
-    .merge = NULL,
-    .incompatibility = NULL,
-    .nparts = ops_nparts,
-    .describe = ops_describe,
-    .restore = ops_restore,
+static const bk__tf_family dleft_family = {
+    .ops = {.family = BK_FAMILY_DLEFT, .name = "dleft", .add = ops_add,
+            .contains = ops_contains, .remove = ops_remove, .count = ops_count,
+            .add_batch = ops_add_batch, .contains_batch = ops_contains_batch,
+            .create = ops_create, .describe = ops_describe, .restore = ops_restore,
+            BK__TF_OPS_SHARED},
+    .handle_size = sizeof(bk_dleft),
+    .table = table_of,
+    .set_table = set_table,
+    .table_bytes = table_bytes,
+    .stats = stats_of,
+    .fill = fill_of,
 };
 
-const bk__family_ops *const bk__dleft_family = &dleft_ops;
+const bk__family_ops *const bk__dleft_family = &dleft_family.ops;

@@ -38,8 +38,8 @@
 #include <string.h> /* memset, memcpy */
 
 #include "deleting.h"
-#include "filter.h"
 #include "hash.h"
+#include "table_family.h"
 
 /*==========================================================================
  * Types
@@ -49,25 +49,20 @@
 #define BLOCK_WORDS 8
 #define COUNTER_WORDS 32 /* 512 counters x 4 bits */
 #define COUNTER_MAX 15
-#define BATCH_AHEAD 16
 
 struct bk_hier {
-    bk__object obj;      /* first: a bk_hier is also a bk_filter */
+    bk__tf_head head;    /* first: a bk_hier is also a bk_filter; owns_mem
+                            is for the counters (the layer frees its own
+                            words) */
     bk_blocked *layer;   /* the bit layer */
     uint64_t *bits;      /* its words (blocks * 8) */
     uint64_t *counters;  /* blocks * 32 words */
     uint64_t blocks;
     uint32_t k;
     uint32_t salt[BK_BLOCKED_MAX_HASHES];
-    uint64_t seed;
-    uint64_t capacity;
-    double target_fpr;
-    uint64_t items;
-    uint64_t overflows;
-    int owns_mem;        /* the counters (the layer frees its own words) */
 };
 
-static const bk__family_ops hier_ops;
+static const bk__tf_family hier_family;
 
 /*==========================================================================
  * Internals
@@ -117,11 +112,11 @@ static int add_hash(bk_hier *f, bk_hash h)
         if (v == 0) was_new = 1;
         if (v < COUNTER_MAX) {
             counter_set(c, p, v + 1);
-            if (v + 1 == COUNTER_MAX) f->overflows++;
+            if (v + 1 == COUNTER_MAX) f->head.overflows++;
         }
         line[p >> 6] |= UINT64_C(1) << (p & 63);
     }
-    if (was_new) f->items++;
+    if (was_new) f->head.items++;
     return was_new;
 }
 
@@ -139,7 +134,7 @@ static int remove_hash(bk_hier *f, bk_hash h)
         counter_set(c, p, v - 1);
         if (v == 1) line[p >> 6] &= ~(UINT64_C(1) << (p & 63));
     }
-    if (f->items > 0) f->items--;
+    if (f->head.items > 0) f->head.items--;
     return BK_OK;
 }
 
@@ -186,16 +181,16 @@ static int wrap_layer(bk_hier **out, bk_blocked *layer, uint64_t *counters,
         if (owns_counters) bk__free_aligned(counters);
         return BK_ENOMEM;
     }
-    bk__object_init(&f->obj, &hier_ops);
+    bk__object_init(&f->head.obj, &hier_family.ops);
     memset(&part, 0, sizeof(part));
     bk__blocked_describe_part(layer, &part);
     f->layer = layer;
     f->bits = part.data;
     f->counters = counters;
-    f->owns_mem = owns_counters;
+    f->head.owns_mem = owns_counters;
     f->blocks = bk_blocked_blocks(layer);
     f->k = bk_blocked_hashes(layer);
-    f->seed = bk_blocked_seed(layer);
+    f->head.seed = bk_blocked_seed(layer);
     make_salts(f->salt);
     *out = f;
     return BK_OK;
@@ -214,8 +209,8 @@ static int create_filter(bk_hier **out, uint64_t capacity, double fpr, uint64_t 
     }
     rc = wrap_layer(out, layer, counters, 1);
     if (rc != BK_OK) return rc;
-    (*out)->capacity = capacity;
-    (*out)->target_fpr = fpr;
+    (*out)->head.capacity = capacity;
+    (*out)->head.target_fpr = fpr;
     return BK_OK;
 }
 
@@ -232,18 +227,18 @@ void bk_hier_free(bk_hier *f)
 {
     if (f == NULL) return;
     bk_blocked_free(f->layer);
-    if (f->owns_mem) bk__free_aligned(f->counters);
-    bk__object_release(&f->obj);
+    if (f->head.owns_mem) bk__free_aligned(f->counters);
+    bk__object_release(&f->head.obj);
     bk__free(f);
 }
 
 uint64_t bk_hier_blocks(const bk_hier *f) { return f->blocks; }
 uint32_t bk_hier_hashes(const bk_hier *f) { return f->k; }
 
-int bk_hier_get_stats(const bk_hier *f, bk_delete_stats *out)
+static int stats_of(const void *vf, bk_delete_stats *out)
 {
+    const bk_hier *f = vf;
     if (f == NULL || out == NULL) return BK_EINVAL;
-    memset(out, 0, sizeof(*out));
     double sum = 0.0;
     for (uint64_t b = 0; b < f->blocks; b++) {
         uint64_t set = 0;
@@ -251,64 +246,41 @@ int bk_hier_get_stats(const bk_hier *f, bk_delete_stats *out)
             set += bk__popcount64(bk__load64(&f->bits[b * BLOCK_WORDS + w]));
         sum += pow((double)set / BITS_PER_BLOCK, (double)f->k);
     }
-    out->capacity = f->capacity;
-    out->target_fpr = f->target_fpr;
-    out->seed = f->seed;
-    out->hashes = f->k;
-    out->items = f->items;
-    out->table_bits = f->blocks * (512 + 2048);
-    out->bits_per_key = f->capacity ? (double)out->table_bits / (double)f->capacity : 0.0;
+    bk__tf_stats(&f->head, f->k, f->blocks * (512 + 2048),
+                 sizeof(*f) + (size_t)f->blocks * 320 + 2 * BK_CACHE_LINE, out);
     out->fpr_at_capacity =
-        f->capacity ? bk_blocked_fpr(f->capacity, f->blocks * BITS_PER_BLOCK, f->k) : 0.0;
+        f->head.capacity ? bk_blocked_fpr(f->head.capacity, f->blocks * BITS_PER_BLOCK, f->k) : 0.0;
     out->fpr_now = sum / (double)f->blocks;
-    out->overflows = f->overflows;
-    out->bytes = sizeof(*f) + (size_t)f->blocks * 320 + 2 * BK_CACHE_LINE;
     return BK_OK;
 }
+
+int bk_hier_get_stats(const bk_hier *f, bk_delete_stats *out) { return stats_of(f, out); }
 
 /*==========================================================================
  * The generic filter and the file format
  *==========================================================================*/
 
-BK__FAMILY_CASTS(hier, hier_ops)
+BK__FAMILY_CASTS(hier, hier_family.ops)
 
 static int ops_add(void *f, bk_hash h) { return add_hash(f, h); }
 static int ops_contains(const void *f, bk_hash h) { return bits_contain(f, h); }
 static int ops_remove(void *f, bk_hash h) { return remove_hash(f, h); }
 static int64_t ops_count(const void *f, bk_hash h) { return count_hash(f, h); }
 
-static int64_t run_batch(bk_hier *f, const void *const *keys,
-                         const size_t *lens, size_t n, uint8_t *results,
-                         int is_add)
+/* A key's bit line, and for an add its counter line. */
+static void prefetch_hash(const void *vf, bk_hash h, int adding)
 {
-    bk_hash ring[BATCH_AHEAD];
-    int64_t hits = 0;
-    size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
-    for (size_t i = 0; i < ahead; i++) {
-        ring[i] = bk_hash_key(keys[i], lens[i], f->seed);
-        BK_PREFETCH_READ(f->bits + block_index(f, ring[i]) * BLOCK_WORDS);
-    }
-    for (size_t i = 0; i < n; i++) {
-        bk_hash h = ring[i % BATCH_AHEAD];
-        size_t next = i + BATCH_AHEAD;
-        if (next < n) {
-            bk_hash hn = bk_hash_key(keys[next], lens[next], f->seed);
-            ring[i % BATCH_AHEAD] = hn;
-            uint64_t b = block_index(f, hn);
-            BK_PREFETCH_READ(f->bits + b * BLOCK_WORDS);
-            if (is_add) BK_PREFETCH_WRITE(f->counters + b * COUNTER_WORDS + (uint32_t)hn.hi % 4 * 8);
-        }
-        int r = is_add ? add_hash(f, h) : bits_contain(f, h); /* is_add: always 1 */
-        hits += r;
-        if (results != NULL) results[i] = (uint8_t)r;
-    }
-    return hits;
+    const bk_hier *f = vf;
+    uint64_t b = block_index(f, h);
+    BK_PREFETCH_READ(f->bits + b * BLOCK_WORDS);
+    if (adding) BK_PREFETCH_WRITE(f->counters + b * COUNTER_WORDS + (uint32_t)h.hi % 4 * 8);
 }
 
 static int64_t ops_add_batch(void *f, const void *const *keys, const size_t *lens,
                              size_t n, uint8_t *results)
 {
-    return run_batch(f, keys, lens, n, results, 1);
+    return bk__tf_hash_batch(f, ((bk__tf_head *)f)->seed, keys, lens, n, results, 1,
+                             prefetch_hash, ops_add, ops_contains);
 }
 
 static int64_t ops_contains_batch(const void *vf, const void *const *keys,
@@ -317,7 +289,6 @@ static int64_t ops_contains_batch(const void *vf, const void *const *keys,
     return bk_blocked_contains_batch(((const bk_hier *)vf)->layer, keys, lens, n, results);
 }
 
-static uint64_t ops_seed(const void *f) { return ((const bk_hier *)f)->seed; }
 static void ops_destroy(void *f) { bk_hier_free(f); }
 static uint32_t ops_nparts(const void *f) { (void)f; return 2; }
 
@@ -326,15 +297,15 @@ static void ops_clear(void *vf)
     bk_hier *f = vf;
     bk_blocked_clear(f->layer);
     memset(f->counters, 0, (size_t)f->blocks * 256);
-    f->items = 0;
+    f->head.items = 0;
 }
 
 static int ops_clone(const void *vf, void **out)
 {
     const bk_hier *src = vf;
     bk_hier *f;
-    int rc = create_filter(&f, src->capacity ? src->capacity : 1,
-                           src->target_fpr ? src->target_fpr : 0.5, src->seed);
+    int rc = create_filter(&f, src->head.capacity ? src->head.capacity : 1,
+                           src->head.target_fpr ? src->head.target_fpr : 0.5, src->head.seed);
     if (rc == BK_OK && (f->blocks != src->blocks || f->k != src->k)) {
         bk_hier_free(f);
         rc = BK_ENOTSUP; /* only made from (capacity, fpr), so unreachable */
@@ -342,21 +313,11 @@ static int ops_clone(const void *vf, void **out)
     if (rc != BK_OK) return rc;
     memcpy(f->bits, src->bits, (size_t)src->blocks * 64);
     memcpy(f->counters, src->counters, (size_t)src->blocks * 256);
-    f->capacity = src->capacity;
-    f->target_fpr = src->target_fpr;
-    f->items = src->items;
-    f->overflows = src->overflows;
+    f->head.capacity = src->head.capacity;
+    f->head.target_fpr = src->head.target_fpr;
+    f->head.items = src->head.items;
+    f->head.overflows = src->head.overflows;
     *out = f;
-    return BK_OK;
-}
-
-static int ops_info(const void *vf, bk_filter_info *out)
-{
-    const bk_hier *f = vf;
-    bk_delete_stats st;
-    int rc = bk_hier_get_stats(f, &st);
-    if (rc != BK_OK) return rc;
-    bk__info_from_delete_stats(&st, pow(st.fpr_now, 1.0 / (double)f->k), out);
     return BK_OK;
 }
 
@@ -372,15 +333,15 @@ static int ops_describe(const void *vf, bk__image *img)
 {
     const bk_hier *f = vf;
     bk__part *p = &img->parts[0], *q = &img->parts[1];
-    img->seed = f->seed;
-    img->capacity = f->capacity;
-    img->fpr = f->target_fpr;
-    img->items = f->items;
-    img->param[0] = f->overflows;
+    img->seed = f->head.seed;
+    img->capacity = f->head.capacity;
+    img->fpr = f->head.target_fpr;
+    img->items = f->head.items;
+    img->param[0] = f->head.overflows;
     bk__blocked_describe_part(f->layer, p);
-    p->capacity = f->capacity;
-    p->fpr = f->target_fpr;
-    p->items = f->items;
+    p->capacity = f->head.capacity;
+    p->fpr = f->head.target_fpr;
+    p->items = f->head.items;
     q->m = f->blocks;
     q->width = 4;
     q->data = f->counters;
@@ -411,10 +372,10 @@ static int ops_restore(const bk__image *img, void **out)
     bk_hier *f;
     rc = wrap_layer(&f, layer, q->data, 0);
     if (rc != BK_OK) return rc;
-    f->capacity = img->capacity;
-    f->target_fpr = img->fpr;
-    f->items = img->items;
-    f->overflows = img->param[0];
+    f->head.capacity = img->capacity;
+    f->head.target_fpr = img->fpr;
+    f->head.items = img->items;
+    f->head.overflows = img->param[0];
     *out = f;
     return BK_OK;
 }
@@ -427,32 +388,23 @@ static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
     const bk_hier *f = vf;
     visit(ctx, f, sizeof(*f));
     bk__blocked_allocations(f->layer, visit, ctx);
-    if (f->owns_mem)
+    if (f->head.owns_mem)
         visit(ctx, bk__aligned_raw(f->counters), bk__aligned_asked((size_t)f->blocks * 256));
 }
 
-static const bk__family_ops hier_ops = {
-    .family = BK_FAMILY_HIER,
-    .name = "hier",
-    .add = ops_add,
-    .contains = ops_contains,
-    .remove = ops_remove,
-    .count = ops_count,
-    .add_batch = ops_add_batch,
-    .contains_batch = ops_contains_batch,
-    .lockfree_add = 0,
-    .seed = ops_seed,
-    .destroy = ops_destroy,
-    .info = ops_info,
-    .allocations = ops_allocations,
-    .create = ops_create,
-    .clone = ops_clone,
-    .clear = ops_clear,
-    .merge = NULL,
-    .incompatibility = NULL,
-    .nparts = ops_nparts,
-    .describe = ops_describe,
-    .restore = ops_restore,
+/* Of the shared ops, the seed and info: the rest see two tables. */
+static const bk__tf_family hier_family = {
+    .ops = {.family = BK_FAMILY_HIER, .name = "hier", .add = ops_add,
+            .contains = ops_contains, .remove = ops_remove, .count = ops_count,
+            .add_batch = ops_add_batch, .contains_batch = ops_contains_batch,
+            .lockfree_add = 0, .seed = bk__tf_seed, .destroy = ops_destroy,
+            .info = bk__tf_info, .allocations = ops_allocations,
+            .create = ops_create, .clone = ops_clone, .clear = ops_clear,
+            .merge = NULL, .incompatibility = NULL, .nparts = ops_nparts,
+            .describe = ops_describe, .restore = ops_restore},
+    .handle_size = sizeof(bk_hier),
+    .stats = stats_of,
+    .fill = bk__tf_fill_root_k,
 };
 
-const bk__family_ops *const bk__hier_family = &hier_ops;
+const bk__family_ops *const bk__hier_family = &hier_family.ops;

@@ -44,8 +44,8 @@
 #include <string.h> /* memset, memcpy */
 
 #include "deleting.h"
-#include "filter.h"
 #include "hash.h"
+#include "table_family.h"
 
 /*==========================================================================
  * Types
@@ -57,7 +57,6 @@
 #define COUNT_MAX 127
 #define FROZEN 0x8000u
 #define OVERFLOW_BOUND 1e-7
-#define BATCH_AHEAD 16
 
 static const uint32_t SALTS[BK_HYBRID_MAX_HASHES] = {
     0x9E3779B1u, 0x85EBCA77u, 0xC2B2AE3Du, 0x27D4EB2Fu,
@@ -67,20 +66,14 @@ static const uint32_t SALTS[BK_HYBRID_MAX_HASHES] = {
 };
 
 struct bk_hybrid {
-    bk__object obj;    /* first: a bk_hybrid is also a bk_filter */
+    bk__tf_head head;  /* first: a bk_hybrid is also a bk_filter */
     uint64_t *words;   /* blocks * (1 + L) * 8 */
     uint64_t blocks;
     uint32_t k;
     uint32_t lines;    /* L: counter lines per block */
-    uint64_t seed;
-    uint64_t capacity;
-    double target_fpr;
-    uint64_t items;
-    uint64_t overflows;
-    int owns_mem;
 };
 
-static const bk__family_ops hybrid_ops;
+static const bk__tf_family hybrid_family;
 
 /*==========================================================================
  * Internals
@@ -130,7 +123,7 @@ static void freeze(bk_hybrid *f, uint16_t *s)
     uint32_t nslots = f->lines * SLOTS_PER_LINE;
     memset(s, 0, nslots * sizeof(uint16_t));
     s[0] = FROZEN;
-    f->overflows++;
+    f->head.overflows++;
 }
 
 static int add_hash(bk_hybrid *f, bk_hash h)
@@ -152,7 +145,7 @@ static int add_hash(bk_hybrid *f, bk_hash h)
             unsigned count = s[i] >> 9;
             if (count < COUNT_MAX) {
                 s[i] = (uint16_t)(s[i] + (1u << 9));
-                if (count + 1 == COUNT_MAX) f->overflows++;
+                if (count + 1 == COUNT_MAX) f->head.overflows++;
             }
             continue;
         }
@@ -163,7 +156,7 @@ static int add_hash(bk_hybrid *f, bk_hash h)
         }
         s[i] = (uint16_t)((2u << 9) | c); /* migrates with count 2 */
     }
-    if (was_new) f->items++;
+    if (was_new) f->head.items++;
     return was_new;
 }
 
@@ -186,7 +179,7 @@ static int remove_hash(bk_hybrid *f, bk_hash h)
             s[i] = count == 2 ? 0 : (uint16_t)(s[i] - (1u << 9));
         }
     }
-    if (f->items > 0) f->items--;
+    if (f->head.items > 0) f->head.items--;
     return BK_OK;
 }
 
@@ -281,60 +274,41 @@ int bk_hybrid_optimal(uint64_t n, double p, uint64_t *blocks, uint32_t *k,
  * API
  *==========================================================================*/
 
-static int create_filter(bk_hybrid **out, uint64_t blocks, uint32_t k,
-                         uint32_t lines, uint64_t seed, uint64_t capacity,
-                         double fpr)
+static size_t table_bytes(const void *f)
 {
-    uint64_t bytes;
-    if (bk__mul_overflow(blocks, (1u + lines) * 64u, &bytes) || bytes > SIZE_MAX)
-        return BK_ESIZE;
-    bk_hybrid *f = bk__calloc(1, sizeof(*f));
-    if (f == NULL) goto fail;
-    f->words = bk__calloc_aligned((size_t)bytes);
-    if (f->words == NULL) goto fail;
-    bk__object_init(&f->obj, &hybrid_ops);
-    f->owns_mem = 1;
-    f->blocks = blocks;
-    f->k = k;
-    f->lines = lines;
-    f->seed = seed;
-    f->capacity = capacity;
-    f->target_fpr = fpr;
-    *out = f;
-    return BK_OK;
-
-fail:
-    bk__free(f);
-    return BK_ENOMEM;
+    const bk_hybrid *h = f;
+    return (size_t)h->blocks * (1u + h->lines) * 64u;
 }
 
 int bk_hybrid_create(bk_hybrid **out, uint64_t capacity, double fpr, uint64_t seed)
 {
-    uint64_t blocks;
+    uint64_t blocks, bytes;
     uint32_t k, lines;
     if (out == NULL) return BK_EINVAL;
     *out = NULL;
     int rc = bk_hybrid_optimal(capacity, fpr, &blocks, &k, &lines);
     if (rc != BK_OK) return rc;
-    return create_filter(out, blocks, k, lines, seed, capacity, fpr);
+    if (bk__mul_overflow(blocks, (1u + lines) * 64u, &bytes) || bytes > SIZE_MAX)
+        return BK_ESIZE;
+    bk_hybrid *f = bk__tf_create(&hybrid_family, (size_t)bytes, seed, capacity, fpr);
+    if (f == NULL) return BK_ENOMEM;
+    f->blocks = blocks;
+    f->k = k;
+    f->lines = lines;
+    *out = f;
+    return BK_OK;
 }
 
-void bk_hybrid_free(bk_hybrid *f)
-{
-    if (f == NULL) return;
-    if (f->owns_mem) bk__free_aligned(f->words);
-    bk__object_release(&f->obj);
-    bk__free(f);
-}
+void bk_hybrid_free(bk_hybrid *f) { bk__tf_free(f); }
 
 uint64_t bk_hybrid_blocks(const bk_hybrid *f) { return f->blocks; }
 uint32_t bk_hybrid_hashes(const bk_hybrid *f) { return f->k; }
 uint32_t bk_hybrid_counter_lines(const bk_hybrid *f) { return f->lines; }
 
-int bk_hybrid_get_stats(const bk_hybrid *f, bk_delete_stats *out)
+static int stats_of(const void *vf, bk_delete_stats *out)
 {
+    const bk_hybrid *f = vf;
     if (f == NULL || out == NULL) return BK_EINVAL;
-    memset(out, 0, sizeof(*out));
     double sum = 0.0;
     const uint64_t stride = (1u + f->lines) * LINE_WORDS;
     for (uint64_t b = 0; b < f->blocks; b++) {
@@ -342,26 +316,21 @@ int bk_hybrid_get_stats(const bk_hybrid *f, bk_delete_stats *out)
         for (int w = 0; w < LINE_WORDS; w++) set += bk__popcount64(f->words[b * stride + w]);
         sum += pow((double)set / CELLS, (double)f->k);
     }
-    out->capacity = f->capacity;
-    out->target_fpr = f->target_fpr;
-    out->seed = f->seed;
-    out->hashes = f->k;
-    out->items = f->items;
-    out->table_bits = f->blocks * stride * 64;
-    out->bits_per_key = f->capacity ? (double)out->table_bits / (double)f->capacity : 0.0;
+    bk__tf_stats(&f->head, f->k, f->blocks * stride * 64,
+                 sizeof(*f) + table_bytes(f) + BK_CACHE_LINE, out);
     out->fpr_at_capacity =
-        f->capacity ? hybrid_fpr((double)f->capacity / (double)f->blocks, f->k) : 0.0;
+        f->head.capacity ? hybrid_fpr((double)f->head.capacity / (double)f->blocks, f->k) : 0.0;
     out->fpr_now = sum / (double)f->blocks;
-    out->overflows = f->overflows;
-    out->bytes = sizeof(*f) + (size_t)(out->table_bits / 8) + BK_CACHE_LINE;
     return BK_OK;
 }
+
+int bk_hybrid_get_stats(const bk_hybrid *f, bk_delete_stats *out) { return stats_of(f, out); }
 
 /*==========================================================================
  * The generic filter and the file format
  *==========================================================================*/
 
-BK__FAMILY_CASTS(hybrid, hybrid_ops)
+BK__FAMILY_CASTS(hybrid, hybrid_family.ops)
 
 static int ops_add(void *f, bk_hash h) { return add_hash(f, h); }
 static int ops_remove(void *f, bk_hash h) { return remove_hash(f, h); }
@@ -373,85 +342,17 @@ static int ops_contains(const void *vf, bk_hash h)
     return contains_block(f, block_of(f, h), (uint32_t)h.hi);
 }
 
-static int64_t run_batch(bk_hybrid *f, const void *const *keys,
-                         const size_t *lens, size_t n, uint8_t *results,
-                         int is_add)
+/* A key's block, and for an add its first counter line. */
+static void prefetch_hash(const void *f, bk_hash h, int adding)
 {
-    bk_hash ring[BATCH_AHEAD];
-    int64_t hits = 0;
-    size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
-    for (size_t i = 0; i < ahead; i++) {
-        ring[i] = bk_hash_key(keys[i], lens[i], f->seed);
-        BK_PREFETCH_WRITE(block_of(f, ring[i]));
-    }
-    for (size_t i = 0; i < n; i++) {
-        bk_hash h = ring[i % BATCH_AHEAD];
-        size_t next = i + BATCH_AHEAD;
-        if (next < n) {
-            bk_hash hn = bk_hash_key(keys[next], lens[next], f->seed);
-            ring[i % BATCH_AHEAD] = hn;
-            BK_PREFETCH_WRITE(block_of(f, hn));
-            if (is_add) BK_PREFETCH_WRITE(block_of(f, hn) + LINE_WORDS);
-        }
-        int r = is_add ? add_hash(f, h) : ops_contains(f, h);
-        hits += r;
-        if (results != NULL) results[i] = (uint8_t)r;
-    }
-    return hits;
+    BK_PREFETCH_WRITE(block_of(f, h));
+    if (adding) BK_PREFETCH_WRITE(block_of(f, h) + LINE_WORDS);
 }
 
-static int64_t ops_add_batch(void *f, const void *const *keys, const size_t *lens,
-                             size_t n, uint8_t *results)
-{
-    return run_batch(f, keys, lens, n, results, 1);
-}
+BK__TF_HASH_BATCH_OPS(prefetch_hash, ops_add, ops_contains)
 
-static int64_t ops_contains_batch(const void *f, const void *const *keys,
-                                  const size_t *lens, size_t n, uint8_t *results)
-{
-    /* run_batch writes nothing to f when is_add is 0 */
-    return run_batch((bk_hybrid *)f, keys, lens, n, results, 0);
-}
-
-static uint64_t ops_seed(const void *f) { return ((const bk_hybrid *)f)->seed; }
-static void ops_destroy(void *f) { bk_hybrid_free(f); }
-static uint32_t ops_nparts(const void *f) { (void)f; return 1; }
-
-static size_t table_bytes(const bk_hybrid *f)
-{
-    return (size_t)f->blocks * (1u + f->lines) * 64u;
-}
-
-static void ops_clear(void *vf)
-{
-    bk_hybrid *f = vf;
-    memset(f->words, 0, table_bytes(f));
-    f->items = 0;
-}
-
-static int ops_clone(const void *vf, void **out)
-{
-    const bk_hybrid *src = vf;
-    bk_hybrid *f;
-    int rc = create_filter(&f, src->blocks, src->k, src->lines, src->seed,
-                           src->capacity, src->target_fpr);
-    if (rc != BK_OK) return rc;
-    memcpy(f->words, src->words, table_bytes(src));
-    f->items = src->items;
-    f->overflows = src->overflows;
-    *out = f;
-    return BK_OK;
-}
-
-static int ops_info(const void *vf, bk_filter_info *out)
-{
-    const bk_hybrid *f = vf;
-    bk_delete_stats st;
-    int rc = bk_hybrid_get_stats(f, &st);
-    if (rc != BK_OK) return rc;
-    bk__info_from_delete_stats(&st, pow(st.fpr_now, 1.0 / (double)f->k), out);
-    return BK_OK;
-}
+static void *table_of(const void *f) { return ((const bk_hybrid *)f)->words; }
+static void set_table(void *f, void *table) { ((bk_hybrid *)f)->words = table; }
 
 static int ops_create(const bk_filter_config *cfg, void **out)
 {
@@ -463,17 +364,10 @@ static int ops_create(const bk_filter_config *cfg, void **out)
 static int ops_describe(const void *vf, bk__image *img)
 {
     const bk_hybrid *f = vf;
-    bk__part *p = &img->parts[0];
-    img->seed = f->seed;
-    img->capacity = p->capacity = f->capacity;
-    img->fpr = p->fpr = f->target_fpr;
-    img->items = p->items = f->items;
-    img->param[0] = f->overflows;
+    bk__part *p = bk__tf_describe(f, img);
     p->m = f->blocks;
     p->k = f->k;
     p->param = f->lines;
-    p->data = f->words;
-    p->length = table_bytes(f);
     return BK_OK;
 }
 
@@ -499,68 +393,36 @@ static int valid_block(uint64_t *block, uint32_t lines)
 static int ops_restore(const bk__image *img, void **out)
 {
     const bk__part *p = &img->parts[0];
-    if (img->nparts != 1) return BK_ECORRUPT;
+    if (!bk__tf_restorable(img)) return BK_ECORRUPT;
     if (p->m == 0 || p->m > BK_HYBRID_MAX_BLOCKS || p->k == 0 ||
         p->k > BK_HYBRID_MAX_HASHES || p->param < 1 || p->param > BK_HYBRID_MAX_LINES ||
         p->length != p->m * (1 + p->param) * 64)
-        return BK_ECORRUPT;
-    if (!bk__valid_stored_fpr(img->fpr) || (img->fpr == 0.0) != (img->capacity == 0))
         return BK_ECORRUPT;
     uint64_t *words = p->data;
     for (uint64_t b = 0; b < p->m; b++)
         if (!valid_block(words + b * (1 + p->param) * LINE_WORDS, (uint32_t)p->param))
             return BK_ECORRUPT;
-    bk_hybrid *f = bk__calloc(1, sizeof(*f));
+    bk_hybrid *f = bk__tf_adopt(&hybrid_family, img, words);
     if (f == NULL) return BK_ENOMEM;
-    bk__object_init(&f->obj, &hybrid_ops);
-    f->words = words;
-    f->owns_mem = 0;
     f->blocks = p->m;
     f->k = p->k;
     f->lines = (uint32_t)p->param;
-    f->seed = img->seed;
-    f->capacity = img->capacity;
-    f->target_fpr = img->fpr;
-    f->items = img->items;
-    f->overflows = img->param[0];
     *out = f;
     return BK_OK;
 }
 
-
-/* The handle and, unless borrowed from a loaded block, the bit and
- * counter lines (one block). */
-static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
-{
-    const bk_hybrid *f = vf;
-    visit(ctx, f, sizeof(*f));
-    if (f->owns_mem)
-        visit(ctx, bk__aligned_raw(f->words),
-              bk__aligned_asked((size_t)f->blocks * (1u + f->lines) * 64u));
-}
-
-static const bk__family_ops hybrid_ops = {
-    .family = BK_FAMILY_HYBRID,
-    .name = "hybrid",
-    .add = ops_add,
-    .contains = ops_contains,
-    .remove = ops_remove,
-    .count = ops_count,
-    .add_batch = ops_add_batch,
-    .contains_batch = ops_contains_batch,
-    .lockfree_add = 0,
-    .seed = ops_seed,
-    .destroy = ops_destroy,
-    .info = ops_info,
-    .allocations = ops_allocations,
-    .create = ops_create,
-    .clone = ops_clone,
-    .clear = ops_clear,
-    .merge = NULL,
-    .incompatibility = NULL,
-    .nparts = ops_nparts,
-    .describe = ops_describe,
-    .restore = ops_restore,
+static const bk__tf_family hybrid_family = {
+    .ops = {.family = BK_FAMILY_HYBRID, .name = "hybrid", .add = ops_add,
+            .contains = ops_contains, .remove = ops_remove, .count = ops_count,
+            .add_batch = ops_add_batch, .contains_batch = ops_contains_batch,
+            .create = ops_create, .describe = ops_describe, .restore = ops_restore,
+            BK__TF_OPS_SHARED},
+    .handle_size = sizeof(bk_hybrid),
+    .table = table_of,
+    .set_table = set_table,
+    .table_bytes = table_bytes,
+    .stats = stats_of,
+    .fill = bk__tf_fill_root_k,
 };
 
-const bk__family_ops *const bk__hybrid_family = &hybrid_ops;
+const bk__family_ops *const bk__hybrid_family = &hybrid_family.ops;

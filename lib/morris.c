@@ -45,8 +45,8 @@
 #include <string.h> /* memset, memcpy */
 
 #include "deleting.h"
-#include "filter.h"
 #include "hash.h"
+#include "table_family.h"
 
 /*==========================================================================
  * Types
@@ -55,25 +55,18 @@
 #define COUNTERS 64
 #define COUNTERS_LOG2 6
 #define COUNTER_MAX 255
-#define BATCH_AHEAD 16
 
 struct bk_morris {
-    bk__object obj;    /* first: a bk_morris is also a bk_filter */
+    bk__tf_head head;  /* first: a bk_morris is also a bk_filter */
     uint8_t *counters; /* blocks * 64 */
     uint64_t blocks;
     uint32_t k;
     double base;
     double log_base;   /* ln b */
     uint64_t rng;      /* the coins: a splitmix64 stream */
-    uint64_t seed;
-    uint64_t capacity;
-    double target_fpr;
-    uint64_t items;
-    uint64_t overflows;
-    int owns_mem;
 };
 
-static const bk__family_ops morris_ops;
+static const bk__tf_family morris_family;
 
 /*==========================================================================
  * Internals
@@ -99,7 +92,7 @@ static int add_hash(bk_morris *f, bk_hash h)
     for (uint32_t j = 0; j < f->k; j++)
         if (b[pos[j]] < m) m = b[pos[j]];
     if (m == COUNTER_MAX) {
-        f->overflows++;
+        f->head.overflows++;
         return 0;
     }
     if (m > 0) {
@@ -109,8 +102,8 @@ static int add_hash(bk_morris *f, bk_hash h)
     }
     for (uint32_t j = 0; j < f->k; j++)
         if (b[pos[j]] == m) b[pos[j]] = (uint8_t)(m + 1);
-    if (m + 1 == COUNTER_MAX) f->overflows++;
-    if (m == 0) f->items++;
+    if (m + 1 == COUNTER_MAX) f->head.overflows++;
+    if (m == 0) f->head.items++;
     return m == 0;
 }
 
@@ -172,31 +165,9 @@ static int valid_base(double base)
     return base > 1.0 && base <= 2.0; /* NaN fails too */
 }
 
-static int create_filter(bk_morris **out, uint64_t blocks, uint32_t k,
-                         double base, uint64_t seed, uint64_t capacity,
-                         double fpr)
+static size_t table_bytes(const void *f)
 {
-    if (blocks > SIZE_MAX / COUNTERS) return BK_ESIZE;
-    bk_morris *f = bk__calloc(1, sizeof(*f));
-    if (f == NULL) goto fail;
-    f->counters = bk__calloc_aligned((size_t)blocks * COUNTERS);
-    if (f->counters == NULL) goto fail;
-    bk__object_init(&f->obj, &morris_ops);
-    f->owns_mem = 1;
-    f->blocks = blocks;
-    f->k = k;
-    f->base = base;
-    f->log_base = log(base);
-    f->rng = seed ^ UINT64_C(0x4D6F727269730001); /* "Morris" */
-    f->seed = seed;
-    f->capacity = capacity;
-    f->target_fpr = fpr;
-    *out = f;
-    return BK_OK;
-
-fail:
-    bk__free(f);
-    return BK_ENOMEM;
+    return (size_t)((const bk_morris *)f)->blocks * COUNTERS;
 }
 
 int bk_morris_create(bk_morris **out, uint64_t capacity, double fpr,
@@ -210,20 +181,23 @@ int bk_morris_create(bk_morris **out, uint64_t capacity, double fpr,
     if (!valid_base(base)) return BK_EPARAM;
     int rc = bk_morris_optimal(capacity, fpr, &blocks, &k);
     if (rc != BK_OK) return rc;
-    return create_filter(out, blocks, k, base, seed, capacity, fpr);
+    if (blocks > SIZE_MAX / COUNTERS) return BK_ESIZE;
+    bk_morris *f = bk__tf_create(&morris_family, (size_t)blocks * COUNTERS, seed, capacity, fpr);
+    if (f == NULL) return BK_ENOMEM;
+    f->blocks = blocks;
+    f->k = k;
+    f->base = base;
+    f->log_base = log(base);
+    f->rng = seed ^ UINT64_C(0x4D6F727269730001); /* "Morris" */
+    *out = f;
+    return BK_OK;
 }
 
-void bk_morris_free(bk_morris *f)
-{
-    if (f == NULL) return;
-    if (f->owns_mem) bk__free_aligned(f->counters);
-    bk__object_release(&f->obj);
-    bk__free(f);
-}
+void bk_morris_free(bk_morris *f) { bk__tf_free(f); }
 
 double bk_morris_estimate(const bk_morris *f, const void *key, size_t len)
 {
-    return estimate(f, min_counter(f, bk_hash_key(key, len, f->seed)));
+    return estimate(f, min_counter(f, bk_hash_key(key, len, f->head.seed)));
 }
 
 double bk_morris_relative_error(const bk_morris *f)
@@ -235,10 +209,10 @@ double bk_morris_base(const bk_morris *f) { return f->base; }
 uint64_t bk_morris_blocks(const bk_morris *f) { return f->blocks; }
 uint32_t bk_morris_hashes(const bk_morris *f) { return f->k; }
 
-int bk_morris_get_stats(const bk_morris *f, bk_delete_stats *out)
+static int stats_of(const void *vf, bk_delete_stats *out)
 {
+    const bk_morris *f = vf;
     if (f == NULL || out == NULL) return BK_EINVAL;
-    memset(out, 0, sizeof(*out));
     double sum = 0.0;
     for (uint64_t b = 0; b < f->blocks; b++) {
         uint32_t nonzero = 0;
@@ -248,27 +222,22 @@ int bk_morris_get_stats(const bk_morris *f, bk_delete_stats *out)
             hit *= nonzero > j ? (double)(nonzero - j) / (double)(COUNTERS - j) : 0.0;
         sum += hit;
     }
-    out->capacity = f->capacity;
-    out->target_fpr = f->target_fpr;
-    out->seed = f->seed;
-    out->hashes = f->k;
-    out->items = f->items;
-    out->table_bits = f->blocks * COUNTERS * 8;
-    out->bits_per_key = f->capacity ? (double)out->table_bits / (double)f->capacity : 0.0;
-    out->fpr_at_capacity = f->capacity
-        ? bk__dl_blocked_fpr((double)f->capacity / (double)f->blocks, COUNTERS, f->k)
+    bk__tf_stats(&f->head, f->k, f->blocks * COUNTERS * 8,
+                 sizeof(*f) + table_bytes(f) + BK_CACHE_LINE, out);
+    out->fpr_at_capacity = f->head.capacity
+        ? bk__dl_blocked_fpr((double)f->head.capacity / (double)f->blocks, COUNTERS, f->k)
         : 0.0;
     out->fpr_now = sum / (double)f->blocks;
-    out->overflows = f->overflows;
-    out->bytes = sizeof(*f) + (size_t)f->blocks * COUNTERS + BK_CACHE_LINE;
     return BK_OK;
 }
+
+int bk_morris_get_stats(const bk_morris *f, bk_delete_stats *out) { return stats_of(f, out); }
 
 /*==========================================================================
  * The generic filter and the file format
  *==========================================================================*/
 
-BK__FAMILY_CASTS(morris, morris_ops)
+BK__FAMILY_CASTS(morris, morris_family.ops)
 
 static int ops_add(void *f, bk_hash h) { return add_hash(f, h); }
 static int ops_contains(const void *f, bk_hash h) { return min_counter(f, h) > 0; }
@@ -279,80 +248,16 @@ static int64_t ops_count(const void *vf, bk_hash h)
     return (int64_t)llround(estimate(f, min_counter(f, h)));
 }
 
-static int64_t run_batch(bk_morris *f, const void *const *keys,
-                         const size_t *lens, size_t n, uint8_t *results,
-                         int is_add)
+static void prefetch_hash(const void *f, bk_hash h, int adding)
 {
-    bk_hash ring[BATCH_AHEAD];
-    int64_t hits = 0;
-    size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
-    for (size_t i = 0; i < ahead; i++) {
-        ring[i] = bk_hash_key(keys[i], lens[i], f->seed);
-        BK_PREFETCH_WRITE(block_of(f, ring[i]));
-    }
-    for (size_t i = 0; i < n; i++) {
-        bk_hash h = ring[i % BATCH_AHEAD];
-        size_t next = i + BATCH_AHEAD;
-        if (next < n) {
-            bk_hash hn = bk_hash_key(keys[next], lens[next], f->seed);
-            ring[i % BATCH_AHEAD] = hn;
-            BK_PREFETCH_WRITE(block_of(f, hn));
-        }
-        int r = is_add ? add_hash(f, h) : min_counter(f, h) > 0;
-        hits += r;
-        if (results != NULL) results[i] = (uint8_t)r;
-    }
-    return hits;
+    (void)adding;
+    BK_PREFETCH_WRITE(block_of(f, h));
 }
 
-static int64_t ops_add_batch(void *f, const void *const *keys, const size_t *lens,
-                             size_t n, uint8_t *results)
-{
-    return run_batch(f, keys, lens, n, results, 1);
-}
+BK__TF_HASH_BATCH_OPS(prefetch_hash, ops_add, ops_contains)
 
-static int64_t ops_contains_batch(const void *f, const void *const *keys,
-                                  const size_t *lens, size_t n, uint8_t *results)
-{
-    /* run_batch writes nothing to f when is_add is 0 */
-    return run_batch((bk_morris *)f, keys, lens, n, results, 0);
-}
-
-static uint64_t ops_seed(const void *f) { return ((const bk_morris *)f)->seed; }
-static void ops_destroy(void *f) { bk_morris_free(f); }
-static uint32_t ops_nparts(const void *f) { (void)f; return 1; }
-
-static void ops_clear(void *vf)
-{
-    bk_morris *f = vf;
-    memset(f->counters, 0, (size_t)f->blocks * COUNTERS);
-    f->items = 0;
-}
-
-static int ops_clone(const void *vf, void **out)
-{
-    const bk_morris *src = vf;
-    bk_morris *f;
-    int rc = create_filter(&f, src->blocks, src->k, src->base, src->seed,
-                           src->capacity, src->target_fpr);
-    if (rc != BK_OK) return rc;
-    memcpy(f->counters, src->counters, (size_t)src->blocks * COUNTERS);
-    f->items = src->items;
-    f->overflows = src->overflows;
-    f->rng = src->rng;
-    *out = f;
-    return BK_OK;
-}
-
-static int ops_info(const void *vf, bk_filter_info *out)
-{
-    const bk_morris *f = vf;
-    bk_delete_stats st;
-    int rc = bk_morris_get_stats(f, &st);
-    if (rc != BK_OK) return rc;
-    bk__info_from_delete_stats(&st, pow(st.fpr_now, 1.0 / (double)f->k), out);
-    return BK_OK;
-}
+static void *table_of(const void *f) { return ((const bk_morris *)f)->counters; }
+static void set_table(void *f, void *table) { ((bk_morris *)f)->counters = table; }
 
 static int ops_create(const bk_filter_config *cfg, void **out)
 {
@@ -365,19 +270,12 @@ static int ops_create(const bk_filter_config *cfg, void **out)
 static int ops_describe(const void *vf, bk__image *img)
 {
     const bk_morris *f = vf;
-    bk__part *p = &img->parts[0];
-    img->seed = f->seed;
-    img->capacity = p->capacity = f->capacity;
-    img->fpr = p->fpr = f->target_fpr;
-    img->items = p->items = f->items;
-    img->param[0] = f->overflows;
+    bk__part *p = bk__tf_describe(f, img);
     img->param[1] = f->rng;
     memcpy(&img->param[2], &f->base, sizeof(double));
     p->m = f->blocks;
     p->k = f->k;
     p->width = 8;
-    p->data = f->counters;
-    p->length = f->blocks * COUNTERS;
     return BK_OK;
 }
 
@@ -386,63 +284,33 @@ static int ops_restore(const bk__image *img, void **out)
     const bk__part *p = &img->parts[0];
     double base;
     memcpy(&base, &img->param[2], sizeof(double));
-    if (img->nparts != 1) return BK_ECORRUPT;
+    if (!bk__tf_restorable(img)) return BK_ECORRUPT;
     if (p->m == 0 || p->m > BK_MORRIS_MAX_BLOCKS || p->length != p->m * COUNTERS ||
         p->k == 0 || p->k > BK_MORRIS_MAX_HASHES || p->width != 8 || !valid_base(base))
         return BK_ECORRUPT;
-    if (!bk__valid_stored_fpr(img->fpr) || (img->fpr == 0.0) != (img->capacity == 0))
-        return BK_ECORRUPT;
-    bk_morris *f = bk__calloc(1, sizeof(*f));
+    bk_morris *f = bk__tf_adopt(&morris_family, img, p->data);
     if (f == NULL) return BK_ENOMEM;
-    bk__object_init(&f->obj, &morris_ops);
-    f->counters = p->data;
-    f->owns_mem = 0;
     f->blocks = p->m;
     f->k = p->k;
     f->base = base;
     f->log_base = log(base);
     f->rng = img->param[1];
-    f->seed = img->seed;
-    f->capacity = img->capacity;
-    f->target_fpr = img->fpr;
-    f->items = img->items;
-    f->overflows = img->param[0];
     *out = f;
     return BK_OK;
 }
 
-
-/* The handle and, unless borrowed from a loaded block, the counters. */
-static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
-{
-    const bk_morris *f = vf;
-    visit(ctx, f, sizeof(*f));
-    if (f->owns_mem)
-        visit(ctx, bk__aligned_raw(f->counters), bk__aligned_asked((size_t)f->blocks * COUNTERS));
-}
-
-static const bk__family_ops morris_ops = {
-    .family = BK_FAMILY_MORRIS,
-    .name = "morris",
-    .add = ops_add,
-    .contains = ops_contains,
-    .remove = NULL, /* see "What it cannot do" */
-    .count = ops_count,
-    .add_batch = ops_add_batch,
-    .contains_batch = ops_contains_batch,
-    .lockfree_add = 0,
-    .seed = ops_seed,
-    .destroy = ops_destroy,
-    .info = ops_info,
-    .allocations = ops_allocations,
-    .create = ops_create,
-    .clone = ops_clone,
-    .clear = ops_clear,
-    .merge = NULL,
-    .incompatibility = NULL,
-    .nparts = ops_nparts,
-    .describe = ops_describe,
-    .restore = ops_restore,
+static const bk__tf_family morris_family = {
+    .ops = {.family = BK_FAMILY_MORRIS, .name = "morris", .add = ops_add,
+            .contains = ops_contains, .remove = NULL, /* see "What it cannot do" */
+            .count = ops_count, .add_batch = ops_add_batch,
+            .contains_batch = ops_contains_batch, .create = ops_create,
+            .describe = ops_describe, .restore = ops_restore, BK__TF_OPS_SHARED},
+    .handle_size = sizeof(bk_morris),
+    .table = table_of,
+    .set_table = set_table,
+    .table_bytes = table_bytes,
+    .stats = stats_of,
+    .fill = bk__tf_fill_root_k,
 };
 
-const bk__family_ops *const bk__morris_family = &morris_ops;
+const bk__family_ops *const bk__morris_family = &morris_family.ops;

@@ -47,8 +47,8 @@
 #include <string.h> /* memset, memcpy */
 
 #include "deleting.h"
-#include "filter.h"
 #include "hash.h"
+#include "table_family.h"
 
 /*==========================================================================
  * Types
@@ -58,23 +58,17 @@
 #define STREAM_BITS 511 /* bits 1 ... 511 */
 #define FROZEN UINT64_C(1)
 #define OVERFLOW_BOUND 1e-7
-#define BATCH_AHEAD 16
 
 struct bk_varcount {
-    bk__object obj;     /* first: a bk_varcount is also a bk_filter */
+    bk__tf_head head;   /* first: a bk_varcount is also a bk_filter;
+                           head.overflows counts the blocks frozen */
     uint64_t *words;    /* blocks * 8 */
     uint64_t blocks;
     uint32_t counters;  /* C per block */
     uint32_t k;
-    uint64_t seed;
-    uint64_t capacity;
-    double target_fpr;
-    uint64_t items;
-    uint64_t overflows; /* blocks frozen */
-    int owns_mem;
 };
 
-static const bk__family_ops varcount_ops;
+static const bk__tf_family varcount_family;
 
 /*==========================================================================
  * Internals: positions
@@ -209,7 +203,7 @@ static void freeze(bk_varcount *f, uint64_t *b)
         start = z + 1;
     }
     memcpy(b, bits, sizeof(bits));
-    f->overflows++;
+    f->head.overflows++;
 }
 
 /*==========================================================================
@@ -249,7 +243,7 @@ static int add_pos(bk_varcount *f, uint64_t *b, const uint16_t *pos)
             insert_one(b, z);
         }
     }
-    if (was_new) f->items++;
+    if (was_new) f->head.items++;
     return was_new;
 }
 
@@ -260,7 +254,7 @@ static int remove_pos(bk_varcount *f, uint64_t *b, const uint16_t *pos)
         for (uint32_t i = 0; i < f->k; i++)
             delete_bit(b, zero_position(b, pos[i]) - 1);
     }
-    if (f->items > 0) f->items--;
+    if (f->head.items > 0) f->head.items--;
     return BK_OK;
 }
 
@@ -336,28 +330,9 @@ int bk_varcount_optimal(uint64_t n, double p, uint64_t *blocks,
  * API
  *==========================================================================*/
 
-static int create_filter(bk_varcount **out, uint64_t blocks, uint32_t counters,
-                         uint32_t k, uint64_t seed, uint64_t capacity, double fpr)
+static size_t table_bytes(const void *f)
 {
-    if (blocks > SIZE_MAX / 64) return BK_ESIZE;
-    bk_varcount *f = bk__calloc(1, sizeof(*f));
-    if (f == NULL) goto fail;
-    f->words = bk__calloc_aligned((size_t)blocks * 64);
-    if (f->words == NULL) goto fail;
-    bk__object_init(&f->obj, &varcount_ops);
-    f->owns_mem = 1;
-    f->blocks = blocks;
-    f->counters = counters;
-    f->k = k;
-    f->seed = seed;
-    f->capacity = capacity;
-    f->target_fpr = fpr;
-    *out = f;
-    return BK_OK;
-
-fail:
-    bk__free(f);
-    return BK_ENOMEM;
+    return (size_t)((const bk_varcount *)f)->blocks * 64;
 }
 
 int bk_varcount_create(bk_varcount **out, uint64_t capacity, double fpr,
@@ -369,25 +344,26 @@ int bk_varcount_create(bk_varcount **out, uint64_t capacity, double fpr,
     *out = NULL;
     int rc = bk_varcount_optimal(capacity, fpr, &blocks, &c, &k);
     if (rc != BK_OK) return rc;
-    return create_filter(out, blocks, c, k, seed, capacity, fpr);
+    if (blocks > SIZE_MAX / 64) return BK_ESIZE;
+    bk_varcount *f = bk__tf_create(&varcount_family, (size_t)blocks * 64, seed, capacity, fpr);
+    if (f == NULL) return BK_ENOMEM;
+    f->blocks = blocks;
+    f->counters = c;
+    f->k = k;
+    *out = f;
+    return BK_OK;
 }
 
-void bk_varcount_free(bk_varcount *f)
-{
-    if (f == NULL) return;
-    if (f->owns_mem) bk__free_aligned(f->words);
-    bk__object_release(&f->obj);
-    bk__free(f);
-}
+void bk_varcount_free(bk_varcount *f) { bk__tf_free(f); }
 
 uint64_t bk_varcount_blocks(const bk_varcount *f) { return f->blocks; }
 uint32_t bk_varcount_counters(const bk_varcount *f) { return f->counters; }
 uint32_t bk_varcount_hashes(const bk_varcount *f) { return f->k; }
 
-int bk_varcount_get_stats(const bk_varcount *f, bk_delete_stats *out)
+static int stats_of(const void *vf, bk_delete_stats *out)
 {
+    const bk_varcount *f = vf;
     if (f == NULL || out == NULL) return BK_EINVAL;
-    memset(out, 0, sizeof(*out));
     double sum = 0.0;
     for (uint64_t i = 0; i < f->blocks; i++) {
         const uint64_t *b = f->words + i * WORDS;
@@ -407,27 +383,22 @@ int bk_varcount_get_stats(const bk_varcount *f, bk_delete_stats *out)
             hit *= nonzero > j ? (double)(nonzero - j) / (double)(f->counters - j) : 0.0;
         sum += hit;
     }
-    out->capacity = f->capacity;
-    out->target_fpr = f->target_fpr;
-    out->seed = f->seed;
-    out->hashes = f->k;
-    out->items = f->items;
-    out->table_bits = f->blocks * 512;
-    out->bits_per_key = f->capacity ? (double)out->table_bits / (double)f->capacity : 0.0;
-    out->fpr_at_capacity = f->capacity
-        ? bk__dl_blocked_fpr((double)f->capacity / (double)f->blocks, f->counters, f->k)
+    bk__tf_stats(&f->head, f->k, f->blocks * 512,
+                 sizeof(*f) + table_bytes(f) + BK_CACHE_LINE, out);
+    out->fpr_at_capacity = f->head.capacity
+        ? bk__dl_blocked_fpr((double)f->head.capacity / (double)f->blocks, f->counters, f->k)
         : 0.0;
     out->fpr_now = sum / (double)f->blocks;
-    out->overflows = f->overflows;
-    out->bytes = sizeof(*f) + (size_t)f->blocks * 64 + BK_CACHE_LINE;
     return BK_OK;
 }
+
+int bk_varcount_get_stats(const bk_varcount *f, bk_delete_stats *out) { return stats_of(f, out); }
 
 /*==========================================================================
  * The generic filter and the file format
  *==========================================================================*/
 
-BK__FAMILY_CASTS(varcount, varcount_ops)
+BK__FAMILY_CASTS(varcount, varcount_family.ops)
 
 static int ops_add(void *vf, bk_hash h)
 {
@@ -461,78 +432,22 @@ static int64_t ops_count(const void *vf, bk_hash h)
     return count_pos(f, block_of(f, h), pos);
 }
 
-static int64_t run_batch(bk_varcount *f, const void *const *keys,
-                         const size_t *lens, size_t n, uint8_t *results,
-                         int is_add)
+static void prefetch_hash(const void *f, bk_hash h, int adding)
 {
-    bk_hash ring[BATCH_AHEAD];
-    int64_t hits = 0;
-    size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
-    for (size_t i = 0; i < ahead; i++) {
-        ring[i] = bk_hash_key(keys[i], lens[i], f->seed);
-        BK_PREFETCH_WRITE(block_of(f, ring[i]));
-    }
-    for (size_t i = 0; i < n; i++) {
-        bk_hash h = ring[i % BATCH_AHEAD];
-        size_t next = i + BATCH_AHEAD;
-        if (next < n) {
-            bk_hash hn = bk_hash_key(keys[next], lens[next], f->seed);
-            ring[i % BATCH_AHEAD] = hn;
-            BK_PREFETCH_WRITE(block_of(f, hn));
-        }
-        int r = is_add ? ops_add(f, h) : ops_contains(f, h);
-        hits += r;
-        if (results != NULL) results[i] = (uint8_t)r;
-    }
-    return hits;
+    (void)adding;
+    BK_PREFETCH_WRITE(block_of(f, h));
 }
 
-static int64_t ops_add_batch(void *f, const void *const *keys, const size_t *lens,
-                             size_t n, uint8_t *results)
-{
-    return run_batch(f, keys, lens, n, results, 1);
-}
+BK__TF_HASH_BATCH_OPS(prefetch_hash, ops_add, ops_contains)
 
-static int64_t ops_contains_batch(const void *f, const void *const *keys,
-                                  const size_t *lens, size_t n, uint8_t *results)
-{
-    /* run_batch writes nothing to f when is_add is 0 */
-    return run_batch((bk_varcount *)f, keys, lens, n, results, 0);
-}
+static void *table_of(const void *f) { return ((const bk_varcount *)f)->words; }
+static void set_table(void *f, void *table) { ((bk_varcount *)f)->words = table; }
 
-static uint64_t ops_seed(const void *f) { return ((const bk_varcount *)f)->seed; }
-static void ops_destroy(void *f) { bk_varcount_free(f); }
-static uint32_t ops_nparts(const void *f) { (void)f; return 1; }
-
-static void ops_clear(void *vf)
+/* info's fill: the keys stored per key of capacity */
+static double fill_of(const void *f, const bk_delete_stats *st)
 {
-    bk_varcount *f = vf;
-    memset(f->words, 0, (size_t)f->blocks * 64);
-    f->items = 0;
-}
-
-static int ops_clone(const void *vf, void **out)
-{
-    const bk_varcount *src = vf;
-    bk_varcount *f;
-    int rc = create_filter(&f, src->blocks, src->counters, src->k, src->seed,
-                           src->capacity, src->target_fpr);
-    if (rc != BK_OK) return rc;
-    memcpy(f->words, src->words, (size_t)src->blocks * 64);
-    f->items = src->items;
-    f->overflows = src->overflows;
-    *out = f;
-    return BK_OK;
-}
-
-static int ops_info(const void *vf, bk_filter_info *out)
-{
-    const bk_varcount *f = vf;
-    bk_delete_stats st;
-    int rc = bk_varcount_get_stats(f, &st);
-    if (rc != BK_OK) return rc;
-    bk__info_from_delete_stats(&st, f->capacity ? (double)st.items / (double)f->capacity : 0.0, out);
-    return BK_OK;
+    const uint64_t capacity = ((const bk_varcount *)f)->head.capacity;
+    return capacity ? (double)st->items / (double)capacity : 0.0;
 }
 
 static int ops_create(const bk_filter_config *cfg, void **out)
@@ -545,17 +460,10 @@ static int ops_create(const bk_filter_config *cfg, void **out)
 static int ops_describe(const void *vf, bk__image *img)
 {
     const bk_varcount *f = vf;
-    bk__part *p = &img->parts[0];
-    img->seed = f->seed;
-    img->capacity = p->capacity = f->capacity;
-    img->fpr = p->fpr = f->target_fpr;
-    img->items = p->items = f->items;
-    img->param[0] = f->overflows;
+    bk__part *p = bk__tf_describe(f, img);
     p->m = f->blocks;
     p->k = f->k;
     p->param = f->counters;
-    p->data = f->words;
-    p->length = f->blocks * 64;
     return BK_OK;
 }
 
@@ -575,65 +483,35 @@ static int valid_block(const uint64_t *b, uint32_t c)
 static int ops_restore(const bk__image *img, void **out)
 {
     const bk__part *p = &img->parts[0];
-    if (img->nparts != 1) return BK_ECORRUPT;
+    if (!bk__tf_restorable(img)) return BK_ECORRUPT;
     if (p->m == 0 || p->m > BK_VARCOUNT_MAX_BLOCKS || p->length != p->m * 64 ||
         p->param < 1 || p->param > STREAM_BITS - 1 || p->k == 0 ||
         p->k > BK_VARCOUNT_MAX_HASHES || p->k > p->param)
         return BK_ECORRUPT;
-    if (!bk__valid_stored_fpr(img->fpr) || (img->fpr == 0.0) != (img->capacity == 0))
-        return BK_ECORRUPT;
     const uint64_t *words = p->data;
     for (uint64_t i = 0; i < p->m; i++)
         if (!valid_block(words + i * WORDS, (uint32_t)p->param)) return BK_ECORRUPT;
-    bk_varcount *f = bk__calloc(1, sizeof(*f));
+    bk_varcount *f = bk__tf_adopt(&varcount_family, img, p->data);
     if (f == NULL) return BK_ENOMEM;
-    bk__object_init(&f->obj, &varcount_ops);
-    f->words = p->data;
-    f->owns_mem = 0;
     f->blocks = p->m;
     f->counters = (uint32_t)p->param;
     f->k = p->k;
-    f->seed = img->seed;
-    f->capacity = img->capacity;
-    f->target_fpr = img->fpr;
-    f->items = img->items;
-    f->overflows = img->param[0];
     *out = f;
     return BK_OK;
 }
 
-
-/* The handle and, unless borrowed from a loaded block, the blocks. */
-static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
-{
-    const bk_varcount *f = vf;
-    visit(ctx, f, sizeof(*f));
-    if (f->owns_mem)
-        visit(ctx, bk__aligned_raw(f->words), bk__aligned_asked((size_t)f->blocks * 64));
-}
-
-static const bk__family_ops varcount_ops = {
-    .family = BK_FAMILY_VARCOUNT,
-    .name = "varcount",
-    .add = ops_add,
-    .contains = ops_contains,
-    .remove = ops_remove,
-    .count = ops_count,
-    .add_batch = ops_add_batch,
-    .contains_batch = ops_contains_batch,
-    .lockfree_add = 0,
-    .seed = ops_seed,
-    .destroy = ops_destroy,
-    .info = ops_info,
-    .allocations = ops_allocations,
-    .create = ops_create,
-    .clone = ops_clone,
-    .clear = ops_clear,
-    .merge = NULL,
-    .incompatibility = NULL,
-    .nparts = ops_nparts,
-    .describe = ops_describe,
-    .restore = ops_restore,
+static const bk__tf_family varcount_family = {
+    .ops = {.family = BK_FAMILY_VARCOUNT, .name = "varcount", .add = ops_add,
+            .contains = ops_contains, .remove = ops_remove, .count = ops_count,
+            .add_batch = ops_add_batch, .contains_batch = ops_contains_batch,
+            .create = ops_create, .describe = ops_describe, .restore = ops_restore,
+            BK__TF_OPS_SHARED},
+    .handle_size = sizeof(bk_varcount),
+    .table = table_of,
+    .set_table = set_table,
+    .table_bytes = table_bytes,
+    .stats = stats_of,
+    .fill = fill_of,
 };
 
-const bk__family_ops *const bk__varcount_family = &varcount_ops;
+const bk__family_ops *const bk__varcount_family = &varcount_family.ops;
