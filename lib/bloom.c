@@ -499,25 +499,10 @@ static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
 static const bk__family_ops bloom_ops = {
     .family = BK_FAMILY_BLOOM,
     .name = "bloom",
-    .add = ops_add,
-    .contains = ops_contains,
-    .remove = NULL,
-    .count = NULL,
-    .add_batch = ops_add_batch,
-    .contains_batch = ops_contains_batch,
-    .lockfree_add = 1,
-    .seed = ops_seed,
-    .destroy = ops_destroy,
-    .info = ops_info,
-    .allocations = ops_allocations,
-    .create = ops_create,
-    .clone = ops_clone,
-    .clear = ops_clear,
-    .merge = ops_merge,
+    BK__OPS_STANDARD,
+    .add_batch = ops_add_batch, .contains_batch = ops_contains_batch, .lockfree_add = 1,
+    .clone = ops_clone, .clear = ops_clear, .merge = ops_merge,
     .incompatibility = ops_incompatibility,
-    .nparts = ops_nparts,
-    .describe = ops_describe,
-    .restore = ops_restore,
 };
 
 const bk__family_ops *const bk__bloom_family = &bloom_ops;

@@ -1306,25 +1306,10 @@ static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
 static const bk__family_ops cuckoo_ops = {
     .family = BK_FAMILY_CUCKOO,
     .name = "cuckoo",
-    .add = ops_add,
-    .contains = ops_contains,
-    .remove = ops_remove,
-    .count = ops_count,
-    .add_batch = ops_add_batch,
-    .contains_batch = ops_contains_batch,
-    .lockfree_add = LOCKFREE_ADD,
-    .seed = ops_seed,
-    .destroy = ops_destroy,
-    .info = ops_info,
-    .allocations = ops_allocations,
-    .create = ops_create,
-    .clone = ops_clone,
+    BK__OPS_STANDARD,
+    .remove = ops_remove, .count = ops_count, .add_batch = ops_add_batch,
+    .contains_batch = ops_contains_batch, .lockfree_add = LOCKFREE_ADD, .clone = ops_clone,
     .clear = ops_clear,
-    .merge = NULL,
-    .incompatibility = NULL,
-    .nparts = ops_nparts,
-    .describe = ops_describe,
-    .restore = ops_restore,
 };
 
 const bk__family_ops *const bk__cuckoo_family = &cuckoo_ops;

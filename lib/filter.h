@@ -136,6 +136,16 @@ struct bk__family_ops {
     int (*restore)(const bk__image *img, void **out);
 };
 
+/* What every family's ops table names the same way: its static ops_add,
+ * ops_contains, ops_seed, ops_destroy, ops_info, ops_allocations,
+ * ops_create, ops_nparts, ops_describe and ops_restore. A table lists its
+ * family and name, this, then what it has besides; a member left out is
+ * NULL (or 0): no such operation, the generic fallback applies. */
+#define BK__OPS_STANDARD                                                          \
+    .add = ops_add, .contains = ops_contains, .seed = ops_seed, .destroy = ops_destroy, \
+    .info = ops_info, .allocations = ops_allocations, .create = ops_create,          \
+    .nparts = ops_nparts, .describe = ops_describe, .restore = ops_restore
+
 /* Each family's ops table, defined in its own file. */
 extern const bk__family_ops *const bk__bloom_family;
 extern const bk__family_ops *const bk__blocked_family;

@@ -404,25 +404,9 @@ static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
 static const bk__family_ops static_ops = {
     .family = BK_FAMILY_STATIC,
     .name = "static",
-    .add = ops_add,
-    .contains = ops_contains,
-    .remove = NULL,
-    .count = NULL,
-    .add_batch = ops_add_batch,
-    .contains_batch = ops_contains_batch,
-    .lockfree_add = 0,
-    .seed = ops_seed,
-    .destroy = ops_destroy,
-    .info = ops_info,
-    .allocations = ops_allocations,
-    .create = ops_create,
-    .clone = NULL, /* through the file format */
-    .clear = NULL,
-    .merge = NULL,
-    .incompatibility = NULL,
-    .nparts = ops_nparts,
-    .describe = ops_describe,
-    .restore = ops_restore,
+    BK__OPS_STANDARD,
+    .add_batch = ops_add_batch, .contains_batch = ops_contains_batch,
+    /* no clone: one goes through the file format (filter.c) */
 };
 
 const bk__family_ops *const bk__static_family = &static_ops;

@@ -975,26 +975,8 @@ static int ops_restore(const bk__image *img, void **out)
 static const bk__family_ops rcuckoo_ops = {
     .family = BK_FAMILY_RCUCKOO,
     .name = "rcuckoo",
-    .hash = ops_hash,
-    .add = ops_add,
-    .contains = ops_contains,
-    .remove = ops_remove,
-    .count = ops_count,
-    .add_batch = NULL,
-    .contains_batch = NULL,
-    .lockfree_add = 0,
-    .seed = ops_seed,
-    .destroy = ops_destroy,
-    .info = ops_info,
-    .allocations = ops_allocations,
-    .create = ops_create,
-    .clone = ops_clone,
-    .clear = NULL,
-    .merge = NULL,
-    .incompatibility = NULL,
-    .nparts = ops_nparts,
-    .describe = ops_describe,
-    .restore = ops_restore,
+    BK__OPS_STANDARD,
+    .hash = ops_hash, .remove = ops_remove, .count = ops_count, .clone = ops_clone,
 };
 
 const bk__family_ops *const bk__rcuckoo_family = &rcuckoo_ops;

@@ -1450,26 +1450,12 @@ static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
 static const bk__family_ops scalable_ops = {
     .family = BK_FAMILY_SCALABLE,
     .name = "scalable",
-    .add = ops_add,
-    .contains = ops_contains,
-    .remove = NULL,
-    .count = NULL,
-    .add_batch = NULL, /* results cannot carry BK_EFULL / BK_ELIMIT: a loop */
-    .contains_batch = ops_contains_batch,
-    .lockfree_add = 1,
-    .seed = ops_seed,
-    .destroy = ops_destroy,
-    .info = ops_info,
-    .allocations = ops_allocations,
-    .create = ops_create,
-    .clone = NULL, /* through the format: filter.c */
-    .clear = ops_clear,
-    .set_single_writer = ops_set_single_writer,
-    .merge = ops_merge,
+    BK__OPS_STANDARD,
+    .contains_batch = ops_contains_batch, .lockfree_add = 1, .clear = ops_clear,
+    .set_single_writer = ops_set_single_writer, .merge = ops_merge,
     .incompatibility = ops_incompatibility,
-    .nparts = ops_nparts,
-    .describe = ops_describe,
-    .restore = ops_restore,
+    /* no add_batch: its results cannot carry BK_EFULL / BK_ELIMIT (a loop) */
+    /* no clone: one goes through the file format (filter.c) */
 };
 
 const bk__family_ops *const bk__scalable_family = &scalable_ops;
