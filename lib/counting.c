@@ -69,6 +69,7 @@
 #include <math.h>   /* exp, log, lgamma, pow */
 #include <string.h> /* memset, memcpy */
 
+#include "batch.h"
 #include "filter.h"
 #include "hash.h"
 
@@ -968,33 +969,23 @@ int bk_counting_add_if_absent(bk_counting *f, const void *key, size_t len)
  * API: batches (one cache line per key: hash ahead, prefetch the block)
  *==========================================================================*/
 
+/* The loop's callbacks (batch.h): constants once inlined. Adds are
+ * counted once for the batch (items_add). */
+static void batch_prefetch(const void *f, bk_hash h, int adding)
+{
+    if (adding) BK_PREFETCH_WRITE(block_of(f, h));
+    else BK_PREFETCH_READ(block_of(f, h));
+}
+static int batch_add(void *f, bk_hash h) { return add_uncounted(f, h); }
+static int batch_contains(const void *f, bk_hash h) { return bk_counting_contains_hash(f, h); }
+
 static int64_t run_batch(bk_counting *f, const void *const *keys,
                          const size_t *lens, size_t n, uint8_t *results,
                          int is_add)
 {
-    bk_hash ring[BATCH_AHEAD];
-    int64_t hits = 0;
     if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
-
-    size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
-    for (size_t i = 0; i < ahead; i++) {
-        ring[i] = bk_hash_key(keys[i], lens[i], f->seed);
-        if (is_add) BK_PREFETCH_WRITE(block_of(f, ring[i]));
-        else BK_PREFETCH_READ(block_of(f, ring[i]));
-    }
-    for (size_t i = 0; i < n; i++) {
-        bk_hash h = ring[i % BATCH_AHEAD];
-        size_t next = i + BATCH_AHEAD;
-        if (next < n) {
-            bk_hash hn = bk_hash_key(keys[next], lens[next], f->seed);
-            ring[i % BATCH_AHEAD] = hn;
-            if (is_add) BK_PREFETCH_WRITE(block_of(f, hn));
-            else BK_PREFETCH_READ(block_of(f, hn));
-        }
-        int r = is_add ? add_uncounted(f, h) : bk_counting_contains_hash(f, h);
-        hits += r;
-        if (results != NULL) results[i] = (uint8_t)r;
-    }
+    int64_t hits = bk__hash_ahead_batch(f, f->seed, keys, lens, n, results, is_add, BATCH_AHEAD,
+                                        is_add, batch_prefetch, batch_add, batch_contains);
     if (is_add) items_add(f, (uint64_t)hits);
     return hits;
 }

@@ -55,6 +55,7 @@
 #include <math.h>   /* pow, log1p */
 #include <string.h> /* memset, memcpy */
 
+#include "batch.h"
 #include "filter.h"
 #include "hash.h"
 
@@ -321,32 +322,18 @@ int bk_deletable_removable(const bk_deletable *f, const void *key, size_t len)
  * API: batches (as bloom.c: hash ahead and prefetch the probed words)
  *==========================================================================*/
 
+/* The loop's callbacks (batch.h): constants once inlined. */
+static void batch_prefetch(const void *f, bk_hash h, int adding) { prefetch_hash(f, h, adding); }
+static int batch_add(void *f, bk_hash h) { return add_hash(f, h); }
+static int batch_contains(const void *f, bk_hash h) { return contains_hash(f, h); }
+
 static int64_t run_batch(bk_deletable *f, const void *const *keys,
                          const size_t *lens, size_t n, uint8_t *results,
                          int is_add)
 {
-    bk_hash ring[BATCH_AHEAD];
-    int64_t hits = 0;
     if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
-
-    size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
-    for (size_t i = 0; i < ahead; i++) {
-        ring[i] = bk_hash_key(keys[i], lens[i], f->seed);
-        prefetch_hash(f, ring[i], is_add);
-    }
-    for (size_t i = 0; i < n; i++) {
-        bk_hash h = ring[i % BATCH_AHEAD];
-        size_t next = i + BATCH_AHEAD;
-        if (next < n) {
-            bk_hash hn = bk_hash_key(keys[next], lens[next], f->seed);
-            ring[i % BATCH_AHEAD] = hn;
-            prefetch_hash(f, hn, is_add);
-        }
-        int r = is_add ? add_hash(f, h) : contains_hash(f, h);
-        hits += r;
-        if (results != NULL) results[i] = (uint8_t)r;
-    }
-    return hits;
+    return bk__hash_ahead_batch(f, f->seed, keys, lens, n, results, is_add, BATCH_AHEAD, is_add,
+                                batch_prefetch, batch_add, batch_contains);
 }
 
 int64_t bk_deletable_add_batch(bk_deletable *f, const void *const *keys,

@@ -26,6 +26,7 @@
 #ifndef BK_TABLE_FAMILY_H
 #define BK_TABLE_FAMILY_H
 
+#include "batch.h"
 #include "filter.h"
 
 /* The first member of every one-table family's struct. */
@@ -104,41 +105,16 @@ BK_HIDDEN uint32_t bk__tf_one_part(const void *f);
 /* Keys a batch hashes ahead of their operation, prefetching their lines. */
 #define BK__TF_BATCH_AHEAD 16
 
-/* The batch loop of the families that locate a key by its hash alone
- * (hybrid.c, varcount.c, morris.c, hier.c): each key is hashed
- * BK__TF_BATCH_AHEAD keys ahead, kept in a ring and its lines prefetched
- * (prefetch's `adding` is set for a key about to be added, so that the
- * family may ask for its counter lines too: not for the first keys, which
- * are prefetched before any work could cover the fetch); then added
- * (is_add) or looked up. Returns the hits; results[i] when results is not
- * NULL. Static inline, so that in the family's batch the callbacks are
- * constants and are called directly: the loop compiles as if written in
- * place. */
-static inline int64_t bk__tf_hash_batch(
+/* The batch loop (batch.h) as the one-table families run it: 16 keys
+ * ahead, the first ones prefetched for reading (prefetch's `adding` asks
+ * for a key's counter lines too). */
+__attribute__((always_inline)) static inline int64_t bk__tf_hash_batch(
     void *f, uint64_t seed, const void *const *keys, const size_t *lens, size_t n,
     uint8_t *results, int is_add, void (*prefetch)(const void *f, bk_hash h, int adding),
     int (*add)(void *f, bk_hash h), int (*contains)(const void *f, bk_hash h))
 {
-    bk_hash ring[BK__TF_BATCH_AHEAD];
-    int64_t hits = 0;
-    size_t ahead = n < BK__TF_BATCH_AHEAD ? n : BK__TF_BATCH_AHEAD;
-    for (size_t i = 0; i < ahead; i++) {
-        ring[i] = bk_hash_key(keys[i], lens[i], seed);
-        prefetch(f, ring[i], 0);
-    }
-    for (size_t i = 0; i < n; i++) {
-        bk_hash h = ring[i % BK__TF_BATCH_AHEAD];
-        size_t next = i + BK__TF_BATCH_AHEAD;
-        if (next < n) {
-            bk_hash hn = bk_hash_key(keys[next], lens[next], seed);
-            ring[i % BK__TF_BATCH_AHEAD] = hn;
-            prefetch(f, hn, is_add);
-        }
-        int r = is_add ? add(f, h) : contains(f, h);
-        hits += r;
-        if (results != NULL) results[i] = (uint8_t)r;
-    }
-    return hits;
+    return bk__hash_ahead_batch(f, seed, keys, lens, n, results, is_add, BK__TF_BATCH_AHEAD, 0,
+                                prefetch, add, contains);
 }
 
 /* Define the family's ops_add_batch and ops_contains_batch over
