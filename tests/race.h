@@ -108,4 +108,119 @@ static inline void tu_race_run(tu_race *r)
         }
 }
 
+/*--------------------------------------------------------------------------
+ * Threads over jobs, and adders that publish their progress to a reader
+ *--------------------------------------------------------------------------*/
+
+#define TU_MAX_THREADS 16
+
+/* Run fn(job i) for n jobs (stride bytes apart from jobs) in n threads
+ * and wait for them all; each must return NULL. */
+static inline void tu_run_threads(void *(*fn)(void *), void *jobs, size_t stride, int n)
+{
+    pthread_t tid[TU_MAX_THREADS];
+    assert_true(n >= 1 && n <= TU_MAX_THREADS);
+    for (int t = 0; t < n; t++)
+        assert_int_equal(pthread_create(&tid[t], NULL, fn, (char *)jobs + (size_t)t * stride), 0);
+    for (int t = 0; t < n; t++) {
+        void *result;
+        pthread_join(tid[t], &result);
+        assert_null(result);
+    }
+}
+
+/* An adder's keys tu_key(first + i, tag), i < count, of which the first
+ * `published` are added (stored with release order once they are). */
+typedef struct tu_progress {
+    uint64_t first;
+    uint64_t count;
+    uint64_t published;
+} tu_progress;
+
+static inline void tu_publish(tu_progress *p, uint64_t done)
+{
+    __atomic_store_n(&p->published, done, __ATOMIC_RELEASE);
+}
+
+/* An adder's work in batches of up to TU_BATCH keys: fn(job, keys, lens,
+ * n) for each batch of p's keys (of `tag`), then the batch is published.
+ * Returns NULL, or (void *)1 as soon as fn answers nonzero. */
+#define TU_BATCH 64u
+typedef int (*tu_batch_fn)(void *job, const void *const *keys, const size_t *lens, uint64_t n);
+
+static inline void *tu_add_batches(tu_progress *p, uint64_t tag, tu_batch_fn fn, void *job)
+{
+    char store[TU_BATCH][TU_KEY_LEN];
+    const void *keys[TU_BATCH];
+    size_t lens[TU_BATCH];
+    for (uint64_t i = 0; i < p->count; i += TU_BATCH) {
+        uint64_t n = p->count - i < TU_BATCH ? p->count - i : TU_BATCH;
+        for (uint64_t j = 0; j < n; j++) {
+            tu_key(store[j], p->first + i + j, tag);
+            keys[j] = store[j];
+            lens[j] = TU_KEY_LEN;
+        }
+        if (fn(job, keys, lens, n) != 0) return (void *)1;
+        tu_publish(p, i + n);
+    }
+    return NULL;
+}
+
+/* n adders' jobs, stride bytes apart from workers, each starting with its
+ * tu_progress; the reader looks up their published keys (of `tag`) with
+ * found(ctx, key, len), which answers 1 when the filter has the key. */
+typedef struct tu_reader {
+    void *workers;
+    size_t stride;
+    int n;
+    uint64_t tag;
+    int (*found)(const void *ctx, const char *key, size_t len);
+    const void *ctx;
+} tu_reader;
+
+static inline tu_progress *tu__progress_of(const tu_reader *r, int t)
+{
+    return (tu_progress *)((char *)r->workers + (size_t)t * r->stride);
+}
+
+/* Reads while the adders run: every key an adder has published must be
+ * found (the add happened before the release store the reader acquired).
+ * Returns NULL when all were, after every adder finished. */
+static inline void *tu__progress_read(void *arg)
+{
+    const tu_reader *r = arg;
+    char key[TU_KEY_LEN];
+    for (uint64_t round = 0;; round++) {
+        int all_done = 1;
+        for (int t = 0; t < r->n; t++) {
+            const tu_progress *p = tu__progress_of(r, t);
+            uint64_t done = __atomic_load_n(&p->published, __ATOMIC_ACQUIRE);
+            if (done < p->count) all_done = 0;
+            if (done == 0) continue;
+            tu_key(key, p->first + (round * 7919) % done, r->tag);
+            if (!r->found(r->ctx, key, sizeof(key))) return (void *)1;
+        }
+        if (all_done) return NULL;
+    }
+}
+
+/* Run adder over r's jobs in r->n threads, with the reader beside them when
+ * with_reader; every adder must return NULL. Returns the reader's result
+ * (NULL: it found every key it looked up; NULL too without a reader). */
+static inline void *tu_progress_run(void *(*adder)(void *), tu_reader *r, int with_reader)
+{
+    pthread_t tid[TU_MAX_THREADS], rtid;
+    void *result = NULL;
+    assert_true(r->n >= 1 && r->n <= TU_MAX_THREADS);
+    for (int t = 0; t < r->n; t++)
+        assert_int_equal(pthread_create(&tid[t], NULL, adder, tu__progress_of(r, t)), 0);
+    if (with_reader) assert_int_equal(pthread_create(&rtid, NULL, tu__progress_read, r), 0);
+    for (int t = 0; t < r->n; t++) {
+        pthread_join(tid[t], &result);
+        assert_null(result);
+    }
+    if (with_reader) pthread_join(rtid, &result);
+    return result;
+}
+
 #endif /* BK_RACE_H */

@@ -22,26 +22,8 @@
 #define TAG_OUT 2u
 #define TAG_OTHER 3u
 
-static void add_range(bk_blocked *f, uint64_t from, uint64_t to, uint64_t tag)
-{
-    char key[TU_KEY_LEN];
-    for (uint64_t i = from; i < to; i++) {
-        tu_key(key, i, tag);
-        bk_blocked_add(f, key, sizeof(key));
-    }
-}
-
-static uint64_t count_found(const bk_blocked *f, uint64_t from, uint64_t to,
-                            uint64_t tag)
-{
-    char key[TU_KEY_LEN];
-    uint64_t found = 0;
-    for (uint64_t i = from; i < to; i++) {
-        tu_key(key, i, tag);
-        found += (uint64_t)bk_blocked_contains(f, key, sizeof(key));
-    }
-    return found;
-}
+TU_ADD_RANGE(add_range, bk_blocked, bk_blocked_add)
+TU_COUNT_FOUND(count_found, bk_blocked, bk_blocked_contains)
 
 /* 1 when a and b hold exactly the same bits: popcount(a & b) equals both
  * popcounts only if neither has a bit the other lacks. */
@@ -453,73 +435,104 @@ static unsigned char *serialized(const bk_blocked *f, uint64_t *size)
  * lookups (single and batch) as it does. 20000 keys in 64 blocks: blocks
  * fill up, so adds of keys whose bits are all set (nothing written) are
  * common for every k. */
+/* A create of the filter the paths run on (arg: its parameters). */
+typedef int (*blocked_create_fn)(bk_blocked **f, const void *arg);
+
+/* The checks of both tests below: a reference made by create with the
+ * scalar level gives each add's answer for ps's n keys and each lookup's
+ * for its probes; then every level in both write modes, through single
+ * adds, batch adds, add_if_absent (and, with hows == 4, _add_hash), stores
+ * byte for byte what the reference stores, answers each add as it does and
+ * each lookup (single, batch, and _contains_hash with hows == 4) as it
+ * does. label names the case in messages. Returns the adds that answered
+ * 1 (fresh). */
+static uint64_t paths_identical(const probe_set *ps, uint64_t n, uint64_t probes,
+                                blocked_create_fn create, const void *arg, int hows,
+                                const char *label)
+{
+    char (*keys)[TU_KEY_LEN] = ps->keys;
+    const void **ptrs = ps->ptrs;
+    size_t *lens = ps->lens;
+    uint8_t *want_add = ps->want_add, *want = ps->want, *got = ps->got;
+    bk_blocked *ref;
+    uint64_t ref_size, size, fresh = 0;
+    assert_true(bk_blocked_set_simd_level(BK_SIMD_SCALAR) >= 0);
+    assert_int_equal(create(&ref, arg), BK_OK);
+    for (uint64_t i = 0; i < n; i++) {
+        want_add[i] = (uint8_t)bk_blocked_add(ref, keys[i], TU_KEY_LEN);
+        fresh += want_add[i];
+    }
+    for (uint64_t i = 0; i < probes; i++)
+        want[i] = (uint8_t)bk_blocked_contains(ref, keys[i], TU_KEY_LEN);
+    unsigned char *ref_bytes = serialized(ref, &ref_size);
+    FOR_EACH_LEVEL(level) {
+        for (int mode = 0; mode <= 1; mode++) {
+            for (int how = 0; how < hows; how++) { /* single, batch, if_absent, _hash */
+                bk_blocked *f;
+                assert_int_equal(create(&f, arg), BK_OK);
+                assert_int_equal(bk_blocked_set_single_writer(f, mode), BK_OK);
+                assert_int_equal(bk_blocked_single_writer(f), mode);
+                memset(got, 0xFF, n);
+                if (how == 1) {
+                    assert_true(bk_blocked_add_batch(f, (const void *const *)ptrs, lens, n,
+                                                     got) == (int64_t)fresh);
+                } else {
+                    for (uint64_t i = 0; i < n; i++)
+                        got[i] = (uint8_t)(how == 0 ? bk_blocked_add(f, keys[i], TU_KEY_LEN)
+                                           : how == 2
+                                               ? bk_blocked_add_if_absent(f, keys[i], TU_KEY_LEN)
+                                               : bk_blocked_add_hash(
+                                                     f, bk_blocked_hash_key(f, keys[i],
+                                                                            TU_KEY_LEN)));
+                }
+                if (memcmp(got, want_add, n) != 0)
+                    fail_msg("%s level %s mode %d how %d: add answers differ", label,
+                             bk_blocked_simd_name(level), mode, how);
+                unsigned char *bytes = serialized(f, &size);
+                assert_true(size == ref_size);
+                if (memcmp(bytes, ref_bytes, (size_t)size) != 0)
+                    fail_msg("%s level %s mode %d how %d: stored bytes differ", label,
+                             bk_blocked_simd_name(level), mode, how);
+                free(bytes);
+                memset(got, 0xFF, probes);
+                int64_t hits = bk_blocked_contains_batch(f, (const void *const *)ptrs, lens,
+                                                         probes, got);
+                assert_memory_equal(got, want, probes);
+                int64_t want_hits = 0;
+                for (uint64_t i = 0; i < probes; i++) {
+                    want_hits += want[i];
+                    if (i % 3 != 0) continue;
+                    assert_int_equal(bk_blocked_contains(f, keys[i], TU_KEY_LEN), want[i]);
+                    if (hows == 4) {
+                        bk_hash h = bk_blocked_hash_key(f, keys[i], TU_KEY_LEN);
+                        assert_int_equal(bk_blocked_contains_hash(f, h), want[i]);
+                    }
+                }
+                assert_true(hits == want_hits);
+                bk_blocked_free(f);
+            }
+        }
+    }
+    free(ref_bytes);
+    bk_blocked_free(ref);
+    return fresh;
+}
+
+static int create_mk(bk_blocked **f, const void *arg)
+{
+    return bk_blocked_create_mk(f, 64 * 512, *(const uint32_t *)arg, 9);
+}
+
 static void test_paths_and_modes_identical(void **state)
 {
     (void)state;
     const uint64_t n = 20000, probes = 60000;
     probe_set ps = probes_make(n, probes, 1);
-    char (*keys)[TU_KEY_LEN] = ps.keys;
-    const void **ptrs = ps.ptrs;
-    size_t *lens = ps.lens;
-    uint8_t *want_add = ps.want_add, *want = ps.want, *got = ps.got;
     for (uint32_t k = 1; k <= BK_BLOCKED_MAX_HASHES; k++) {
-        bk_blocked *ref;
-        uint64_t ref_size, size;
-        assert_true(bk_blocked_set_simd_level(BK_SIMD_SCALAR) >= 0);
-        assert_int_equal(bk_blocked_create_mk(&ref, 64 * 512, k, 9), BK_OK);
-        uint64_t fresh = 0;
-        for (uint64_t i = 0; i < n; i++) {
-            want_add[i] = (uint8_t)bk_blocked_add(ref, keys[i], TU_KEY_LEN);
-            fresh += want_add[i];
-        }
+        char label[16];
+        snprintf(label, sizeof(label), "k=%u", k);
+        uint64_t fresh = paths_identical(&ps, n, probes, create_mk, &k, 3, label);
         assert_true(fresh < n); /* some adds found every bit set */
-        for (uint64_t i = 0; i < probes; i++)
-            want[i] = (uint8_t)bk_blocked_contains(ref, keys[i], TU_KEY_LEN);
-        unsigned char *ref_bytes = serialized(ref, &ref_size);
-        FOR_EACH_LEVEL(level) {
-            for (int mode = 0; mode <= 1; mode++) {
-                for (int how = 0; how < 3; how++) { /* single, batch, if_absent */
-                    bk_blocked *f;
-                    assert_int_equal(bk_blocked_create_mk(&f, 64 * 512, k, 9), BK_OK);
-                    assert_int_equal(bk_blocked_set_single_writer(f, mode), BK_OK);
-                    assert_int_equal(bk_blocked_single_writer(f), mode);
-                    memset(got, 0xFF, n);
-                    if (how == 1) {
-                        assert_true(bk_blocked_add_batch(f, (const void *const *)ptrs,
-                                                         lens, n, got) == (int64_t)fresh);
-                    } else {
-                        for (uint64_t i = 0; i < n; i++)
-                            got[i] = (uint8_t)(how == 0
-                                ? bk_blocked_add(f, keys[i], TU_KEY_LEN)
-                                : bk_blocked_add_if_absent(f, keys[i], TU_KEY_LEN));
-                    }
-                    if (memcmp(got, want_add, n) != 0)
-                        fail_msg("k=%u level %s mode %d how %d: add answers differ",
-                                 k, bk_blocked_simd_name(level), mode, how);
-                    unsigned char *bytes = serialized(f, &size);
-                    assert_true(size == ref_size);
-                    if (memcmp(bytes, ref_bytes, (size_t)size) != 0)
-                        fail_msg("k=%u level %s mode %d how %d: stored bytes differ",
-                                 k, bk_blocked_simd_name(level), mode, how);
-                    free(bytes);
-                    memset(got, 0xFF, probes);
-                    int64_t hits = bk_blocked_contains_batch(
-                        f, (const void *const *)ptrs, lens, probes, got);
-                    assert_memory_equal(got, want, probes);
-                    int64_t want_hits = 0;
-                    for (uint64_t i = 0; i < probes; i++) {
-                        want_hits += want[i];
-                        if (i % 3 == 0)
-                            assert_int_equal(bk_blocked_contains(f, keys[i], TU_KEY_LEN),
-                                             want[i]);
-                    }
-                    assert_true(hits == want_hits);
-                    bk_blocked_free(f);
-                }
-            }
-        }
-        free(ref_bytes);
-        bk_blocked_free(ref);
     }
     restore_level();
     probes_free(&ps);
@@ -871,75 +884,20 @@ static void test_split_key_lengths(void **state)
 /* As test_paths_and_modes_identical, for the split layout: 20000 keys in
  * a filter sized for 3000, so that many adds find all their bits; the
  * fourth way of adding goes through bk_blocked_hash_key and _add_hash. */
+static int create_split(bk_blocked **f, const void *arg)
+{
+    (void)arg;
+    return bk_blocked_create_split(f, 3000, 0.01, 9);
+}
+
 static void test_split_paths_identical(void **state)
 {
     (void)state;
     const uint64_t n = 20000, probes = 60000;
     probe_set ps = probes_make(n, probes, 1);
-    char (*keys)[TU_KEY_LEN] = ps.keys;
-    const void **ptrs = ps.ptrs;
-    size_t *lens = ps.lens;
-    uint8_t *want_add = ps.want_add, *want = ps.want, *got = ps.got;
-    bk_blocked *ref;
-    uint64_t ref_size, size, fresh = 0;
-    assert_true(bk_blocked_set_simd_level(BK_SIMD_SCALAR) >= 0);
-    assert_int_equal(bk_blocked_create_split(&ref, 3000, 0.01, 9), BK_OK);
-    for (uint64_t i = 0; i < n; i++) {
-        want_add[i] = (uint8_t)bk_blocked_add(ref, keys[i], TU_KEY_LEN);
-        fresh += want_add[i];
-    }
+    uint64_t fresh = paths_identical(&ps, n, probes, create_split, NULL, 4, "split");
     assert_true(fresh < n && fresh > n / 2);
-    for (uint64_t i = 0; i < probes; i++)
-        want[i] = (uint8_t)bk_blocked_contains(ref, keys[i], TU_KEY_LEN);
-    unsigned char *ref_bytes = serialized(ref, &ref_size);
-    FOR_EACH_LEVEL(level) {
-        for (int mode = 0; mode <= 1; mode++) {
-            for (int how = 0; how < 4; how++) { /* single, batch, if_absent, _hash */
-                bk_blocked *f;
-                assert_int_equal(bk_blocked_create_split(&f, 3000, 0.01, 9), BK_OK);
-                assert_int_equal(bk_blocked_set_single_writer(f, mode), BK_OK);
-                memset(got, 0xFF, n);
-                if (how == 1) {
-                    assert_true(bk_blocked_add_batch(f, (const void *const *)ptrs, lens, n,
-                                                     got) == (int64_t)fresh);
-                } else {
-                    for (uint64_t i = 0; i < n; i++) {
-                        bk_hash h = bk_blocked_hash_key(f, keys[i], TU_KEY_LEN);
-                        got[i] = (uint8_t)(how == 0   ? bk_blocked_add(f, keys[i], TU_KEY_LEN)
-                                           : how == 2 ? bk_blocked_add_if_absent(f, keys[i], TU_KEY_LEN)
-                                                      : bk_blocked_add_hash(f, h));
-                    }
-                }
-                if (memcmp(got, want_add, n) != 0)
-                    fail_msg("split, level %s mode %d how %d: add answers differ",
-                             bk_blocked_simd_name(level), mode, how);
-                unsigned char *bytes = serialized(f, &size);
-                assert_true(size == ref_size);
-                if (memcmp(bytes, ref_bytes, (size_t)size) != 0)
-                    fail_msg("split, level %s mode %d how %d: stored bytes differ",
-                             bk_blocked_simd_name(level), mode, how);
-                free(bytes);
-                memset(got, 0xFF, probes);
-                int64_t hits = bk_blocked_contains_batch(f, (const void *const *)ptrs, lens,
-                                                         probes, got);
-                assert_memory_equal(got, want, probes);
-                int64_t want_hits = 0;
-                for (uint64_t i = 0; i < probes; i++) {
-                    want_hits += want[i];
-                    if (i % 3 == 0) {
-                        assert_int_equal(bk_blocked_contains(f, keys[i], TU_KEY_LEN), want[i]);
-                        bk_hash h = bk_blocked_hash_key(f, keys[i], TU_KEY_LEN);
-                        assert_int_equal(bk_blocked_contains_hash(f, h), want[i]);
-                    }
-                }
-                assert_true(hits == want_hits);
-                bk_blocked_free(f);
-            }
-        }
-    }
     restore_level();
-    free(ref_bytes);
-    bk_blocked_free(ref);
     probes_free(&ps);
 }
 

@@ -2,62 +2,42 @@
  * test_blocked_threads.c - concurrent use of one blocked filter without
  * locks. Labelled "threads": `make test` also runs it under ThreadSanitizer.
  */
-#include <pthread.h>
-
-#include "testutil.h"
+#include "race.h"
 
 #define THREADS 4
 #define PER_THREAD 40000u
-#define BATCH 64u
 
 typedef struct {
+    tu_progress p; /* first */
     bk_blocked *f;
-    uint64_t first;
-    uint64_t count;
     int use_batch;
-    uint64_t published; /* keys [first, first + published) are added */
 } worker;
+
+/* Each batch in one call, or key by key (tu_add_batches). */
+static int add_batch(void *job, const void *const *keys, const size_t *lens, uint64_t n)
+{
+    worker *w = job;
+    if (w->use_batch) bk_blocked_add_batch(w->f, keys, lens, n, NULL);
+    else
+        for (uint64_t j = 0; j < n; j++) bk_blocked_add(w->f, keys[j], lens[j]);
+    return 0;
+}
 
 static void *adder(void *arg)
 {
     worker *w = arg;
-    char keys[BATCH][TU_KEY_LEN];
-    const void *ptrs[BATCH];
-    size_t lens[BATCH];
-    for (uint64_t i = 0; i < w->count; i += BATCH) {
-        uint64_t n = w->count - i < BATCH ? w->count - i : BATCH;
-        for (uint64_t j = 0; j < n; j++) {
-            tu_key(keys[j], w->first + i + j, 1);
-            ptrs[j] = keys[j];
-            lens[j] = TU_KEY_LEN;
-            if (!w->use_batch) bk_blocked_add(w->f, keys[j], TU_KEY_LEN);
-        }
-        if (w->use_batch) bk_blocked_add_batch(w->f, ptrs, lens, n, NULL);
-        __atomic_store_n(&w->published, i + n, __ATOMIC_RELEASE);
-    }
-    return NULL;
+    return tu_add_batches(&w->p, 1, add_batch, w);
 }
 
-/* Reads while the adders run: every key an adder has published must be
- * found (the add happened before the release store the reader acquired). */
-static void *reader(void *arg)
+/* The reader's lookup (tu_progress_run): every key an adder has published
+ * must be found. */
+static int found(const void *f, const char *key, size_t len)
 {
-    worker *ws = arg;
-    char key[TU_KEY_LEN];
-    uint64_t round = 0;
-    for (;;) {
-        int all_done = 1;
-        for (int t = 0; t < THREADS; t++) {
-            uint64_t done = __atomic_load_n(&ws[t].published, __ATOMIC_ACQUIRE);
-            if (done < ws[t].count) all_done = 0;
-            if (done == 0) continue;
-            tu_key(key, ws[t].first + (round * 7919) % done, 1);
-            if (!bk_blocked_contains(ws[t].f, key, sizeof(key))) return (void *)1;
-        }
-        round++;
-        if (all_done) return NULL;
-    }
+    return bk_blocked_contains(f, key, len);
 }
+
+TU_ADD_RANGE(add_range, bk_blocked, bk_blocked_add)
+TU_COUNT_FOUND(count_found, bk_blocked, bk_blocked_contains)
 
 /* Switches the SIMD level back and forth while the others run: every level
  * sets the same bits, so the result must not change. */
@@ -98,39 +78,23 @@ static void concurrent_adds_lose_nothing(int split)
     assert_int_equal(create(&shared, n, 0.01, 21), BK_OK);
     assert_int_equal(create(&serial, n, 0.01, 21), BK_OK);
 
-    pthread_t tid[THREADS], rtid, stid;
+    pthread_t stid;
     worker ws[THREADS];
-    for (int t = 0; t < THREADS; t++) {
-        ws[t].f = shared;
-        ws[t].first = (uint64_t)t * PER_THREAD;
-        ws[t].count = PER_THREAD;
-        ws[t].use_batch = t % 2;
-        ws[t].published = 0;
-    }
+    for (int t = 0; t < THREADS; t++)
+        ws[t] = (worker){{(uint64_t)t * PER_THREAD, PER_THREAD, 0}, shared, t % 2};
+    tu_reader r = {ws, sizeof(worker), THREADS, 1, found, shared};
     __atomic_store_n(&stop_switching, 0, __ATOMIC_RELEASE);
     assert_int_equal(pthread_create(&stid, NULL, switcher, NULL), 0);
-    for (int t = 0; t < THREADS; t++)
-        assert_int_equal(pthread_create(&tid[t], NULL, adder, &ws[t]), 0);
-    assert_int_equal(pthread_create(&rtid, NULL, reader, ws), 0);
-    for (int t = 0; t < THREADS; t++) pthread_join(tid[t], NULL);
-    void *reader_result;
-    pthread_join(rtid, &reader_result);
+    void *reader_result = tu_progress_run(adder, &r, 1);
     __atomic_store_n(&stop_switching, 1, __ATOMIC_RELEASE);
     pthread_join(stid, NULL);
     assert_true(bk_blocked_set_simd_level(bk_blocked_simd_best()) >= 0);
     assert_null(reader_result);
 
-    char key[TU_KEY_LEN];
-    for (uint64_t i = 0; i < n; i++) {
-        tu_key(key, i, 1);
-        bk_blocked_add(serial, key, sizeof(key));
-    }
+    add_range(serial, 0, n, 1);
     /* the concurrent filter has exactly the bits of the serial one */
     assert_true(same_bits(shared, serial));
-    for (uint64_t i = 0; i < n; i++) {
-        tu_key(key, i, 1);
-        assert_int_equal(bk_blocked_contains(shared, key, sizeof(key)), 1);
-    }
+    assert_int_equal(count_found(shared, 0, n, 1), n);
     /* every key counted once at most; nearly all were certainly new */
     assert_true(bk_blocked_items(shared) <= n);
     assert_true(bk_blocked_items(shared) > n - n / 20);
@@ -178,24 +142,12 @@ static void test_concurrent_add_if_absent(void **state)
     const uint64_t n = 50000;
     bk_blocked *f;
     assert_int_equal(bk_blocked_create(&f, n, 0.01, 5), BK_OK);
-    pthread_t tid[THREADS];
     racer rs[THREADS];
-    for (int t = 0; t < THREADS; t++) {
-        rs[t].f = f;
-        rs[t].count = n;
-        rs[t].added = 0;
-        assert_int_equal(pthread_create(&tid[t], NULL, race_if_absent, &rs[t]), 0);
-    }
+    for (int t = 0; t < THREADS; t++) rs[t] = (racer){f, n, 0};
+    tu_run_threads(race_if_absent, rs, sizeof(racer), THREADS);
     uint64_t added = 0;
-    for (int t = 0; t < THREADS; t++) {
-        pthread_join(tid[t], NULL);
-        added += rs[t].added;
-    }
-    char key[TU_KEY_LEN];
-    for (uint64_t i = 0; i < n; i++) {
-        tu_key(key, i, 2);
-        assert_int_equal(bk_blocked_contains(f, key, sizeof(key)), 1);
-    }
+    for (int t = 0; t < THREADS; t++) added += rs[t].added;
+    assert_int_equal(count_found(f, 0, n, 2), n);
     assert_true(added >= n - n / 10 && added <= (uint64_t)THREADS * n);
     assert_true(bk_blocked_items(f) == added);
     bk_blocked_free(f);

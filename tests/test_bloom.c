@@ -13,26 +13,8 @@
 #define TAG_IN 1u
 #define TAG_OUT 2u
 
-static void add_range(bk_bloom *f, uint64_t from, uint64_t to, uint64_t tag)
-{
-    char key[TU_KEY_LEN];
-    for (uint64_t i = from; i < to; i++) {
-        tu_key(key, i, tag);
-        bk_bloom_add(f, key, sizeof(key));
-    }
-}
-
-static uint64_t count_found(const bk_bloom *f, uint64_t from, uint64_t to,
-                            uint64_t tag)
-{
-    char key[TU_KEY_LEN];
-    uint64_t found = 0;
-    for (uint64_t i = from; i < to; i++) {
-        tu_key(key, i, tag);
-        found += (uint64_t)bk_bloom_contains(f, key, sizeof(key));
-    }
-    return found;
-}
+TU_ADD_RANGE(add_range, bk_bloom, bk_bloom_add)
+TU_COUNT_FOUND(count_found, bk_bloom, bk_bloom_contains)
 
 /*--------------------------------------------------------------------------*/
 

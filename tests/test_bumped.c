@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "static_family.h"
 
 /* lib/bumped.c, hidden: tests only */
 int bk__bumped_simd(int most);
@@ -21,17 +22,6 @@ void bk__bumped_layer_limit(uint32_t limit);
 
 typedef tu_keyset keyset;
 
-static uint64_t count_present(const bk_bumped *f, uint64_t first, uint64_t n, uint64_t tag)
-{
-    char key[TU_KEY_LEN];
-    uint64_t hits = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        tu_key(key, first + i, tag);
-        hits += (uint64_t)bk_bumped_contains(f, key, sizeof(key));
-    }
-    return hits;
-}
-
 static bk_bumped *build(const keyset *ks, uint32_t w, uint64_t seed)
 {
     bk_bumped *f = NULL;
@@ -40,41 +30,41 @@ static bk_bumped *build(const keyset *ks, uint32_t w, uint64_t seed)
     return f;
 }
 
+TU_STATIC_MAKE(make, bk_bumped, bk_bumped_build, bk_bumped_as_filter)
+
+static void stats_of(const bk_filter *g, bk_bumped_stats *st)
+{
+    assert_int_equal(bk_bumped_get_stats(bk_filter_as_bumped((bk_filter *)g), st), BK_OK);
+}
+
+/* The family's items (its statistics', which bk_bumped_items repeats) and
+ * duplicates. */
+static void counts(const bk_filter *g, uint64_t *items, uint64_t *duplicates)
+{
+    bk_bumped_stats st;
+    stats_of(g, &st);
+    assert_int_equal(bk_bumped_items(bk_filter_as_bumped((bk_filter *)g)), st.items);
+    *items = st.items;
+    *duplicates = st.duplicates;
+}
+
+static tu_static_ops ops = {make, counts};
+
 /*--------------------------------------------------------------------------
  * Accuracy and space
  *--------------------------------------------------------------------------*/
 
-static void check_rate(uint32_t w, uint64_t n, uint64_t probes)
+/* tu_static_rate, and the statistics of the build. */
+static void rate_stats(const bk_filter *g, uint64_t n, uint32_t w)
 {
-    keyset ks;
-    tu_keyset_make(&ks, n, 0, TAG_IN);
-    bk_bumped *f = build(&ks, w, 42);
-    assert_int_equal(count_present(f, 0, n, TAG_IN), n); /* no false negatives */
-    double p = ldexp(1.0, -(int)w);
-    double measured = (double)count_present(f, 0, probes, TAG_OUT) / (double)probes;
-    double tol = tu_tolerance(p, probes, 5.0);
-    if (fabs(measured - p) > tol)
-        fail_msg("w=%u: measured %.6g, expected %.6g +- %.3g", w, measured, p, tol);
+    uint64_t items, duplicates;
+    counts(g, &items, &duplicates);
+    assert_int_equal(items, n);
+    assert_int_equal(duplicates, 0);
     bk_bumped_stats st;
-    assert_int_equal(bk_bumped_get_stats(f, &st), BK_OK);
-    assert_int_equal(st.items, n);
-    assert_int_equal(st.duplicates, 0);
+    stats_of(g, &st);
     assert_int_equal(st.fingerprint_bits, w);
-    assert_true(st.fpr == p);
-    bk_bumped_free(f);
-    tu_keyset_free(&ks);
-}
-
-static void test_fpr_8(void **state)
-{
-    (void)state;
-    check_rate(8, 100000, 1000000);
-}
-
-static void test_fpr_16(void **state)
-{
-    (void)state;
-    check_rate(16, 100000, 3000000);
+    assert_true(st.fpr == ldexp(1.0, -(int)w));
 }
 
 /* The space claim at 10^6 keys: within 1.15 w bits per key (the layers
@@ -112,64 +102,26 @@ static void test_bits_and_layers(void **state)
  * Key sets: duplicates, tiny sets, retries
  *--------------------------------------------------------------------------*/
 
-static void test_duplicates(void **state)
+/* The empty set's one line keeps no rank: not even the empty key. */
+static void empty_set(const bk_filter *g)
 {
-    (void)state;
-    const uint64_t distinct = 20000;
-    keyset ks;
-    tu_keyset_make(&ks, distinct * 3, 0, TAG_IN);
-    for (uint64_t i = 0; i < ks.n; i++) tu_key(ks.store + i * TU_KEY_LEN, i % distinct, TAG_IN);
-    bk_bumped *f = build(&ks, 8, 1);
-    bk_bumped_stats st;
-    assert_int_equal(bk_bumped_get_stats(f, &st), BK_OK);
-    assert_int_equal(st.items, distinct);
-    assert_int_equal(st.duplicates, 2 * distinct);
-    assert_int_equal(count_present(f, 0, distinct, TAG_IN), distinct);
-    bk_bumped_free(f);
-
-    /* every key the same */
-    for (uint64_t i = 0; i < ks.n; i++) ks.keys[i] = ks.store;
-    f = build(&ks, 16, 1);
-    assert_int_equal(bk_bumped_items(f), 1);
-    assert_int_equal(bk_bumped_contains(f, ks.store, TU_KEY_LEN), 1);
-    bk_bumped_free(f);
-    tu_keyset_free(&ks);
+    assert_int_equal(bk_bumped_contains(bk_filter_as_bumped((bk_filter *)g), NULL, 0), 0);
 }
 
+static uint32_t layers(const bk_filter *g)
+{
+    bk_bumped_stats st;
+    stats_of(g, &st);
+    return st.layers;
+}
+
+/* Every size from 1 to 300, both widths, several seeds: every key found;
+ * some of them bump keys into further layers. */
 static void test_tiny_sets(void **state)
 {
     (void)state;
-    keyset ks;
-    tu_keyset_make(&ks, 300, 0, TAG_IN);
-    /* the empty set contains nothing: its one line keeps no rank */
-    bk_bumped *f;
-    assert_int_equal(bk_bumped_build(&f, NULL, NULL, 0, 8, 1), BK_OK);
-    assert_int_equal(bk_bumped_items(f), 0);
-    assert_int_equal(count_present(f, 0, 100000, TAG_OUT), 0);
-    assert_int_equal(bk_bumped_contains(f, NULL, 0), 0);
-    bk_filter_info info;
-    assert_int_equal(bk_filter_get_info(bk_bumped_as_filter(f), &info), BK_OK);
-    assert_true(info.fpr_now == 0.0);
-    bk_bumped_free(f);
-
-    /* every size from 1 to 300, both widths, several seeds: every key
-     * found; some of them bump keys into further layers */
-    uint32_t most_layers = 0;
-    for (uint64_t n = 1; n <= 300; n++) {
-        for (uint64_t seed = 0; seed < 4; seed++) {
-            keyset part = ks;
-            part.n = n;
-            f = build(&part, n % 2 ? 8 : 16, seed);
-            assert_int_equal(bk_bumped_items(f), n);
-            assert_int_equal(count_present(f, 0, n, TAG_IN), n);
-            bk_bumped_stats st;
-            assert_int_equal(bk_bumped_get_stats(f, &st), BK_OK);
-            if (st.layers > most_layers) most_layers = st.layers;
-            bk_bumped_free(f);
-        }
-    }
-    assert_true(most_layers >= 3);
-    tu_keyset_free(&ks);
+    static const uint32_t widths[] = {16, 8};
+    tu_static_tiny_sets(make, counts, empty_set, 300, 4, widths, 2, layers, 3);
 }
 
 /* With too few layers allowed every seed fails: BK_EBUILD after the 64
@@ -198,7 +150,7 @@ static void test_retries(void **state)
         assert_int_equal(bk_bumped_get_stats(f, &st), BK_OK);
         assert_true(st.layers <= 2);
         if (st.attempts > 1) retried++;
-        assert_int_equal(count_present(f, 0, ks.n, TAG_IN), ks.n);
+        assert_int_equal(tu_count_found(bk_bumped_as_filter(f), 0, ks.n, TAG_IN), ks.n);
         if (st.attempts > 1) assert_true(bk_bumped_seed(f) != seed);
         bk_bumped_free(f);
     }
@@ -311,21 +263,18 @@ static void test_invalid_parameters(void **state)
  * File format
  *--------------------------------------------------------------------------*/
 
+/* some keys were bumped: several parts */
+static void several_parts(const bk_filter *g)
+{
+    bk_filter_info info;
+    assert_int_equal(bk_filter_get_info(g, &info), BK_OK);
+    assert_true(info.parts >= 2);
+}
+
 static void test_round_trip_and_map(void **state)
 {
     (void)state;
-    keyset ks;
-    tu_keyset_make(&ks, 30000, 0, TAG_IN);
-    for (uint32_t w = 8; w <= 16; w += 8) {
-        bk_bumped *f = build(&ks, w, 11);
-        bk_filter *g = bk_bumped_as_filter(f);
-        bk_filter_info info;
-        assert_int_equal(bk_filter_get_info(g, &info), BK_OK);
-        assert_true(info.parts >= 2); /* some keys were bumped: several parts */
-        tu_check_save_load_map(g, TAG_IN, TAG_OUT);
-        bk_bumped_free(f);
-    }
-    tu_keyset_free(&ks);
+    tu_static_round_trip(make, 8, 16, 8, several_parts);
 }
 
 static uint64_t get_le(const unsigned char *p, int bytes)
@@ -335,38 +284,17 @@ static uint64_t get_le(const unsigned char *p, int bytes)
     return v;
 }
 
-#include "damage.h"
-
-/* A filter of three layers or more (w = 16, 3000 keys). */
-static bk_bumped *layered_filter(void)
+/* A filter of three layers or more (w = 16, 3000 keys): its image is
+ * tests/golden/bumped-v1.bkf (TU_STATIC_GOLDEN_TEST). The allocation
+ * failures (TU_STATIC_FAILURES_TEST) load it too, after builds of 20000
+ * keys that make the hashes, the sort, and one allocation per layer. */
+static bk_filter *layered_filter(void)
 {
-    keyset ks;
-    tu_keyset_make(&ks, 3000, 0, TAG_IN);
-    bk_bumped *f = build(&ks, 16, 2026);
-    tu_keyset_free(&ks);
+    bk_filter *g = tu_static_make_keys(make, 3000, 16, 2026);
     bk_bumped_stats st;
-    assert_int_equal(bk_bumped_get_stats(f, &st), BK_OK);
+    stats_of(g, &st);
     assert_true(st.layers >= 3);
-    return f;
-}
-
-/* tests/golden/bumped-v1.bkf pins the format (tu_golden), and loading it
- * answers for its 3000 keys. */
-static void test_golden_file(void **state)
-{
-    (void)state;
-    bk_bumped *f = layered_filter();
-    size_t len, glen;
-    unsigned char *buf = tu_serialize(bk_bumped_as_filter(f), &len);
-    unsigned char *golden = tu_golden(GOLDEN, buf, len, &glen);
-    bk_filter *g;
-    assert_int_equal(bk_filter_deserialize(&g, golden, glen), BK_OK);
-    assert_int_equal(bk_filter_family(g), BK_FAMILY_BUMPED);
-    assert_int_equal(count_present(bk_filter_as_bumped(g), 0, 3000, TAG_IN), 3000);
-    bk_filter_free(g);
-    free(golden);
-    free(buf);
-    bk_bumped_free(f);
+    return g;
 }
 
 /* Damaged fields, resealed so the checksums pass: the family's checks
@@ -374,9 +302,9 @@ static void test_golden_file(void **state)
 static void test_damaged_fields(void **state)
 {
     (void)state;
-    bk_bumped *f = layered_filter();
+    bk_filter *f = layered_filter();
     size_t len;
-    unsigned char *good = tu_serialize(bk_bumped_as_filter(f), &len);
+    unsigned char *good = tu_serialize(f, &len);
     uint64_t items1 = get_le(good + 128 + 64 + 48, 8);
     uint64_t lines0 = get_le(good + 128 + 16, 8);
     const tu_damage cases[] = {
@@ -407,50 +335,29 @@ static void test_damaged_fields(void **state)
     reseal(flipped, len);
     bk_filter *g = NULL;
     assert_int_equal(bk_filter_deserialize(&g, flipped, len), BK_OK);
-    assert_true(count_present(bk_filter_as_bumped(g), 0, 20000, TAG_OUT) < 20000);
+    assert_true(tu_count_found(g, 0, 20000, TAG_OUT) < 20000);
     bk_filter_free(g);
     free(flipped);
     free(good);
-    bk_bumped_free(f);
-}
-
-/*--------------------------------------------------------------------------
- * Allocation failures
- *--------------------------------------------------------------------------*/
-
-static int build_w16(bk_filter **out, const keyset *ks)
-{
-    bk_bumped *f = NULL;
-    int rc = bk_bumped_build(&f, ks->keys, ks->lens, ks->n, 16, 9);
-    *out = rc == BK_OK ? bk_bumped_as_filter(f) : NULL;
-    return rc;
-}
-
-static void test_allocation_failures(void **state)
-{
-    (void)state;
-    bk_bumped *f = layered_filter();
-    /* the hashes, the sort, and one allocation per layer */
-    tu_static_allocation_failures(build_w16, 20000, 4, bk_bumped_as_filter(f));
-    bk_bumped_free(f);
+    bk_filter_free(f);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fpr_8),
-        cmocka_unit_test(test_fpr_16),
+        TU_STATIC_RATE_TEST("test_fpr_8", make, rate_stats, 8, 100000, 1000000),
+        TU_STATIC_RATE_TEST("test_fpr_16", make, rate_stats, 16, 100000, 3000000),
         cmocka_unit_test(test_bits_and_layers),
-        cmocka_unit_test(test_duplicates),
+        TU_STATIC_DUPLICATES_TEST(&ops),
         cmocka_unit_test(test_tiny_sets),
         cmocka_unit_test(test_retries),
         cmocka_unit_test(test_levels_and_batches),
         cmocka_unit_test(test_generic_handle),
         cmocka_unit_test(test_invalid_parameters),
         cmocka_unit_test(test_round_trip_and_map),
-        cmocka_unit_test(test_golden_file),
+        TU_STATIC_GOLDEN_TEST(layered_filter, GOLDEN, BK_FAMILY_BUMPED, 3000),
         cmocka_unit_test(test_damaged_fields),
-        cmocka_unit_test(test_allocation_failures),
+        TU_STATIC_FAILURES_TEST(make, 16, 9, 20000, 4, layered_filter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,9 @@
 
 #include "internal.h"
 
+TU_ADD_RANGE(add_range, bk_counting, bk_counting_add)
+TU_COUNT_FOUND(count_found, bk_counting, bk_counting_contains)
+
 static const uint32_t widths[] = {4, 8};
 
 /*==========================================================================
@@ -147,10 +150,7 @@ static void test_remove_absent(void **state)
     bk_counting *f;
     char key[TU_KEY_LEN];
     assert_int_equal(bk_counting_create(&f, 2000, 0.01, 4, 3), BK_OK);
-    for (uint64_t i = 0; i < 2000; i++) {
-        tu_key(key, i, 1);
-        bk_counting_add(f, key, sizeof(key));
-    }
+    add_range(f, 0, 2000, 1);
     bk_counting_stats before, after;
     assert_int_equal(bk_counting_get_stats(f, &before), BK_OK);
     int refused = 0;
@@ -163,10 +163,7 @@ static void test_remove_absent(void **state)
     assert_true(refused > 900);
     assert_int_equal(bk_counting_get_stats(f, &after), BK_OK);
     assert_memory_equal(&before, &after, sizeof(before));
-    for (uint64_t i = 0; i < 2000; i++) {
-        tu_key(key, i, 1);
-        assert_int_equal(bk_counting_contains(f, key, sizeof(key)), 1);
-    }
+    assert_int_equal(count_found(f, 0, 2000, 1), 2000);
     bk_counting_free(f);
 }
 
@@ -210,53 +207,16 @@ static void test_saturation(void **state)
  * Model-based: random add / remove / lookup against an exact multiset
  *==========================================================================*/
 
+/* tu_deleting_model: counts never below the truth up to the counters'
+ * maximum, no present key missed, over a tenth of the operations lookups. */
 static void run_model(uint32_t counter_bits, uint64_t capacity, double fpr,
                       uint64_t universe, uint64_t ops, uint64_t seed)
 {
     bk_counting *f;
-    tu_multiset model;
-    char key[TU_KEY_LEN];
-    uint64_t rng = seed, removes = 0, lookups = 0;
-    const uint32_t max = counter_bits == 4 ? 15 : 255;
-    assert_int_equal(bk_counting_create(&f, capacity, fpr, counter_bits, seed),
-                     BK_OK);
-    tu_multiset_init(&model, universe, ops + 1);
-
-    for (uint64_t op = 0; op < ops; op++) {
-        uint64_t r = tu_next(&rng) % 100;
-        /* keep the multiset near capacity: add more below, remove above */
-        uint64_t add_share = model.size < capacity ? 50 : 30;
-        if (r < add_share) {
-            uint64_t id = tu_next(&rng) % universe;
-            tu_key(key, id, 1);
-            int was_new = bk_counting_add(f, key, sizeof(key));
-            if (model.count[id] > 0) assert_int_equal(was_new, 0);
-            tu_multiset_add(&model, id);
-        } else if (r < 80 && model.size > 0) {
-            uint64_t id = tu_multiset_take(&model, tu_next(&rng) % model.size);
-            tu_key(key, id, 1);
-            assert_int_equal(bk_counting_remove(f, key, sizeof(key)), BK_OK);
-            removes++;
-        } else {
-            uint64_t id = tu_next(&rng) % universe;
-            tu_key(key, id, 1);
-            uint32_t want = model.count[id] < max ? model.count[id] : max;
-            if (model.count[id] > 0)
-                assert_int_equal(bk_counting_contains(f, key, sizeof(key)), 1);
-            assert_true(bk_counting_count(f, key, sizeof(key)) >= want);
-            lookups++;
-        }
-        if (op % 20000 == 0 || op == ops - 1) { /* every present key */
-            for (size_t i = 0; i < model.size; i++) {
-                tu_key(key, model.instances[i], 1);
-                assert_int_equal(bk_counting_contains(f, key, sizeof(key)), 1);
-            }
-        }
-    }
-    assert_true(removes > ops / 4);
-    assert_true(lookups > ops / 10);
-    tu_multiset_free(&model);
-    bk_counting_free(f);
+    const tu_model_rule rule = {.name = "counting", .count_cap = counter_bits == 4 ? 15 : 255,
+                                .add_is_new = 1, .removes_div = 4};
+    assert_int_equal(bk_counting_create(&f, capacity, fpr, counter_bits, seed), BK_OK);
+    tu_deleting_model(bk_counting_as_filter(f), capacity, universe, ops, seed, &rule);
 }
 
 static void test_model(void **state)
@@ -276,20 +236,12 @@ static void test_model(void **state)
 static void measure_fpr(uint32_t counter_bits, double target)
 {
     const uint64_t n = 100000, queries = 1000000;
-    char key[TU_KEY_LEN];
     bk_counting *f;
     bk_counting_stats st;
     assert_int_equal(bk_counting_create(&f, n, target, counter_bits, 21),
                      BK_OK);
-    for (uint64_t i = 0; i < n; i++) {
-        tu_key(key, i, 1);
-        bk_counting_add(f, key, sizeof(key));
-    }
-    uint64_t hits = 0;
-    for (uint64_t i = 0; i < queries; i++) {
-        tu_key(key, i, 2);
-        hits += (uint64_t)bk_counting_contains(f, key, sizeof(key));
-    }
+    add_range(f, 0, n, 1);
+    uint64_t hits = count_found(f, 0, queries, 2);
     assert_int_equal(bk_counting_get_stats(f, &st), BK_OK);
     double measured = (double)hits / (double)queries;
     /* the sizing formula treats a key's k counters as independent, which
@@ -327,23 +279,13 @@ static void test_fpr_after_removals(void **state)
     char key[TU_KEY_LEN];
     bk_counting *f;
     assert_int_equal(bk_counting_create(&f, n, 0.01, 4, 5), BK_OK);
-    for (uint64_t i = 0; i < 2 * n; i++) {
-        tu_key(key, i, 1);
-        bk_counting_add(f, key, sizeof(key));
-    }
+    add_range(f, 0, 2 * n, 1);
     for (uint64_t i = n; i < 2 * n; i++) {
         tu_key(key, i, 1);
         assert_int_equal(bk_counting_remove(f, key, sizeof(key)), BK_OK);
     }
-    for (uint64_t i = 0; i < n; i++) {
-        tu_key(key, i, 1);
-        assert_int_equal(bk_counting_contains(f, key, sizeof(key)), 1);
-    }
-    uint64_t hits = 0;
-    for (uint64_t i = 0; i < queries; i++) {
-        tu_key(key, i, 2);
-        hits += (uint64_t)bk_counting_contains(f, key, sizeof(key));
-    }
+    assert_int_equal(count_found(f, 0, n, 1), n);
+    uint64_t hits = count_found(f, 0, queries, 2);
     bk_counting_stats st;
     assert_int_equal(bk_counting_get_stats(f, &st), BK_OK);
     double p = st.fpr_now;
@@ -397,15 +339,8 @@ static uint64_t model_counters(bk_hash h, uint64_t blocks, uint32_t bits,
 /* The filter's payload: the last blocks * 64 bytes of its serialization. */
 static unsigned char *payload_of(const bk_counting *f, uint64_t *len)
 {
-    const bk_filter *g = bk_counting_as_filter((bk_counting *)f);
-    uint64_t size = bk_filter_serialized_size(g);
-    unsigned char *buf = malloc((size_t)size);
-    assert_non_null(buf);
-    assert_int_equal(bk_filter_serialize(g, buf, (size_t)size), BK_OK);
-    *len = bk_counting_blocks(f) * BK_COUNTING_BLOCK_BYTES;
-    assert_true(*len <= size);
-    memmove(buf, buf + (size - *len), (size_t)*len);
-    return buf;
+    return tu_image_tail(bk_counting_as_filter((bk_counting *)f),
+                         bk_counting_blocks(f) * BK_COUNTING_BLOCK_BYTES, len);
 }
 
 /* The counters hold exactly what the model says, for k up to past one
@@ -562,15 +497,11 @@ static void test_batch_clone_stats(void **state)
 {
     (void)state;
     enum { N = 3000 };
-    static char store[2 * N][TU_KEY_LEN];
-    const void *keys[2 * N];
-    size_t lens[2 * N];
     uint8_t results[2 * N];
-    for (uint64_t i = 0; i < 2 * N; i++) {
-        tu_key(store[i], i, i < N ? 1 : 2);
-        keys[i] = store[i];
-        lens[i] = TU_KEY_LEN;
-    }
+    tu_keyset ks;
+    tu_keyset_make_split(&ks, 2 * N, N);
+    const void **keys = ks.keys;
+    const size_t *lens = ks.lens;
     bk_counting *f, *copy;
     assert_int_equal(bk_counting_create(&f, N, 0.001, 4, 17), BK_OK);
     assert_int_equal(bk_counting_add_batch(NULL, keys, lens, 1, NULL), BK_EINVAL);
@@ -600,49 +531,27 @@ static void test_batch_clone_stats(void **state)
     assert_int_equal(bk_counting_contains(f, keys[0], lens[0]), 1);
     bk_counting_free(copy);
     bk_counting_free(f);
+    tu_keyset_free(&ks);
 }
 
 /*==========================================================================
  * Allocation failures
  *==========================================================================*/
 
-static int attempt_create(void *ctx)
-{
-    (void)ctx;
-    bk_counting *f;
-    int rc = bk_counting_create(&f, 1000, 0.01, 8, 1);
-    bk_counting_free(f);
-    return rc;
-}
-
-static int attempt_create_params(void *ctx)
-{
-    (void)ctx;
-    bk_counting *f;
-    int rc = bk_counting_create_params(&f, 10, 4, 5, 1);
-    bk_counting_free(f);
-    return rc;
-}
-
-static int attempt_clone(void *ctx)
-{
-    bk_counting *f;
-    int rc = bk_counting_clone(&f, ctx);
-    if (rc == BK_OK)
-        assert_int_equal(bk_counting_contains(f, "x", 1), 1);
-    bk_counting_free(f);
-    return rc;
-}
+TU_OOM_ATTEMPT(attempt_create, bk_counting, bk_counting_create(&f, 1000, 0.01, 8, 1),
+               bk_counting_free)
+TU_OOM_ATTEMPT(attempt_create_params, bk_counting, bk_counting_create_params(&f, 10, 4, 5, 1),
+               bk_counting_free)
+TU_OOM_CLONE_ATTEMPT(attempt_clone, bk_counting, bk_counting_clone, bk_counting_contains,
+                     bk_counting_free)
 
 static void test_out_of_memory(void **state)
 {
     (void)state;
-    assert_int_equal(tu_oom_loop(attempt_create, NULL), 2);
-    assert_int_equal(tu_oom_loop(attempt_create_params, NULL), 2);
     bk_counting *src;
     assert_int_equal(bk_counting_create(&src, 100, 0.01, 4, 1), BK_OK);
     bk_counting_add(src, "x", 1);
-    tu_oom_loop(attempt_clone, src);
+    tu_oom_create_clone(attempt_create, attempt_create_params, 2, attempt_clone, src, -1);
     bk_counting_free(src);
 }
 

@@ -12,6 +12,8 @@
  */
 #include "testutil.h"
 
+TU_COUNT_FOUND(count_found, bk_cuckoo, bk_cuckoo_contains)
+
 /*==========================================================================
  * Parameters and sizing
  *==========================================================================*/
@@ -279,59 +281,18 @@ static void test_tiny_tables(void **state)
  * Model-based: random add / remove / lookup against an exact multiset
  *==========================================================================*/
 
+/* tu_deleting_model near 90% load: adds refused as full or as too many
+ * copies change nothing, the items are the model's copies after every add,
+ * counts are never below the truth, no present key is missed. */
 static void run_model(uint32_t b, uint32_t fp_bits, uint64_t buckets,
                       uint64_t universe, uint64_t ops, uint64_t seed)
 {
     bk_cuckoo *f;
-    tu_multiset model;
-    char key[TU_KEY_LEN];
-    uint64_t rng = seed, full = 0, copies = 0, removes = 0;
-    const uint64_t target = buckets * b * 9 / 10; /* hover near 90% load */
-    assert_int_equal(bk_cuckoo_create_params(&f, buckets, b, fp_bits, 0, seed),
-                     BK_OK);
-    tu_multiset_init(&model, universe, ops + 1);
-
-    for (uint64_t op = 0; op < ops; op++) {
-        uint64_t r = tu_next(&rng) % 100;
-        uint64_t add_share = model.size < target ? 50 : 30;
-        if (r < add_share) {
-            uint64_t id = tu_next(&rng) % universe;
-            tu_key(key, id, 1);
-            int rc = bk_cuckoo_add(f, key, sizeof(key));
-            if (rc == BK_OK)
-                tu_multiset_add(&model, id);
-            else if (rc == BK_EFULL)
-                full++;
-            else if (rc == BK_ECOPIES)
-                copies++;
-            else
-                fail_msg("add returned %s", bk_errname(rc));
-            assert_int_equal(bk_cuckoo_items(f), model.size);
-        } else if (r < 80 && model.size > 0) {
-            uint64_t id = tu_multiset_take(&model, tu_next(&rng) % model.size);
-            tu_key(key, id, 1);
-            assert_int_equal(bk_cuckoo_remove(f, key, sizeof(key)), BK_OK);
-            removes++;
-        } else {
-            uint64_t id = tu_next(&rng) % universe;
-            tu_key(key, id, 1);
-            if (model.count[id] > 0)
-                assert_int_equal(bk_cuckoo_contains(f, key, sizeof(key)), 1);
-            assert_true(bk_cuckoo_count(f, key, sizeof(key)) >= model.count[id]);
-        }
-        if (op % 20000 == 0 || op == ops - 1) {
-            for (size_t i = 0; i < model.size; i++) {
-                tu_key(key, model.instances[i], 1);
-                assert_int_equal(bk_cuckoo_contains(f, key, sizeof(key)), 1);
-            }
-        }
-    }
-    assert_true(removes > ops / 4);
-    print_message("cuckoo model b=%u f=%u: %llu full, %llu copies refused\n",
-                  b, fp_bits, (unsigned long long)full,
-                  (unsigned long long)copies);
-    tu_multiset_free(&model);
-    bk_cuckoo_free(f);
+    const tu_model_rule rule = {.name = "cuckoo", .count_cap = UINT32_MAX, .refusals = 2,
+                                .items_exact = 1, .removes_div = 4};
+    assert_int_equal(bk_cuckoo_create_params(&f, buckets, b, fp_bits, 0, seed), BK_OK);
+    print_message("cuckoo model b=%u f=%u\n", b, fp_bits);
+    tu_deleting_model(bk_cuckoo_as_filter(f), buckets * b * 9 / 10, universe, ops, seed, &rule);
 }
 
 static void test_model(void **state)
@@ -359,11 +320,7 @@ static void measure_fpr(double target, uint32_t fp_bits_given)
         tu_key(key, i, 1);
         assert_int_equal(bk_cuckoo_add(f, key, sizeof(key)), BK_OK);
     }
-    uint64_t hits = 0;
-    for (uint64_t i = 0; i < queries; i++) {
-        tu_key(key, i, 2);
-        hits += (uint64_t)bk_cuckoo_contains(f, key, sizeof(key));
-    }
+    uint64_t hits = count_found(f, 0, queries, 2);
     assert_int_equal(bk_cuckoo_get_stats(f, &st), BK_OK);
     double measured = (double)hits / (double)queries;
     print_message("cuckoo p=%g f=%u: load %.3f, %.2f bits/key, measured "
@@ -393,15 +350,11 @@ static void test_batch_clone_stats(void **state)
 {
     (void)state;
     enum { N = 3000 };
-    static char store[2 * N][TU_KEY_LEN];
-    const void *keys[2 * N];
-    size_t lens[2 * N];
     int rcs[2 * N];
-    for (uint64_t i = 0; i < 2 * N; i++) {
-        tu_key(store[i], i, i < N ? 1 : 2);
-        keys[i] = store[i];
-        lens[i] = TU_KEY_LEN;
-    }
+    tu_keyset ks;
+    tu_keyset_make_split(&ks, 2 * N, N);
+    const void **keys = ks.keys;
+    const size_t *lens = ks.lens;
     bk_cuckoo *f, *copy;
     assert_int_equal(bk_cuckoo_create(&f, N, 0.001, NULL, 17), BK_OK);
     assert_int_equal(bk_cuckoo_add_batch(NULL, keys, lens, 1, NULL), BK_EINVAL);
@@ -429,38 +382,19 @@ static void test_batch_clone_stats(void **state)
     assert_int_equal(bk_cuckoo_contains(f, keys[0], lens[0]), 1);
     bk_cuckoo_free(copy);
     bk_cuckoo_free(f);
+    tu_keyset_free(&ks);
 }
 
 /*==========================================================================
  * Allocation failures
  *==========================================================================*/
 
-static int attempt_create(void *ctx)
-{
-    (void)ctx;
-    bk_cuckoo *f;
-    int rc = bk_cuckoo_create(&f, 1000, 0.01, NULL, 1);
-    bk_cuckoo_free(f);
-    return rc;
-}
-
-static int attempt_create_params(void *ctx)
-{
-    (void)ctx;
-    bk_cuckoo *f;
-    int rc = bk_cuckoo_create_params(&f, 64, 2, 12, 20, 1);
-    bk_cuckoo_free(f);
-    return rc;
-}
-
-static int attempt_clone(void *ctx)
-{
-    bk_cuckoo *f;
-    int rc = bk_cuckoo_clone(&f, ctx);
-    if (rc == BK_OK) assert_int_equal(bk_cuckoo_contains(f, "x", 1), 1);
-    bk_cuckoo_free(f);
-    return rc;
-}
+TU_OOM_ATTEMPT(attempt_create, bk_cuckoo, bk_cuckoo_create(&f, 1000, 0.01, NULL, 1),
+               bk_cuckoo_free)
+TU_OOM_ATTEMPT(attempt_create_params, bk_cuckoo, bk_cuckoo_create_params(&f, 64, 2, 12, 20, 1),
+               bk_cuckoo_free)
+TU_OOM_CLONE_ATTEMPT(attempt_clone, bk_cuckoo, bk_cuckoo_clone, bk_cuckoo_contains,
+                     bk_cuckoo_free)
 
 /* Bucket size 2 with 8-bit fingerprints (RedisBloom's CF shape) is stored
  * as 15-bit pair codes: RedisBloom's CF.RESERVE k 1000 (512 buckets) in at
@@ -504,12 +438,7 @@ static void test_paired_buckets(void **state)
     assert_true(fabs(measured - want) < tu_tolerance(want, queries, 5.0));
     assert_true(fabs(want - -expm1(4.0 * load * log1p(-1.0 / 254))) < 1e-12);
     /* the image keeps the pairing and the answers */
-    bk_filter *img = NULL;
-    uint64_t len = bk_filter_serialized_size(bk_cuckoo_as_filter(f));
-    unsigned char *buf = malloc((size_t)len);
-    assert_non_null(buf);
-    assert_int_equal(bk_filter_serialize(bk_cuckoo_as_filter(f), buf, (size_t)len), BK_OK);
-    assert_int_equal(bk_filter_deserialize(&img, buf, (size_t)len), BK_OK);
+    bk_filter *img = tu_reload(bk_cuckoo_as_filter(f));
     g = bk_filter_as_cuckoo(img);
     assert_non_null(g);
     for (uint64_t i = 0; i < 5000; i++) {
@@ -527,7 +456,6 @@ static void test_paired_buckets(void **state)
         assert_int_equal(bk_cuckoo_contains(g, key, sizeof(key)), 1);
     }
     bk_filter_free(img);
-    free(buf);
     bk_cuckoo_free(f);
 }
 
@@ -535,12 +463,10 @@ static void test_out_of_memory(void **state)
 {
     (void)state;
     /* two allocations: the handle, and the table with its padding */
-    assert_int_equal(tu_oom_loop(attempt_create, NULL), 2);
-    assert_int_equal(tu_oom_loop(attempt_create_params, NULL), 2);
     bk_cuckoo *src;
     assert_int_equal(bk_cuckoo_create(&src, 100, 0.01, NULL, 1), BK_OK);
     assert_int_equal(bk_cuckoo_add(src, "x", 1), BK_OK);
-    assert_int_equal(tu_oom_loop(attempt_clone, src), 2);
+    tu_oom_create_clone(attempt_create, attempt_create_params, 2, attempt_clone, src, 2);
     bk_cuckoo_free(src);
 }
 
@@ -604,12 +530,7 @@ static bk_cuckoo *chain_filter(uint32_t b, uint64_t first_buckets)
 
 static unsigned char *image_of(bk_cuckoo *f, size_t *len)
 {
-    uint64_t n = bk_filter_serialized_size(bk_cuckoo_as_filter(f));
-    unsigned char *buf = malloc((size_t)n);
-    assert_non_null(buf);
-    assert_int_equal(bk_filter_serialize(bk_cuckoo_as_filter(f), buf, (size_t)n), BK_OK);
-    *len = (size_t)n;
-    return buf;
+    return tu_serialize(bk_cuckoo_as_filter(f), len);
 }
 
 /* bytes = the stated overhead + the packed tables + 8 per older stage */
@@ -627,12 +548,7 @@ static void check_bytes(const bk_cuckoo *f)
 
 static void assert_same_filter(bk_cuckoo *a, bk_cuckoo *b)
 {
-    size_t la, lb;
-    unsigned char *ia = image_of(a, &la), *ib = image_of(b, &lb);
-    assert_int_equal(la, lb);
-    assert_memory_equal(ia, ib, la);
-    free(ia);
-    free(ib);
+    tu_same_image(bk_cuckoo_as_filter(a), bk_cuckoo_as_filter(b));
 }
 
 static void test_stages(void **state)

@@ -9,6 +9,9 @@
  */
 #include "testutil.h"
 
+TU_ADD_RANGE(add_range, bk_deletable, bk_deletable_add)
+TU_COUNT_FOUND(count_found, bk_deletable, bk_deletable_contains)
+
 static void test_invalid_parameters(void **state)
 {
     (void)state;
@@ -142,58 +145,17 @@ static void test_removable_fraction(void **state)
  * Model-based: random add / remove / lookup against an exact multiset
  *==========================================================================*/
 
+/* tu_deleting_model: a remove either clears a key present once or is
+ * refused (BK_EUNDELETABLE, never ENOTFOUND), and flags accumulate, so few
+ * removes succeed: over 1%. No present key is missed. */
 static void run_model(uint64_t capacity, double fpr, uint64_t regions,
                       uint64_t universe, uint64_t ops, uint64_t seed)
 {
     bk_deletable *f;
-    tu_multiset model;
-    char key[TU_KEY_LEN];
-    uint64_t rng = seed, removed = 0, refused = 0;
-    assert_int_equal(bk_deletable_create(&f, capacity, fpr, regions, seed),
-                     BK_OK);
-    tu_multiset_init(&model, universe, ops + 1);
-
-    for (uint64_t op = 0; op < ops; op++) {
-        uint64_t r = tu_next(&rng) % 100;
-        uint64_t add_share = model.size < capacity ? 50 : 30;
-        if (r < add_share) {
-            uint64_t id = tu_next(&rng) % universe;
-            tu_key(key, id, 1);
-            bk_deletable_add(f, key, sizeof(key));
-            tu_multiset_add(&model, id);
-        } else if (r < 80 && model.size > 0) {
-            size_t index = tu_next(&rng) % model.size;
-            uint64_t id = model.instances[index];
-            tu_key(key, id, 1);
-            int rc = bk_deletable_remove(f, key, sizeof(key));
-            if (rc == BK_OK) {
-                /* gone: every copy leaves the model (only a single copy
-                 * can ever be removable) */
-                assert_int_equal(model.count[id], 1);
-                tu_multiset_take(&model, index);
-                removed++;
-            } else {
-                assert_int_equal(rc, BK_EUNDELETABLE); /* never ENOTFOUND */
-                refused++;
-            }
-        } else {
-            uint64_t id = tu_next(&rng) % universe;
-            tu_key(key, id, 1);
-            if (model.count[id] > 0)
-                assert_int_equal(bk_deletable_contains(f, key, sizeof(key)), 1);
-        }
-        if (op % 20000 == 0 || op == ops - 1) {
-            for (size_t i = 0; i < model.size; i++) {
-                tu_key(key, model.instances[i], 1);
-                assert_int_equal(bk_deletable_contains(f, key, sizeof(key)), 1);
-            }
-        }
-    }
-    assert_true(removed > ops / 100); /* flags accumulate: few removable */
-    print_message("dlbf model: %llu removed, %llu refused\n",
-                  (unsigned long long)removed, (unsigned long long)refused);
-    tu_multiset_free(&model);
-    bk_deletable_free(f);
+    const tu_model_rule rule = {.name = "dlbf", .add_is_new = 1, .undeletable = 1,
+                                .removes_div = 100};
+    assert_int_equal(bk_deletable_create(&f, capacity, fpr, regions, seed), BK_OK);
+    tu_deleting_model(bk_deletable_as_filter(f), capacity, universe, ops, seed, &rule);
 }
 
 static void test_model(void **state)
@@ -212,19 +174,11 @@ static void test_model(void **state)
 static void measure_fpr(double target)
 {
     const uint64_t n = 100000, queries = 1000000;
-    char key[TU_KEY_LEN];
     bk_deletable *f;
     bk_deletable_stats st;
     assert_int_equal(bk_deletable_create(&f, n, target, 0, 61), BK_OK);
-    for (uint64_t i = 0; i < n; i++) {
-        tu_key(key, i, 1);
-        bk_deletable_add(f, key, sizeof(key));
-    }
-    uint64_t hits = 0;
-    for (uint64_t i = 0; i < queries; i++) {
-        tu_key(key, i, 2);
-        hits += (uint64_t)bk_deletable_contains(f, key, sizeof(key));
-    }
+    add_range(f, 0, n, 1);
+    uint64_t hits = count_found(f, 0, queries, 2);
     assert_int_equal(bk_deletable_get_stats(f, &st), BK_OK);
     double measured = (double)hits / queries;
     print_message("dlbf p=%g: measured %.5f, formula %.5f, removable %.3f, "
@@ -251,15 +205,11 @@ static void test_batch_clone(void **state)
 {
     (void)state;
     enum { N = 2000 };
-    static char store[2 * N][TU_KEY_LEN];
-    const void *keys[2 * N];
-    size_t lens[2 * N];
     uint8_t results[2 * N];
-    for (uint64_t i = 0; i < 2 * N; i++) {
-        tu_key(store[i], i, i < N ? 1 : 2);
-        keys[i] = store[i];
-        lens[i] = TU_KEY_LEN;
-    }
+    tu_keyset ks;
+    tu_keyset_make_split(&ks, 2 * N, N);
+    const void **keys = ks.keys;
+    const size_t *lens = ks.lens;
     bk_deletable *f, *copy;
     assert_int_equal(bk_deletable_create(&f, N, 0.001, 0, 3), BK_OK);
     assert_int_equal(bk_deletable_add_batch(f, NULL, lens, 1, NULL), BK_EINVAL);
@@ -283,44 +233,23 @@ static void test_batch_clone(void **state)
         assert_int_equal(bk_deletable_contains(f, keys[i], lens[i]), 1);
     bk_deletable_free(copy);
     bk_deletable_free(f);
+    tu_keyset_free(&ks);
 }
 
-static int attempt_create(void *ctx)
-{
-    (void)ctx;
-    bk_deletable *f;
-    int rc = bk_deletable_create(&f, 1000, 0.01, 0, 1);
-    bk_deletable_free(f);
-    return rc;
-}
-
-static int attempt_create_params(void *ctx)
-{
-    (void)ctx;
-    bk_deletable *f;
-    int rc = bk_deletable_create_params(&f, 1000, 4, 100, 1);
-    bk_deletable_free(f);
-    return rc;
-}
-
-static int attempt_clone(void *ctx)
-{
-    bk_deletable *f;
-    int rc = bk_deletable_clone(&f, ctx);
-    if (rc == BK_OK) assert_int_equal(bk_deletable_contains(f, "x", 1), 1);
-    bk_deletable_free(f);
-    return rc;
-}
+TU_OOM_ATTEMPT(attempt_create, bk_deletable, bk_deletable_create(&f, 1000, 0.01, 0, 1),
+               bk_deletable_free)
+TU_OOM_ATTEMPT(attempt_create_params, bk_deletable,
+               bk_deletable_create_params(&f, 1000, 4, 100, 1), bk_deletable_free)
+TU_OOM_CLONE_ATTEMPT(attempt_clone, bk_deletable, bk_deletable_clone, bk_deletable_contains,
+                     bk_deletable_free)
 
 static void test_out_of_memory(void **state)
 {
     (void)state;
-    assert_int_equal(tu_oom_loop(attempt_create, NULL), 2);
-    assert_int_equal(tu_oom_loop(attempt_create_params, NULL), 2);
     bk_deletable *src;
     assert_int_equal(bk_deletable_create(&src, 100, 0.01, 0, 1), BK_OK);
     bk_deletable_add(src, "x", 1);
-    assert_int_equal(tu_oom_loop(attempt_clone, src), 2);
+    tu_oom_create_clone(attempt_create, attempt_create_params, 2, attempt_clone, src, 2);
     bk_deletable_free(src);
 }
 

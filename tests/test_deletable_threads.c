@@ -6,9 +6,7 @@
  *   - deletable: concurrent adds and lookups;
  *   - cuckoo: concurrent readers of a filter no one writes.
  */
-#include <pthread.h>
-
-#include "testutil.h"
+#include "race.h"
 
 enum { THREADS = 4, PER_THREAD = 20000 };
 
@@ -43,7 +41,6 @@ static void test_counting_concurrent(void **state)
 {
     (void)state;
     bk_counting *f, *serial;
-    pthread_t threads[THREADS];
     counting_job jobs[THREADS];
     char key[TU_KEY_LEN];
     /* Small on purpose: threads meet on the same words. 8-bit counters,
@@ -53,18 +50,9 @@ static void test_counting_concurrent(void **state)
      * (checked below: nothing saturated in either). */
     assert_int_equal(bk_counting_create(&f, 5000, 0.01, 8, 3), BK_OK);
     assert_int_equal(bk_counting_create(&serial, 5000, 0.01, 8, 3), BK_OK);
-    for (int t = 0; t < THREADS; t++) {
-        jobs[t].f = f;
-        jobs[t].tag = (uint64_t)t + 1;
-        jobs[t].lookups_found = 0;
-        jobs[t].errors = 0;
-        assert_int_equal(pthread_create(&threads[t], NULL, counting_worker,
-                                        &jobs[t]), 0);
-    }
-    for (int t = 0; t < THREADS; t++) {
-        pthread_join(threads[t], NULL);
-        assert_int_equal(jobs[t].errors, 0);
-    }
+    for (int t = 0; t < THREADS; t++) jobs[t] = (counting_job){f, (uint64_t)t + 1, 0, 0};
+    tu_run_threads(counting_worker, jobs, sizeof(counting_job), THREADS);
+    for (int t = 0; t < THREADS; t++) assert_int_equal(jobs[t].errors, 0);
     for (uint64_t t = 1; t <= THREADS; t++) {
         for (uint64_t i = 0; i < PER_THREAD; i++) {
             tu_key(key, i, t);
@@ -118,22 +106,13 @@ static void test_deletable_concurrent_adds(void **state)
 {
     (void)state;
     bk_deletable *f;
-    pthread_t threads[THREADS];
     dlbf_job jobs[THREADS];
     char key[TU_KEY_LEN];
     assert_int_equal(bk_deletable_create(&f, THREADS * PER_THREAD, 0.01, 0, 4),
                      BK_OK);
-    for (int t = 0; t < THREADS; t++) {
-        jobs[t].f = f;
-        jobs[t].tag = (uint64_t)t + 1;
-        jobs[t].errors = 0;
-        assert_int_equal(pthread_create(&threads[t], NULL, dlbf_worker,
-                                        &jobs[t]), 0);
-    }
-    for (int t = 0; t < THREADS; t++) {
-        pthread_join(threads[t], NULL);
-        assert_int_equal(jobs[t].errors, 0);
-    }
+    for (int t = 0; t < THREADS; t++) jobs[t] = (dlbf_job){f, (uint64_t)t + 1, 0};
+    tu_run_threads(dlbf_worker, jobs, sizeof(dlbf_job), THREADS);
+    for (int t = 0; t < THREADS; t++) assert_int_equal(jobs[t].errors, 0);
     /* every key present; removes (serial now) never report absent */
     for (uint64_t t = 1; t <= THREADS; t++) {
         for (uint64_t i = 0; i < PER_THREAD; i++) {
@@ -173,7 +152,6 @@ static void test_cuckoo_concurrent_readers(void **state)
 {
     (void)state;
     bk_cuckoo *f;
-    pthread_t threads[THREADS];
     cuckoo_job jobs[THREADS];
     char key[TU_KEY_LEN];
     assert_int_equal(bk_cuckoo_create(&f, THREADS * PER_THREAD, 0.01, NULL, 5),
@@ -184,16 +162,9 @@ static void test_cuckoo_concurrent_readers(void **state)
             assert_int_equal(bk_cuckoo_add(f, key, sizeof(key)), BK_OK);
         }
     }
-    for (int t = 0; t < THREADS; t++) {
-        jobs[t].f = f;
-        jobs[t].found = 0;
-        assert_int_equal(pthread_create(&threads[t], NULL, cuckoo_reader,
-                                        &jobs[t]), 0);
-    }
-    for (int t = 0; t < THREADS; t++) {
-        pthread_join(threads[t], NULL);
-        assert_int_equal(jobs[t].found, 2 * THREADS * PER_THREAD);
-    }
+    for (int t = 0; t < THREADS; t++) jobs[t] = (cuckoo_job){f, 0};
+    tu_run_threads(cuckoo_reader, jobs, sizeof(cuckoo_job), THREADS);
+    for (int t = 0; t < THREADS; t++) assert_int_equal(jobs[t].found, 2 * THREADS * PER_THREAD);
     bk_cuckoo_free(f);
 }
 

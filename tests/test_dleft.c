@@ -54,56 +54,15 @@ static void test_sizing(void **state)
     bk_dleft_free(f);
 }
 
-/* Model-based: random adds, removes and lookups against a multiset. Counts
- * are never below the truth (up to saturation) and no present key is
- * missed. */
+/* Model-based (tu_deleting_model): counts are never below the truth (up
+ * to saturation at 2^w - 1) and no present key is missed. */
 static void run_model(uint64_t capacity, double p, uint32_t w, uint64_t universe,
                       uint64_t ops, uint64_t seed)
 {
-    bk_filter *f = make(capacity, p, w, seed);
-    tu_multiset model;
-    char key[TU_KEY_LEN];
-    uint64_t rng = seed, removes = 0, efull = 0;
-    const uint32_t max = (1u << w) - 1;
-    tu_multiset_init(&model, universe, ops + 1);
-    for (uint64_t op = 0; op < ops; op++) {
-        uint64_t r = tu_next(&rng) % 100;
-        uint64_t add_share = model.size < capacity ? 50 : 30;
-        if (r < add_share) {
-            uint64_t id = tu_next(&rng) % universe;
-            tu_key(key, id, 1);
-            int rc = bk_filter_add(f, key, sizeof(key));
-            if (rc == BK_EFULL && w == 2) { /* cells leaked by saturation */
-                efull++;
-                continue;
-            }
-            if (rc != 0 && rc != 1) fail_msg("add: %s at %zu", bk_errname(rc), model.size);
-            if (model.count[id] > 0) assert_int_equal(rc, 0);
-            tu_multiset_add(&model, id);
-        } else if (r < 80 && model.size > 0) {
-            uint64_t id = tu_multiset_take(&model, tu_next(&rng) % model.size);
-            tu_key(key, id, 1);
-            assert_int_equal(bk_filter_remove(f, key, sizeof(key)), BK_OK);
-            removes++;
-        } else {
-            uint64_t id = tu_next(&rng) % universe;
-            tu_key(key, id, 1);
-            uint32_t want = model.count[id] < max ? model.count[id] : max;
-            if (model.count[id] > 0)
-                assert_int_equal(bk_filter_contains(f, key, sizeof(key)), 1);
-            assert_true(bk_filter_count(f, key, sizeof(key)) >= (int64_t)want);
-        }
-        if (op % 20000 == 0 || op == ops - 1) {
-            for (size_t i = 0; i < model.size; i++) {
-                tu_key(key, model.instances[i], 1);
-                assert_int_equal(bk_filter_contains(f, key, sizeof(key)), 1);
-            }
-        }
-    }
-    assert_true(removes > ops / 4);
-    print_message("dleft model w=%u: %lu adds refused (full)\n", w, (unsigned long)efull);
-    tu_multiset_free(&model);
-    bk_filter_free(f);
+    /* with w = 2, adds refused as full (cells leaked by saturation) */
+    const tu_model_rule rule = {.name = "dleft", .count_cap = (1u << w) - 1, .refusals = w == 2,
+                                .add_is_new = 1, .removes_div = 4};
+    tu_deleting_model(make(capacity, p, w, seed), capacity, universe, ops, seed, &rule);
 }
 
 /* With w = 2 a key present 4 times saturates its cell, which is then never
@@ -207,14 +166,7 @@ static void test_loaded_remove(void **state)
     tu_keyset_free(&ks);
 }
 
-static int attempt_create(void *ctx)
-{
-    (void)ctx;
-    bk_dleft *f;
-    int rc = bk_dleft_create(&f, 1000, 0.01, 0, 1);
-    bk_dleft_free(f);
-    return rc;
-}
+TU_OOM_ATTEMPT(attempt_create, bk_dleft, bk_dleft_create(&f, 1000, 0.01, 0, 1), bk_dleft_free)
 
 static int attempt_generic(void *ctx)
 {

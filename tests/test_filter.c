@@ -65,26 +65,6 @@ static bk_filter *make(const family_case *c, uint64_t capacity, uint64_t seed)
     return f;
 }
 
-static void add_keys(bk_filter *f, uint64_t from, uint64_t to, uint64_t tag)
-{
-    char key[TU_KEY_LEN];
-    for (uint64_t i = from; i < to; i++) {
-        tu_key(key, i, tag);
-        assert_true(bk_filter_add(f, key, sizeof(key)) >= 0);
-    }
-}
-
-static uint64_t count_found(const bk_filter *f, uint64_t from, uint64_t to, uint64_t tag)
-{
-    char key[TU_KEY_LEN];
-    uint64_t n = 0;
-    for (uint64_t i = from; i < to; i++) {
-        tu_key(key, i, tag);
-        n += (uint64_t)bk_filter_contains(f, key, sizeof(key));
-    }
-    return n;
-}
-
 static void test_names(void **state)
 {
     (void)state;
@@ -116,7 +96,7 @@ static void test_every_family_summary(void **state)
         bk_filter *f = make(c, 10000, 3);
         assert_int_equal(bk_filter_contains(f, "a", 1), 0);
         assert_int_equal(bk_filter_add(f, "a", 1), 1);
-        add_keys(f, 0, 5000, 1);
+        tu_add_keys(f, 0, 5000, 1);
         bk_filter_info info, sum;
         assert_int_equal(bk_filter_get_info(f, &info), BK_OK);
         assert_int_equal(bk_filter_get_summary(f, &sum), BK_OK);
@@ -135,7 +115,7 @@ static void test_every_family_summary(void **state)
         assert_true(bk_filter_add_batch(f, NULL, lens, 2, got) == BK_EINVAL);
         assert_true(bk_filter_contains_batch(NULL, keys, lens, 2, got) == BK_EINVAL);
         assert_int_equal(bk_filter_clear(f), BK_OK);
-        assert_true(count_found(f, 0, 5000, 1) == 0);
+        assert_true(tu_count_found(f, 0, 5000, 1) == 0);
         assert_int_equal(bk_filter_contains(f, "a", 1), 0);
         bk_filter_free(f);
     }
@@ -150,11 +130,11 @@ static void test_every_family_intersect(void **state)
         const family_case *c = &cases[i];
         if (!c->can_merge) continue;
         bk_filter *a = make(c, 20000, 5), *b = make(c, 20000, 5);
-        add_keys(a, 0, 6000, 1);
-        add_keys(b, 3000, 9000, 1);
+        tu_add_keys(a, 0, 6000, 1);
+        tu_add_keys(b, 3000, 9000, 1);
         assert_int_equal(bk_filter_intersect(a, b), BK_OK);
-        assert_true(count_found(a, 3000, 6000, 1) == 3000);
-        assert_true(count_found(a, 0, 3000, 1) < 300); /* A-only keys mostly gone */
+        assert_true(tu_count_found(a, 3000, 6000, 1) == 3000);
+        assert_true(tu_count_found(a, 0, 3000, 1) < 300); /* A-only keys mostly gone */
         char why[128];
         bk_filter *other_size = make(c, 50000, 5);
         assert_int_equal(bk_filter_merge(b, other_size), BK_EINCOMPAT);
@@ -210,8 +190,8 @@ static void test_beyond_conformance(void **state)
         assert_int_equal(bk_filter_contains(f, "a", 1), 1);
         assert_true(bk_filter_count(f, "a", 1) >= 1);
         assert_true(bk_filter_count(f, "zz-absent", 9) == bk_filter_contains(f, "zz-absent", 9));
-        add_keys(f, 0, 5000, 1);
-        assert_true(count_found(f, 0, 5000, 1) == 5000);
+        tu_add_keys(f, 0, 5000, 1);
+        assert_true(tu_count_found(f, 0, 5000, 1) == 5000);
         bk_filter_info info;
         assert_int_equal(bk_filter_get_info(f, &info), BK_OK);
         assert_int_equal(info.family, c->family);
@@ -226,20 +206,20 @@ static void test_beyond_conformance(void **state)
         assert_int_equal(bk_filter_contains(f, "a", 1), !c->can_remove);
         bk_filter *copy;
         assert_int_equal(bk_filter_clone(&copy, f), BK_OK);
-        assert_true(count_found(copy, 0, 5000, 1) == 5000);
+        assert_true(tu_count_found(copy, 0, 5000, 1) == 5000);
         assert_int_equal(bk_filter_clear(f), BK_OK);
-        assert_true(count_found(copy, 0, 5000, 1) == 5000);
+        assert_true(tu_count_found(copy, 0, 5000, 1) == 5000);
         bk_filter_free(copy);
         bk_filter_free(f);
 
         bk_filter *a = make(c, 20000, 5), *b = make(c, 20000, 5);
-        add_keys(a, 0, 6000, 1);
-        add_keys(b, 3000, 9000, 1);
+        tu_add_keys(a, 0, 6000, 1);
+        tu_add_keys(b, 3000, 9000, 1);
         char why[128];
         assert_int_equal(bk_filter_incompatibility(a, b, why, sizeof(why)), !c->can_merge);
         assert_int_equal(bk_filter_merge(a, b), c->can_merge ? BK_OK : BK_ENOTSUP);
         if (!c->can_merge) assert_non_null(strstr(why, "cannot be combined"));
-        assert_true(count_found(a, 0, c->can_merge ? 9000 : 6000, 1) ==
+        assert_true(tu_count_found(a, 0, c->can_merge ? 9000 : 6000, 1) ==
                     (c->can_merge ? 9000 : 6000));
         bk_filter_free(a);
         bk_filter_free(b);

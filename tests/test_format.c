@@ -49,6 +49,10 @@ static const char *tmp_path(const char *name)
 
 #define SAMPLE_KEYS 2000u
 
+TU_ADD_RANGE(bloom_add_range, bk_bloom, bk_bloom_add)
+TU_ADD_RANGE(blocked_add_range, bk_blocked, bk_blocked_add)
+TU_ADD_RANGE_OK(growable_add_range, bk_growable, bk_growable_add)
+
 typedef struct sample {
     const char *name;        /* golden file name */
     bk_filter *(*make)(void);
@@ -58,11 +62,7 @@ static bk_filter *make_bloom(void)
 {
     bk_bloom *f;
     assert_int_equal(bk_bloom_create(&f, SAMPLE_KEYS, 0.01, 42), BK_OK);
-    char key[TU_KEY_LEN];
-    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
-        tu_key(key, i, 1);
-        bk_bloom_add(f, key, sizeof(key));
-    }
+    bloom_add_range(f, 0, SAMPLE_KEYS, 1);
     return bk_bloom_as_filter(f);
 }
 
@@ -70,11 +70,7 @@ static bk_filter *make_blocked(void)
 {
     bk_blocked *f;
     assert_int_equal(bk_blocked_create(&f, SAMPLE_KEYS, 0.01, 43), BK_OK);
-    char key[TU_KEY_LEN];
-    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
-        tu_key(key, i, 1);
-        bk_blocked_add(f, key, sizeof(key));
-    }
+    blocked_add_range(f, 0, SAMPLE_KEYS, 1);
     return bk_blocked_as_filter(f);
 }
 
@@ -83,11 +79,7 @@ static bk_filter *make_blocked_split(void)
 {
     bk_blocked *f;
     assert_int_equal(bk_blocked_create_split(&f, SAMPLE_KEYS, 0.01, 53), BK_OK);
-    char key[TU_KEY_LEN];
-    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
-        tu_key(key, i, 1);
-        bk_blocked_add(f, key, sizeof(key));
-    }
+    blocked_add_range(f, 0, SAMPLE_KEYS, 1);
     return bk_blocked_as_filter(f);
 }
 
@@ -100,11 +92,7 @@ static bk_filter *make_growable_list(void)
 {
     bk_growable *f;
     assert_int_equal(bk_growable_create(&f, 100, 0.01, 59), BK_OK);
-    char key[TU_KEY_LEN];
-    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
-        tu_key(key, i, 1);
-        assert_true(bk_growable_add(f, key, sizeof(key)) >= 0);
-    }
+    growable_add_range(f, 0, SAMPLE_KEYS, 1);
     assert_int_equal(bk_growable_doublings(f), 5);
     return bk_growable_as_filter(f);
 }
@@ -113,11 +101,7 @@ static bk_filter *make_growable(void)
 {
     bk_growable *f;
     assert_int_equal(bk_growable_create(&f, 12800, 0.01, 59), BK_OK);
-    char key[TU_KEY_LEN];
-    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
-        tu_key(key, i, 1);
-        assert_true(bk_growable_add(f, key, sizeof(key)) >= 0);
-    }
+    growable_add_range(f, 0, SAMPLE_KEYS, 1);
     uint64_t minis = bk_growable_capacity(f) / 4 * 3;
     for (unsigned i = 0; i < 70; i++)
         assert_true(bk_growable_add_hash(f, tu_growable_hash(minis, 0, 2 * i + 1)) >= 0);
@@ -137,11 +121,7 @@ static bk_filter *make_generic(bk_family family, void (*tune)(bk_filter_config *
     if (tune) tune(&cfg);
     bk_filter *f;
     assert_int_equal(bk_filter_create(&f, &cfg), BK_OK);
-    char key[TU_KEY_LEN];
-    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
-        tu_key(key, i, 1);
-        assert_true(bk_filter_add(f, key, sizeof(key)) >= 0);
-    }
+    tu_add_keys(f, 0, SAMPLE_KEYS, 1);
     return f;
 }
 

@@ -9,70 +9,48 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "static_family.h"
 #include "peel.h" /* the construction internals (tests see lib/) */
 
 #define TAG_IN 1
 #define TAG_OUT 2
 #define GOLDEN BK_SOURCE_DIR "/tests/golden/static-v1.bkf"
 
-/* n keys of tag `tag` in one block: keys[i] points into *store. */
 typedef tu_keyset keyset;
 
-static uint64_t count_present(const bk_static *f, uint64_t first, uint64_t n,
-                              uint64_t tag)
+TU_STATIC_MAKE(make, bk_static, bk_static_build, bk_static_as_filter)
+
+/* The family's items (its statistics', which bk_static_items repeats) and
+ * duplicates. */
+static void counts(const bk_filter *g, uint64_t *items, uint64_t *duplicates)
 {
-    char key[TU_KEY_LEN];
-    uint64_t hits = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        tu_key(key, first + i, tag);
-        hits += (uint64_t)bk_static_contains(f, key, sizeof(key));
-    }
-    return hits;
+    const bk_static *f = bk_filter_as_static((bk_filter *)g);
+    bk_static_stats st;
+    assert_int_equal(bk_static_get_stats(f, &st), BK_OK);
+    assert_int_equal(bk_static_items(f), st.items);
+    *items = st.items;
+    *duplicates = st.duplicates;
 }
+
+static tu_static_ops ops = {make, counts};
 
 /*--------------------------------------------------------------------------
  * Accuracy
  *--------------------------------------------------------------------------*/
 
-static void check_rate(uint32_t width, uint64_t n, uint64_t probes)
+/* tu_static_rate, and the statistics of the build. */
+static void rate_stats(const bk_filter *g, uint64_t n, uint32_t w)
 {
-    keyset ks;
-    tu_keyset_make(&ks, n, 0, TAG_IN);
-    bk_static *f;
-    assert_int_equal(bk_static_build(&f, ks.keys, ks.lens, n, width, 42), BK_OK);
-    assert_int_equal(count_present(f, 0, n, TAG_IN), n); /* no false negatives */
-    double p = ldexp(1.0, -(int)width);
-    double measured = (double)count_present(f, 0, probes, TAG_OUT) / (double)probes;
-    double tol = tu_tolerance(p, probes, 5.0);
-    if (fabs(measured - p) > tol)
-        fail_msg("w=%u: measured %.6g, expected %.6g +- %.3g", width, measured, p, tol);
+    (void)w;
+    uint64_t items, duplicates;
+    counts(g, &items, &duplicates);
+    assert_int_equal(items, n);
+    assert_int_equal(duplicates, 0);
     bk_static_stats st;
-    assert_int_equal(bk_static_get_stats(f, &st), BK_OK);
-    assert_int_equal(st.items, n);
-    assert_int_equal(st.duplicates, 0);
+    assert_int_equal(bk_static_get_stats(bk_filter_as_static((bk_filter *)g), &st), BK_OK);
     assert_true(st.attempts >= 1);
     assert_true(st.build_memory > 0);
     assert_true(st.build_memory == bk_static_build_memory(n));
-    bk_static_free(f);
-    tu_keyset_free(&ks);
-}
-
-static void test_fpr_8(void **state)
-{
-    (void)state;
-    check_rate(8, 100000, 1000000);
-}
-
-static void test_fpr_12(void **state)
-{
-    (void)state;
-    check_rate(12, 100000, 2000000);
-}
-
-static void test_fpr_16(void **state)
-{
-    (void)state;
-    check_rate(16, 100000, 2000000);
 }
 
 /* The space claim: at 10^6 keys the table is ~1.125 w bits per key, within
@@ -101,65 +79,22 @@ static void test_bits_per_key(void **state)
  * Key sets: duplicates, tiny sets, retries
  *--------------------------------------------------------------------------*/
 
-static void test_duplicates(void **state)
+/* The attempts a build took. */
+static uint32_t attempts(const bk_filter *g)
 {
-    (void)state;
-    const uint64_t distinct = 20000;
-    keyset ks;
-    tu_keyset_make(&ks, distinct * 3, 0, TAG_IN);
-    /* key i, i + distinct and i + 2 distinct are the same string */
-    for (uint64_t i = 0; i < ks.n; i++) tu_key(ks.store + i * TU_KEY_LEN, i % distinct, TAG_IN);
-    bk_static *f;
-    assert_int_equal(bk_static_build(&f, ks.keys, ks.lens, ks.n, 8, 1), BK_OK);
     bk_static_stats st;
-    assert_int_equal(bk_static_get_stats(f, &st), BK_OK);
-    assert_int_equal(st.items, distinct);
-    assert_int_equal(st.duplicates, 2 * distinct);
-    assert_int_equal(count_present(f, 0, distinct, TAG_IN), distinct);
-    bk_static_free(f);
-
-    /* every key the same */
-    for (uint64_t i = 0; i < ks.n; i++) ks.keys[i] = ks.store;
-    assert_int_equal(bk_static_build(&f, ks.keys, ks.lens, ks.n, 16, 1), BK_OK);
-    assert_int_equal(bk_static_items(f), 1);
-    assert_int_equal(bk_static_contains(f, ks.store, TU_KEY_LEN), 1);
-    bk_static_free(f);
-    tu_keyset_free(&ks);
+    assert_int_equal(bk_static_get_stats(bk_filter_as_static((bk_filter *)g), &st), BK_OK);
+    return st.attempts;
 }
 
+/* Every size from 1 to 200, three widths, several seeds: every key found,
+ * and the retry path is taken on some of them (small graphs peel less
+ * reliably). */
 static void test_tiny_sets(void **state)
 {
     (void)state;
-    keyset ks;
-    tu_keyset_make(&ks, 200, 0, TAG_IN);
-    /* the empty set contains nothing */
-    bk_static *f;
-    assert_int_equal(bk_static_build(&f, NULL, NULL, 0, 8, 1), BK_OK);
-    assert_int_equal(bk_static_items(f), 0);
-    assert_int_equal(count_present(f, 0, 100000, TAG_OUT), 0);
-    bk_filter_info info;
-    assert_int_equal(bk_filter_get_info(bk_static_as_filter(f), &info), BK_OK);
-    assert_true(info.fpr_now == 0.0);
-    bk_static_free(f);
-
-    /* every size from 1 to 200, two widths, several seeds: every key found,
-     * and the retry path is taken on some of them (small graphs peel less
-     * reliably) */
-    uint32_t max_attempts = 0;
-    for (uint64_t n = 1; n <= 200; n++) {
-        for (uint64_t seed = 0; seed < 5; seed++) {
-            uint32_t w = 8 + 4 * (uint32_t)(n % 3);
-            assert_int_equal(bk_static_build(&f, ks.keys, ks.lens, n, w, seed), BK_OK);
-            assert_int_equal(bk_static_items(f), n);
-            assert_int_equal(count_present(f, 0, n, TAG_IN), n);
-            bk_static_stats st;
-            assert_int_equal(bk_static_get_stats(f, &st), BK_OK);
-            if (st.attempts > max_attempts) max_attempts = st.attempts;
-            bk_static_free(f);
-        }
-    }
-    assert_true(max_attempts >= 2);
-    tu_keyset_free(&ks);
+    static const uint32_t widths[] = {8, 12, 16};
+    tu_static_tiny_sets(make, counts, NULL, 200, 5, widths, 3, attempts, 2);
 }
 
 /*--------------------------------------------------------------------------
@@ -208,61 +143,22 @@ static void test_invalid_parameters(void **state)
 static void test_round_trip_and_map(void **state)
 {
     (void)state;
-    keyset ks;
-    tu_keyset_make(&ks, 30000, 0, TAG_IN);
-    for (uint32_t w = 8; w <= 16; w += 4) {
-        bk_static *f;
-        assert_int_equal(bk_static_build(&f, ks.keys, ks.lens, ks.n, w, 11), BK_OK);
-        tu_check_save_load_map(bk_static_as_filter(f), TAG_IN, TAG_OUT);
-        bk_static_free(f);
-    }
-    tu_keyset_free(&ks);
+    tu_static_round_trip(make, 8, 16, 4, NULL);
 }
 
-static bk_static *golden_filter(void)
+/* 100 keys at w = 8: its image is tests/golden/static-v1.bkf
+ * (TU_STATIC_GOLDEN_TEST). */
+static bk_filter *golden_filter(void)
 {
-    keyset ks;
-    tu_keyset_make(&ks, 100, 0, TAG_IN);
-    bk_static *f;
-    assert_int_equal(bk_static_build(&f, ks.keys, ks.lens, ks.n, 8, 2026), BK_OK);
-    tu_keyset_free(&ks);
-    return f;
+    return tu_static_make_keys(make, 100, 8, 2026);
 }
-
-/* tests/golden/static-v1.bkf pins the format (tu_golden), and loading it
- * answers for its 100 keys. */
-static void test_golden_file(void **state)
-{
-    (void)state;
-    bk_static *f = golden_filter();
-    size_t len;
-    unsigned char *buf = tu_serialize(bk_static_as_filter(f), &len);
-    size_t glen;
-    unsigned char *golden = tu_golden(GOLDEN, buf, len, &glen);
-    bk_filter *g;
-    assert_int_equal(bk_filter_deserialize(&g, golden, glen), BK_OK);
-    assert_int_equal(bk_filter_family(g), BK_FAMILY_STATIC);
-    for (uint64_t i = 0; i < 100; i++) {
-        char key[TU_KEY_LEN];
-        tu_key(key, i, TAG_IN);
-        assert_int_equal(bk_filter_contains(g, key, sizeof(key)), 1);
-    }
-    bk_filter_free(g);
-    free(golden);
-    free(buf);
-    bk_static_free(f);
-}
-
-#include "damage.h"
 
 /* Damaged fields, resealed so the checksums pass: the family's checks
  * reject each one with BK_ECORRUPT. */
 static void test_damaged_fields(void **state)
 {
     (void)state;
-    bk_static *f = golden_filter();
-    size_t len;
-    unsigned char *good = tu_serialize(bk_static_as_filter(f), &len);
+    bk_filter *f = golden_filter();
     const tu_damage cases[] = {
         {128 + 28, 10, 1},        /* width 10 */
         {128 + 28, 16, 1},        /* width 16: the length no longer fits */
@@ -274,29 +170,8 @@ static void test_damaged_fields(void **state)
         {56, 1, 8},               /* a param that must be 0 */
         {40, 0, 8},               /* target fpr not 2^-8 */
     };
-    tu_expect_corrupt(good, len, cases, sizeof(cases) / sizeof(cases[0]));
-    free(good);
-    bk_static_free(f);
-}
-
-/*--------------------------------------------------------------------------
- * Allocation failures
- *--------------------------------------------------------------------------*/
-
-static int build_w16(bk_filter **out, const keyset *ks)
-{
-    bk_static *f = NULL;
-    int rc = bk_static_build(&f, ks->keys, ks->lens, ks->n, 16, 9);
-    *out = rc == BK_OK ? bk_static_as_filter(f) : NULL;
-    return rc;
-}
-
-static void test_allocation_failures(void **state)
-{
-    (void)state;
-    bk_static *f = golden_filter();
-    tu_static_allocation_failures(build_w16, 5000, 2, bk_static_as_filter(f));
-    bk_static_free(f);
+    tu_expect_corrupt_image(f, cases, sizeof(cases) / sizeof(cases[0]));
+    bk_filter_free(f);
 }
 
 /*--------------------------------------------------------------------------
@@ -356,18 +231,18 @@ static void test_peel_internals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fpr_8),
-        cmocka_unit_test(test_fpr_12),
-        cmocka_unit_test(test_fpr_16),
+        TU_STATIC_RATE_TEST("test_fpr_8", make, rate_stats, 8, 100000, 1000000),
+        TU_STATIC_RATE_TEST("test_fpr_12", make, rate_stats, 12, 100000, 2000000),
+        TU_STATIC_RATE_TEST("test_fpr_16", make, rate_stats, 16, 100000, 2000000),
         cmocka_unit_test(test_bits_per_key),
-        cmocka_unit_test(test_duplicates),
+        TU_STATIC_DUPLICATES_TEST(&ops),
         cmocka_unit_test(test_tiny_sets),
         cmocka_unit_test(test_generic_handle),
         cmocka_unit_test(test_invalid_parameters),
         cmocka_unit_test(test_round_trip_and_map),
-        cmocka_unit_test(test_golden_file),
+        TU_STATIC_GOLDEN_TEST(golden_filter, GOLDEN, BK_FAMILY_STATIC, 100),
         cmocka_unit_test(test_damaged_fields),
-        cmocka_unit_test(test_allocation_failures),
+        TU_STATIC_FAILURES_TEST(make, 16, 9, 5000, 2, golden_filter),
         cmocka_unit_test(test_peel_internals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -365,13 +365,7 @@ static void test_add_nogrow_as_add(void **state)
     assert_true(refused >= 3200); /* a list takes no add_nogrow */
     assert_int_equal(bk_growable_doublings(b), bk_growable_doublings(a));
     assert_int_equal(bk_growable_items(b), bk_growable_items(a));
-    size_t la, lb;
-    unsigned char *sa = tu_serialize(bk_growable_as_filter(a), &la);
-    unsigned char *sb = tu_serialize(bk_growable_as_filter(b), &lb);
-    assert_int_equal(la, lb);
-    assert_memory_equal(sa, sb, la);
-    free(sa);
-    free(sb);
+    tu_same_image(bk_growable_as_filter(a), bk_growable_as_filter(b));
     assert_int_equal(bk_growable_add_nogrow(NULL, k, sizeof(k)), BK_EINVAL);
     assert_int_equal(bk_growable_add_nogrow(b, NULL, 1), BK_EINVAL);
     assert_int_equal(bk_growable_add_nogrow_hash(NULL, 1), BK_EINVAL);

@@ -6,69 +6,11 @@
  * allocations of a create. Batches against single adds, clones, files and
  * allocation failures on the generic handle are tests/test_conformance.c's.
  */
-#include "testutil.h"
-
-static bk_filter *make(uint64_t n, double p, uint64_t seed)
-{
-    bk_hybrid *v;
-    assert_int_equal(bk_hybrid_create(&v, n, p, seed), BK_OK);
-    return bk_hybrid_as_filter(v);
-}
-
-static void test_invalid_parameters(void **state)
-{
-    (void)state;
-    bk_hybrid *f = (bk_hybrid *)1;
-    assert_int_equal(bk_hybrid_create(NULL, 10, 0.01, 1), BK_EINVAL);
-    assert_int_equal(bk_hybrid_create(&f, 0, 0.01, 1), BK_ECAPACITY);
-    assert_null(f);
-    assert_int_equal(bk_hybrid_create(&f, 10, 0.0, 1), BK_EFPR);
-    assert_int_equal(bk_hybrid_create(&f, 10, NAN, 1), BK_EFPR);
-    assert_int_equal(bk_hybrid_create(&f, UINT64_MAX, 0.01, 1), BK_ESIZE);
-    assert_int_equal(bk_hybrid_get_stats(NULL, NULL), BK_EINVAL);
-    bk_hybrid_free(NULL);
-    assert_null(bk_filter_as_hybrid(NULL));
-}
-
-/* Sizing: the memory beside the 4-bit counting filter's. */
-static void test_sizing(void **state)
-{
-    (void)state;
-    const double rates[] = {0.01, 0.001};
-    for (int i = 0; i < 2; i++) {
-        uint64_t blocks, cblocks;
-        uint32_t k, lines, ck;
-        assert_int_equal(bk_hybrid_optimal(1000000, rates[i], &blocks, &k, &lines), BK_OK);
-        assert_int_equal(bk_counting_optimal(1000000, rates[i], 4, &cblocks, &ck), BK_OK);
-        double bits = 512.0 * (1 + lines) * (double)blocks / 1e6;
-        double cbits = 512.0 * (double)cblocks / 1e6;
-        print_message("hybrid p=%g: k=%u L=%u, %.2f bits/key; 4-bit counting %.2f (%.2fx)\n",
-                      rates[i], k, lines, bits, cbits, bits / cbits);
-        assert_true(bits < cbits);
-    }
-}
-
-/* Model-based (tu_deleting_model): counts never below the truth but in a frozen block, which answers 1 for a present key; no present key
- * missed. */
-static int count_ok(int64_t c, uint32_t truth)
-{
-    return c >= (int64_t)truth || (c == 1 && truth > 0);
-}
-
-static void run_model(uint64_t capacity, double p, uint64_t universe, uint64_t ops,
-                      uint64_t seed)
-{
-    tu_deleting_model(make(capacity, p, seed), capacity, universe, ops, seed, count_ok);
-}
-
-static void test_model(void **state)
-{
-    (void)state;
-    run_model(5000, 0.01, 10000, 200000, 11);
-    run_model(5000, 0.001, 10000, 200000, 12);
-    /* overfilled 10x: blocks freeze, nothing is missed */
-    run_model(300, 0.01, 6000, 100000, 13);
-}
+#define TU_FAMILY hybrid
+#define TU_MODEL_RULE {.name = "hybrid", .count_cap = UINT32_MAX, .frozen_one = 1, \
+    .add_is_new = 1, .removes_div = 4}
+#define TU_CREATE_ALLOCS 2
+#include "deleting_family.h"
 
 /* Counts are exact for a lone key (its cells migrate to slots); at 127
  * they stick; a block whose slots run out freezes. */
@@ -78,24 +20,8 @@ static void test_counts(void **state)
     bk_hybrid *h;
     bk_delete_stats st;
     char key[TU_KEY_LEN];
-    assert_int_equal(bk_hybrid_create(&h, 1000, 0.01, 3), BK_OK);
-    bk_filter *f = bk_hybrid_as_filter(h);
-    assert_int_equal(bk_filter_remove(f, "never", 5), BK_ENOTFOUND);
-    assert_int_equal(bk_filter_add(f, "x", 1), 1);
-    assert_int_equal(bk_filter_count(f, "x", 1), 1);
-    for (int i = 0; i < 39; i++) assert_int_equal(bk_filter_add(f, "x", 1), 0);
-    assert_int_equal(bk_filter_count(f, "x", 1), 40);
-    for (int i = 0; i < 39; i++) assert_int_equal(bk_filter_remove(f, "x", 1), BK_OK);
-    assert_int_equal(bk_filter_count(f, "x", 1), 1);
-    assert_int_equal(bk_filter_remove(f, "x", 1), BK_OK);
-    assert_int_equal(bk_filter_contains(f, "x", 1), 0);
-    assert_int_equal(bk_filter_remove(f, "x", 1), BK_ENOTFOUND);
-    for (int i = 0; i < 130; i++) bk_filter_add(f, "y", 1);
-    assert_int_equal(bk_filter_count(f, "y", 1), 127);
-    assert_int_equal(bk_hybrid_get_stats(h, &st), BK_OK);
-    assert_true(st.overflows >= 1);
-    for (int i = 0; i < 200; i++) assert_int_equal(bk_filter_remove(f, "y", 1), BK_OK);
-    assert_int_equal(bk_filter_contains(f, "y", 1), 1);
+    bk_filter *f = lone_key_counts(40);
+    stuck_key(f, 130, 127, 200);
     bk_filter_free(f);
     /* 2000 keys twice into a filter for 20: slots run out, blocks freeze */
     assert_int_equal(bk_hybrid_create(&h, 20, 0.01, 3), BK_OK);
@@ -115,53 +41,22 @@ static void test_counts(void **state)
     bk_filter_free(f);
 }
 
-/* Measured rates, full and after churn (tu_fpr_churn). */
-static void stats(const bk_filter *f, bk_delete_stats *st)
+/* Sizing: the memory beside the 4-bit counting filter's. */
+static void sizing(double p)
 {
-    assert_int_equal(bk_hybrid_get_stats(bk_filter_as_hybrid((bk_filter *)f), st), BK_OK);
-}
-
-static void test_fpr(void **state)
-{
-    (void)state;
-    tu_fpr_churn(make(TU_CHURN_KEYS, 0.01, 21), "hybrid", 0.01, stats);
-    tu_fpr_churn(make(TU_CHURN_KEYS, 0.001, 21), "hybrid", 0.001, stats);
-}
-
-/* What a batch reports and clear (tu_batch_items_clear), and the
- * allocations of a create. Batches as single adds, clones, files, and
- * allocation failures of clones and loads: tests/test_conformance.c. */
-static void test_batch_items_clear(void **state)
-{
-    (void)state;
-    tu_batch_items_clear(make(TU_BCF_KEYS, 0.01, 17));
-}
-
-static int attempt_create(void *ctx)
-{
-    (void)ctx;
-    bk_hybrid *f;
-    int rc = bk_hybrid_create(&f, 1000, 0.01, 1);
-    bk_hybrid_free(f);
-    return rc;
-}
-
-static void test_out_of_memory(void **state)
-{
-    (void)state;
-    assert_int_equal(tu_oom_loop(attempt_create, NULL), 2);
+    uint64_t blocks;
+    uint32_t k, lines;
+    assert_int_equal(bk_hybrid_optimal(1000000, p, &blocks, &k, &lines), BK_OK);
+    double bits = 512.0 * (1 + lines) * (double)blocks / 1e6, cbits = counting_bits_per_key(p);
+    print_message("hybrid p=%g: k=%u L=%u, %.2f bits/key; 4-bit counting %.2f (%.2fx)\n", p, k,
+                  lines, bits, cbits, bits / cbits);
+    assert_true(bits < cbits);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_invalid_parameters),
-        cmocka_unit_test(test_sizing),
-        cmocka_unit_test(test_model),
-        cmocka_unit_test(test_counts),
-        cmocka_unit_test(test_fpr),
-        cmocka_unit_test(test_batch_items_clear),
-        cmocka_unit_test(test_out_of_memory),
+        TU_DELETING_FAMILY_TESTS,
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

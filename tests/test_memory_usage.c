@@ -15,80 +15,17 @@
 #include <malloc.h> /* malloc_usable_size */
 
 #include "testutil.h"
+#include "static_family.h"
 
 /*==========================================================================
  * A recording allocator
  *==========================================================================*/
 
-#define SLOTS (1u << 16)
-
-typedef struct block {
-    const void *ptr; /* NULL: empty; TOMB: removed */
-    size_t asked;
-    uint64_t seq;
-    int visited;
-} block;
-
-static block table[SLOTS];
-static uint64_t next_seq;
-static const char tomb_mark;
-#define TOMB ((const void *)&tomb_mark)
-
-static size_t slot_of(const void *p)
-{
-    uint64_t x = (uint64_t)(uintptr_t)p * UINT64_C(0x9E3779B97F4A7C15);
-    return (size_t)(x >> 48) & (SLOTS - 1);
-}
-
-static block *find(const void *p)
-{
-    for (size_t i = slot_of(p), n = 0; n < SLOTS; i = (i + 1) & (SLOTS - 1), n++) {
-        if (table[i].ptr == p) return &table[i];
-        if (table[i].ptr == NULL) return NULL;
-    }
-    return NULL;
-}
-
-static void *record(void *p, size_t asked)
-{
-    if (p == NULL) return NULL;
-    for (size_t i = slot_of(p);; i = (i + 1) & (SLOTS - 1)) {
-        if (table[i].ptr == NULL || table[i].ptr == TOMB) {
-            table[i] = (block){p, asked, next_seq++, 0};
-            return p;
-        }
-    }
-}
-
-static void *rec_malloc(void *opaque, size_t size)
-{
-    (void)opaque;
-    return record(malloc(size), size);
-}
-
-static void *rec_calloc(void *opaque, size_t count, size_t size)
-{
-    (void)opaque;
-    return record(calloc(count, size), count * size);
-}
-
-static void rec_free(void *opaque, void *ptr)
-{
-    (void)opaque;
-    if (ptr == NULL) return;
-    block *b = find(ptr);
-    assert_non_null(b); /* the library frees only what it allocated */
-    b->ptr = TOMB;
-    free(ptr);
-}
-
-static const bk_allocator recorder = {rec_malloc, rec_calloc, rec_free, NULL};
-
 static int setup(void **state)
 {
     (void)state;
-    memset(table, 0, sizeof(table));
-    bk_set_allocator(&recorder);
+    tu_track_start();
+    bk_set_allocator(&tu_track_allocator);
     return 0;
 }
 
@@ -103,19 +40,17 @@ static int teardown(void **state)
  * The check
  *==========================================================================*/
 
-static uint64_t mark(void) { return next_seq; }
-
-static int live(const block *b) { return b->ptr != NULL && b->ptr != TOMB; }
+static uint64_t mark(void) { return tu_track_seq; }
 
 /* The usable callback: each pointer a live block made since *ctx, once. */
 static size_t usable_checked(void *ctx, const void *ptr)
 {
     uint64_t since = *(const uint64_t *)ctx;
-    block *b = find(ptr);
+    tu_block *b = tu_track_find(ptr);
     assert_non_null(b);
     assert_true(b->seq >= since);
-    assert_int_equal(b->visited, 0);
-    b->visited = 1;
+    assert_int_equal(b->mark, 0);
+    b->mark = 1;
     return malloc_usable_size((void *)(uintptr_t)ptr);
 }
 
@@ -123,9 +58,10 @@ static size_t usable_checked(void *ctx, const void *ptr)
 static void check_usage(const bk_filter *f, uint64_t since)
 {
     size_t asked = 0, usable = 0;
-    for (size_t i = 0; i < SLOTS; i++) {
-        table[i].visited = 0;
-        if (live(&table[i]) && table[i].seq >= since) {
+    tu_block *table = tu_track_table;
+    for (size_t i = 0; i < TU_TRACK_SLOTS; i++) {
+        table[i].mark = 0;
+        if (tu_track_live(&table[i]) && table[i].seq >= since) {
             asked += table[i].asked;
             usable += malloc_usable_size((void *)(uintptr_t)table[i].ptr);
         }
@@ -133,8 +69,8 @@ static void check_usage(const bk_filter *f, uint64_t since)
     assert_true(asked > 0);
     assert_int_equal(bk_filter_memory_usage(f, NULL, NULL), asked);
     assert_int_equal(bk_filter_memory_usage(f, usable_checked, &since), usable);
-    for (size_t i = 0; i < SLOTS; i++)
-        if (live(&table[i]) && table[i].seq >= since) assert_int_equal(table[i].visited, 1);
+    for (size_t i = 0; i < TU_TRACK_SLOTS; i++)
+        if (tu_track_live(&table[i]) && table[i].seq >= since) assert_int_equal(table[i].mark, 1);
     assert_int_equal(bk_filter_memory_usage(NULL, NULL, NULL), 0);
 }
 
@@ -163,14 +99,12 @@ static void check_copies(const bk_filter *f)
     free(buf);
 }
 
-static void add_keys(bk_filter *f, uint64_t from, uint64_t n)
+/* f, made since `since`, holds what it says, and so do its copies. */
+static void check_made(bk_filter *f, uint64_t since)
 {
-    char key[TU_KEY_LEN];
-    for (uint64_t i = from; i < from + n; i++) {
-        tu_key(key, i, 1);
-        int rc = bk_filter_add(f, key, sizeof(key));
-        assert_true(rc >= 0);
-    }
+    check_usage(f, since);
+    check_copies(f);
+    bk_filter_free(f);
 }
 
 /*==========================================================================
@@ -236,10 +170,8 @@ static void test_created_families(void **state)
         bk_filter *anchor = make(&cases[i]);
         uint64_t since = mark();
         bk_filter *f = make(&cases[i]);
-        add_keys(f, 0, cases[i].adds);
-        check_usage(f, since);
-        check_copies(f);
-        bk_filter_free(f);
+        tu_add_keys(f, 0, cases[i].adds, 1);
+        check_made(f, since);
         bk_filter_free(anchor);
     }
 }
@@ -252,52 +184,40 @@ static void test_cuckoo_stages(void **state)
     assert_int_equal(bk_cuckoo_create(&anchor, 1000, 0.01, &opts, 7), BK_OK);
     uint64_t since = mark();
     assert_int_equal(bk_cuckoo_create(&f, 1000, 0.01, &opts, 7), BK_OK);
-    add_keys(bk_cuckoo_as_filter(f), 0, 500);
+    tu_add_keys(bk_cuckoo_as_filter(f), 0, 500, 1);
     for (int s = 0; s < 3; s++) {
         uint64_t buckets = (uint64_t)1024 << s;
         assert_int_equal(bk_cuckoo_add_stage(f, buckets), BK_OK);
-        add_keys(bk_cuckoo_as_filter(f), 1000 * (uint64_t)(s + 1), 300);
+        tu_add_keys(bk_cuckoo_as_filter(f), 1000 * (uint64_t)(s + 1), 1000 * (uint64_t)(s + 1) + 300, 1);
     }
-    check_usage(bk_cuckoo_as_filter(f), since);
-    check_copies(bk_cuckoo_as_filter(f));
-    bk_cuckoo_free(f);
+    check_made(bk_cuckoo_as_filter(f), since);
     bk_cuckoo_free(anchor);
 }
 
+TU_STATIC_MAKE(make_static, bk_static, bk_static_build, bk_static_as_filter)
+TU_STATIC_MAKE(make_bumped, bk_bumped, bk_bumped_build, bk_bumped_as_filter)
+
+/* The static filter and the bumped one (2000 keys at w = 8, seed 3), and
+ * the map of the same keys to i & 255 (8-bit values, 8 check bits). */
 static void test_static_families(void **state)
 {
     (void)state;
     enum { N = 2000 };
-    static char keys[N][TU_KEY_LEN];
-    const void *ptrs[N];
-    size_t lens[N];
-    uint32_t values[N];
-    for (uint32_t i = 0; i < N; i++) {
-        tu_key(keys[i], i, 1);
-        ptrs[i] = keys[i];
-        lens[i] = TU_KEY_LEN;
-        values[i] = i & 255;
+    tu_keyset ks;
+    tu_keyset_make(&ks, N, 0, 1);
+    static const tu_static_make_fn makes[] = {make_static, make_bumped};
+    for (size_t i = 0; i < 2; i++) {
+        uint64_t since = mark();
+        check_made(tu_static_make(makes[i], &ks, 8, 3), since);
     }
+
+    uint32_t values[N];
+    for (uint32_t i = 0; i < N; i++) values[i] = i & 255;
     uint64_t since = mark();
-    bk_static *s = NULL;
-    assert_int_equal(bk_static_build(&s, ptrs, lens, N, 8, 3), BK_OK);
-    check_usage(bk_static_as_filter(s), since);
-    check_copies(bk_static_as_filter(s));
-    bk_static_free(s);
-
-    since = mark();
-    bk_bumped *b = NULL;
-    assert_int_equal(bk_bumped_build(&b, ptrs, lens, N, 8, 3), BK_OK);
-    check_usage(bk_bumped_as_filter(b), since);
-    check_copies(bk_bumped_as_filter(b));
-    bk_bumped_free(b);
-
-    since = mark();
     bk_map *m = NULL;
-    assert_int_equal(bk_map_build(&m, ptrs, lens, values, N, 8, 8, 3, NULL), BK_OK);
-    check_usage(bk_map_as_filter(m), since);
-    check_copies(bk_map_as_filter(m));
-    bk_map_free(m);
+    assert_int_equal(bk_map_build(&m, ks.keys, ks.lens, values, N, 8, 8, 3, NULL), BK_OK);
+    check_made(bk_map_as_filter(m), since);
+    tu_keyset_free(&ks);
 }
 
 int main(void)

@@ -164,14 +164,7 @@ static void test_batch_coins_clear(void **state)
     tu_keyset_free(&ks);
 }
 
-static int attempt_create(void *ctx)
-{
-    (void)ctx;
-    bk_morris *f;
-    int rc = bk_morris_create(&f, 1000, 0.01, 0, 1);
-    bk_morris_free(f);
-    return rc;
-}
+TU_OOM_ATTEMPT(attempt_create, bk_morris, bk_morris_create(&f, 1000, 0.01, 0, 1), bk_morris_free)
 
 static void test_out_of_memory(void **state)
 {

@@ -28,17 +28,7 @@ static uint64_t add_range(bk_scalable *f, uint64_t from, uint64_t to,
     return added;
 }
 
-static uint64_t count_found(const bk_scalable *f, uint64_t from, uint64_t to,
-                            uint64_t tag)
-{
-    char key[TU_KEY_LEN];
-    uint64_t found = 0;
-    for (uint64_t i = from; i < to; i++) {
-        tu_key(key, i, tag);
-        found += (uint64_t)bk_scalable_contains(f, key, sizeof(key));
-    }
-    return found;
-}
+TU_COUNT_FOUND(count_found, bk_scalable, bk_scalable_contains)
 
 /* Add new keys (tag, from *next on) until an add fails; returns its code. */
 static int add_until_error(bk_scalable *f, uint64_t tag, uint64_t *next)

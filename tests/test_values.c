@@ -19,103 +19,19 @@
  * The recording allocator
  *==========================================================================*/
 
-#define SLOTS (1u << 16)
-
-typedef struct block {
-    const void *ptr; /* NULL: never used; &tomb: removed */
-    size_t asked;
-    int counted;
-} block;
-
-static block table[SLOTS];
-static const char tomb;
-static size_t live_blocks, live_bytes;
-
-static size_t slot_of(const void *p)
-{
-    return (size_t)(((uint64_t)(uintptr_t)p * UINT64_C(0x9E3779B97F4A7C15)) >> 48) & (SLOTS - 1);
-}
-
-static block *find(const void *p)
-{
-    for (size_t i = slot_of(p), n = 0; n < SLOTS; i = (i + 1) & (SLOTS - 1), n++) {
-        if (table[i].ptr == p) return &table[i];
-        if (table[i].ptr == NULL) return NULL;
-    }
-    return NULL;
-}
-
-static void *record(void *p, size_t asked)
-{
-    if (p == NULL) return NULL;
-    for (size_t i = slot_of(p);; i = (i + 1) & (SLOTS - 1)) {
-        if (table[i].ptr == NULL || table[i].ptr == &tomb) {
-            table[i] = (block){p, asked, 0};
-            live_blocks++;
-            live_bytes += asked;
-            return p;
-        }
-    }
-}
-
-static void forget(void *p)
-{
-    block *b = find(p);
-    assert_non_null(b); /* only blocks of this allocator come back to it */
-    live_blocks--;
-    live_bytes -= b->asked;
-    b->ptr = &tomb;
-}
-
-static void *rec_malloc(void *opaque, size_t size)
-{
-    (void)opaque;
-    return record(malloc(size), size);
-}
-
-static void *rec_calloc(void *opaque, size_t count, size_t size)
-{
-    (void)opaque;
-    return record(calloc(count, size), count * size);
-}
-
-static void *rec_realloc(void *opaque, void *ptr, size_t size)
-{
-    (void)opaque;
-    void *p = malloc(size); /* a move every time: stale pointers show */
-    if (p == NULL) return NULL;
-    if (ptr != NULL) {
-        block *b = find(ptr);
-        assert_non_null(b);
-        memcpy(p, ptr, b->asked < size ? b->asked : size);
-        forget(ptr);
-        free(ptr);
-    }
-    return record(p, size);
-}
-
-static void rec_free(void *opaque, void *ptr)
-{
-    (void)opaque;
-    if (ptr == NULL) return;
-    forget(ptr);
-    free(ptr);
-}
-
 /* size_fn: the recorded size, each live block once. */
 static size_t rec_size(void *opaque, const void *ptr)
 {
     (void)opaque;
-    block *b = find(ptr);
+    tu_block *b = tu_track_find(ptr);
     assert_non_null(b);
-    assert_int_equal(b->counted, 0);
-    b->counted = 1;
+    assert_int_equal(b->mark, 0);
+    b->mark = 1;
     return b->asked;
 }
 
-static const bk_allocator lib_recorder = {rec_malloc, rec_calloc, rec_free, NULL};
-static const bkc_allocator cmd_recorder = {rec_malloc, rec_calloc, rec_realloc, rec_free,
-                                           rec_size, NULL};
+static const bkc_allocator cmd_recorder = {tu_track_malloc, tu_track_calloc, tu_track_realloc,
+                                           tu_track_free,   rec_size,        NULL};
 
 /*==========================================================================
  * A host with a few keys
@@ -259,14 +175,14 @@ static void loadchunk(const char *key, long long iter)
 static void test_every_block_counted(void **state)
 {
     (void)state;
-    memset(table, 0, sizeof(table));
-    bk_set_allocator(&lib_recorder);
+    tu_track_start();
+    bk_set_allocator(&tu_track_allocator);
     bkc_set_allocator(&cmd_recorder);
 
     /* a growable BF key first: it holds the parameters such filters share
      * (not any key's), made before the record of the others starts */
     run("BF.ADD anchor x");
-    size_t base_blocks = live_blocks, base_bytes = live_bytes;
+    size_t base_blocks = tu_track_blocks, base_bytes = tu_track_bytes;
 
     run("BF.ADD grow a");                                   /* growable */
     for (int i = 0; i < 300; i++) {
@@ -297,7 +213,7 @@ static void test_every_block_counted(void **state)
 
     /* every block made since is a key's, and counted once (commands ask
      * bkc_value_bytes too: the marks start over here) */
-    for (size_t i = 0; i < SLOTS; i++) table[i].counted = 0;
+    for (size_t i = 0; i < TU_TRACK_SLOTS; i++) tu_track_table[i].mark = 0;
     size_t counted = 0;
     int kinds = 0;
     for (int i = 0; i < NKEYS; i++) {
@@ -309,11 +225,11 @@ static void test_every_block_counted(void **state)
                                 (1 << BKC_KIND_COUNTING) | (1 << BKC_KIND_WINDOW) |
                                 (1 << BKC_KIND_LOADING) | (1 << BKC_KIND_STATIC) |
                                 (1 << BKC_KIND_KEYSET));
-    assert_int_equal(counted, live_bytes - base_bytes);
+    assert_int_equal(counted, tu_track_bytes - base_bytes);
     size_t marked = 0;
-    for (size_t i = 0; i < SLOTS; i++)
-        marked += table[i].ptr != NULL && table[i].ptr != &tomb && table[i].counted;
-    assert_int_equal(marked, live_blocks - base_blocks);
+    for (size_t i = 0; i < TU_TRACK_SLOTS; i++)
+        marked += tu_track_live(&tu_track_table[i]) && tu_track_table[i].mark;
+    assert_int_equal(marked, tu_track_blocks - base_blocks);
 
     /* and freed through the same allocator, all of them */
     for (int i = 0; i < NKEYS; i++) {
@@ -321,8 +237,8 @@ static void test_every_block_counted(void **state)
         keys[i].v = NULL;
         keys[i].name[0] = '\0';
     }
-    assert_int_equal(live_blocks, 0);
-    assert_int_equal(live_bytes, 0);
+    assert_int_equal(tu_track_blocks, 0);
+    assert_int_equal(tu_track_bytes, 0);
     bkc_set_allocator(NULL);
     bk_set_allocator(NULL);
 }

@@ -45,6 +45,43 @@ static inline void tu_key(char out[TU_KEY_LEN], uint64_t i, uint64_t tag)
     }
 }
 
+/* static inline uint64_t name(const T *f, uint64_t from, uint64_t to,
+ * uint64_t tag): how many of the keys tu_key(i, tag), from <= i < to,
+ * contains(f, key, len) finds. */
+#define TU_COUNT_FOUND(name, T, contains)                                          \
+    static inline uint64_t name(const T *f, uint64_t from, uint64_t to, uint64_t tag) \
+    {                                                                              \
+        char key[TU_KEY_LEN];                                                      \
+        uint64_t found = 0;                                                        \
+        for (uint64_t i = from; i < to; i++) {                                     \
+            tu_key(key, i, tag);                                                   \
+            found += (uint64_t)contains(f, key, sizeof(key));                      \
+        }                                                                          \
+        return found;                                                              \
+    }
+
+/* static inline void name(T *f, uint64_t from, uint64_t to, uint64_t tag):
+ * add(f, key, len) of the keys tu_key(i, tag), from <= i < to, each answer
+ * passed to check; TU_ADD_RANGE ignores them, TU_ADD_RANGE_OK wants each
+ * >= 0 (no error). */
+#define TU__ADD_RANGE(name, T, add, check)                                         \
+    static inline void name(T *f, uint64_t from, uint64_t to, uint64_t tag)       \
+    {                                                                              \
+        char key[TU_KEY_LEN];                                                      \
+        for (uint64_t i = from; i < to; i++) {                                     \
+            tu_key(key, i, tag);                                                   \
+            check(add(f, key, sizeof(key)));                                       \
+        }                                                                          \
+    }
+#define TU__IGNORE(answer) (void)(answer)
+#define TU__NO_ERROR(answer) assert_true((answer) >= 0)
+#define TU_ADD_RANGE(name, T, add) TU__ADD_RANGE(name, T, add, TU__IGNORE)
+#define TU_ADD_RANGE_OK(name, T, add) TU__ADD_RANGE(name, T, add, TU__NO_ERROR)
+
+/* Through the generic handle. */
+TU_COUNT_FOUND(tu_count_found, bk_filter, bk_filter_contains)
+TU_ADD_RANGE_OK(tu_add_keys, bk_filter, bk_filter_add)
+
 /* A hash that the growable filter (lib/growable.c, docs/FORMAT.md family
  * 18) puts in mini q of a level of n minis with fingerprint fp (11 bits):
  * the 128-bit product h * n has q above bit 64 and fp in the top 11 bits
@@ -141,6 +178,44 @@ static inline long tu_oom_loop(int (*attempt)(void *ctx), void *ctx)
     return -1;
 }
 
+/* static int name(void *ctx), an attempt for tu_oom_loop: `T *f; int rc =
+ * create; destroy(f); return rc;` (create makes f). */
+#define TU_OOM_ATTEMPT(name, T, create, destroy)                                   \
+    static int name(void *ctx)                                                     \
+    {                                                                              \
+        (void)ctx;                                                                 \
+        T *f = NULL;                                                               \
+        int rc = (create);                                                         \
+        destroy(f);                                                                \
+        return rc;                                                                 \
+    }
+
+/* static int name(void *ctx): clone ctx (a T holding the key "x") with
+ * clone(&f, ctx); a copy made must find "x". */
+#define TU_OOM_CLONE_ATTEMPT(name, T, clone, contains, destroy)                    \
+    static int name(void *ctx)                                                     \
+    {                                                                              \
+        T *f = NULL;                                                               \
+        int rc = clone(&f, ctx);                                                   \
+        if (rc == BK_OK) assert_int_equal(contains(f, "x", 1), 1);                 \
+        destroy(f);                                                                \
+        return rc;                                                                 \
+    }
+
+/* A family's own allocation failures: its create and create_params each
+ * make `creates` allocations (and fail cleanly short of them); a clone of
+ * src (holding "x") fails cleanly too and, when clones >= 0, makes that
+ * many. */
+static inline void tu_oom_create_clone(int (*create)(void *), int (*create_params)(void *),
+                                       long creates, int (*clone)(void *), void *src,
+                                       long clones)
+{
+    assert_int_equal(tu_oom_loop(create, NULL), creates);
+    assert_int_equal(tu_oom_loop(create_params, NULL), creates);
+    long made = tu_oom_loop(clone, src);
+    if (clones >= 0) assert_int_equal(made, clones);
+}
+
 /* The allocation-failure loops every family's filter goes through on the
  * generic handle: clone it, and load its serialized image. src must hold
  * the key "x" (each attempt checks the copy still finds it). */
@@ -178,6 +253,120 @@ static inline void tu_oom_clone_and_load(bk_filter *src)
 }
 
 /*--------------------------------------------------------------------------
+ * Tracking allocator: every live block (pointer, bytes asked, when) in an
+ * open-addressing table, for the tests that check what a filter or a value
+ * says it holds (test_memory_usage.c, test_values.c). tu_track_start
+ * empties the table; the counts of live blocks and bytes run on.
+ *--------------------------------------------------------------------------*/
+
+#define TU_TRACK_SLOTS (1u << 16)
+
+typedef struct tu_block {
+    const void *ptr; /* NULL: never used; TU_TRACK_TOMB: removed */
+    size_t asked;
+    uint64_t seq;    /* the allocation's number */
+    int mark;        /* for the test's own use */
+} tu_block;
+
+static tu_block *tu_track_table;
+static uint64_t tu_track_seq;
+static size_t tu_track_blocks, tu_track_bytes;
+static const char tu__track_tomb;
+#define TU_TRACK_TOMB ((const void *)&tu__track_tomb)
+
+static inline void tu_track_start(void)
+{
+    if (tu_track_table == NULL) tu_track_table = calloc(TU_TRACK_SLOTS, sizeof(tu_block));
+    assert_non_null(tu_track_table);
+    memset(tu_track_table, 0, TU_TRACK_SLOTS * sizeof(tu_block));
+}
+
+static inline int tu_track_live(const tu_block *b)
+{
+    return b->ptr != NULL && b->ptr != TU_TRACK_TOMB;
+}
+
+static inline size_t tu__track_slot(const void *p)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p * UINT64_C(0x9E3779B97F4A7C15);
+    return (size_t)(x >> 48) & (TU_TRACK_SLOTS - 1);
+}
+
+/* p's block, or NULL. */
+static inline tu_block *tu_track_find(const void *p)
+{
+    for (size_t i = tu__track_slot(p), n = 0; n < TU_TRACK_SLOTS;
+         i = (i + 1) & (TU_TRACK_SLOTS - 1), n++) {
+        if (tu_track_table[i].ptr == p) return &tu_track_table[i];
+        if (tu_track_table[i].ptr == NULL) return NULL;
+    }
+    return NULL;
+}
+
+static inline void *tu__track_record(void *p, size_t asked)
+{
+    if (p == NULL) return NULL;
+    for (size_t i = tu__track_slot(p);; i = (i + 1) & (TU_TRACK_SLOTS - 1)) {
+        if (!tu_track_live(&tu_track_table[i])) {
+            tu_track_table[i] = (tu_block){p, asked, tu_track_seq++, 0};
+            tu_track_blocks++;
+            tu_track_bytes += asked;
+            return p;
+        }
+    }
+}
+
+/* p leaves the record: only blocks of this allocator come back to it. */
+static inline void tu__track_forget(void *p)
+{
+    tu_block *b = tu_track_find(p);
+    assert_non_null(b);
+    tu_track_blocks--;
+    tu_track_bytes -= b->asked;
+    b->ptr = TU_TRACK_TOMB;
+}
+
+static inline void *tu_track_malloc(void *opaque, size_t size)
+{
+    (void)opaque;
+    return tu__track_record(malloc(size), size);
+}
+
+static inline void *tu_track_calloc(void *opaque, size_t count, size_t size)
+{
+    (void)opaque;
+    return tu__track_record(calloc(count, size), count * size);
+}
+
+/* A move every time: stale pointers show. */
+static inline void *tu_track_realloc(void *opaque, void *ptr, size_t size)
+{
+    (void)opaque;
+    void *p = malloc(size);
+    if (p == NULL) return NULL;
+    if (ptr != NULL) {
+        tu_block *b = tu_track_find(ptr);
+        assert_non_null(b);
+        memcpy(p, ptr, b->asked < size ? b->asked : size);
+        tu__track_forget(ptr);
+        free(ptr);
+    }
+    return tu__track_record(p, size);
+}
+
+static inline void tu_track_free(void *opaque, void *ptr)
+{
+    (void)opaque;
+    if (ptr == NULL) return;
+    tu__track_forget(ptr);
+    free(ptr);
+}
+
+/* For bk_set_allocator. */
+static const bk_allocator tu_track_allocator = {tu_track_malloc, tu_track_calloc, tu_track_free,
+                                                NULL};
+
+/*--------------------------------------------------------------------------
  * Key arrays and file images
  *--------------------------------------------------------------------------*/
 
@@ -206,6 +395,14 @@ static inline void tu_keyset_make(tu_keyset *ks, uint64_t n, uint64_t first, uin
     }
 }
 
+/* tu_keyset_make's n keys, of tag 1 below `split` and tag 2 from there
+ * (key number i either way). */
+static inline void tu_keyset_make_split(tu_keyset *ks, uint64_t n, uint64_t split)
+{
+    tu_keyset_make(ks, n, 0, 1);
+    for (uint64_t i = split; i < n; i++) tu_key(ks->store + i * TU_KEY_LEN, i, 2);
+}
+
 static inline void tu_keyset_free(tu_keyset *ks)
 {
     free(ks->store);
@@ -221,6 +418,35 @@ static inline unsigned char *tu_serialize(const bk_filter *f, size_t *len)
     unsigned char *buf = malloc(*len);
     assert_non_null(buf);
     assert_int_equal(bk_filter_serialize(f, buf, *len), BK_OK);
+    return buf;
+}
+
+/* a and b (malloc'd, la and lb bytes) hold the same bytes; both are freed. */
+static inline void tu_same_bytes(void *a, size_t la, void *b, size_t lb)
+{
+    assert_int_equal(la, lb);
+    assert_memory_equal(a, b, la);
+    free(a);
+    free(b);
+}
+
+/* f and g have the same image. */
+static inline void tu_same_image(const bk_filter *f, const bk_filter *g)
+{
+    size_t la, lb;
+    unsigned char *a = tu_serialize(f, &la), *b = tu_serialize(g, &lb);
+    tu_same_bytes(a, la, b, lb);
+}
+
+/* The last `tail` bytes of f's image (a family's payload), malloc'd;
+ * *len = tail. */
+static inline unsigned char *tu_image_tail(const bk_filter *f, uint64_t tail, uint64_t *len)
+{
+    size_t size;
+    unsigned char *buf = tu_serialize(f, &size);
+    *len = tail;
+    assert_true(tail <= size);
+    memmove(buf, buf + (size - tail), (size_t)tail);
     return buf;
 }
 
@@ -259,11 +485,17 @@ static inline long tu_oom_deserialize(const unsigned char *buf, size_t len)
     return tu_oom_loop(tu__attempt_deserialize, &im);
 }
 
-/* A static family's build of a key set into *out (as a bk_filter). */
+/* A static family's build of a key set into *out (as a bk_filter); and
+ * the same at width w from seed. */
 typedef int (*tu_static_build_fn)(bk_filter **out, const tu_keyset *ks);
+typedef int (*tu_static_make_fn)(bk_filter **out, const tu_keyset *ks, uint32_t w,
+                                 uint64_t seed);
 
 typedef struct tu__static_oom {
-    tu_static_build_fn build;
+    tu_static_build_fn build; /* or, when NULL: */
+    tu_static_make_fn make;
+    uint32_t w;
+    uint64_t seed;
     const tu_keyset *ks;
 } tu__static_oom;
 
@@ -271,12 +503,26 @@ static inline int tu__attempt_static_build(void *ctx)
 {
     const tu__static_oom *o = ctx;
     bk_filter *f = NULL;
-    int rc = o->build(&f, o->ks);
+    int rc = o->build ? o->build(&f, o->ks) : o->make(&f, o->ks, o->w, o->seed);
     if (rc != BK_OK) return rc;
     for (uint64_t i = 0; i < o->ks->n && rc == BK_OK; i++)
         if (!bk_filter_contains(f, o->ks->keys[i], o->ks->lens[i])) rc = BK_EINVAL;
     bk_filter_free(f);
     return rc;
+}
+
+static inline void tu__static_failures(tu__static_oom *o, uint64_t n, long min_allocations,
+                                       const bk_filter *g)
+{
+    tu_keyset ks;
+    tu_keyset_make(&ks, n, 0, 1);
+    o->ks = &ks;
+    assert_true(tu_oom_loop(tu__attempt_static_build, o) >= min_allocations);
+    tu_keyset_free(&ks);
+    size_t len;
+    unsigned char *buf = tu_serialize(g, &len);
+    assert_true(tu_oom_deserialize(buf, len) >= 1);
+    free(buf);
 }
 
 /* Allocation failures of a static family: building n keys under
@@ -286,15 +532,16 @@ static inline int tu__attempt_static_build(void *ctx)
 static inline void tu_static_allocation_failures(tu_static_build_fn build, uint64_t n,
                                                  long min_allocations, const bk_filter *g)
 {
-    tu_keyset ks;
-    tu_keyset_make(&ks, n, 0, 1);
-    tu__static_oom o = {build, &ks};
-    assert_true(tu_oom_loop(tu__attempt_static_build, &o) >= min_allocations);
-    tu_keyset_free(&ks);
-    size_t len;
-    unsigned char *buf = tu_serialize(g, &len);
-    assert_true(tu_oom_deserialize(buf, len) >= 1);
-    free(buf);
+    tu__static_oom o = {build, NULL, 0, 0, NULL};
+    tu__static_failures(&o, n, min_allocations, g);
+}
+
+/* The same for make's builds at width w from seed. */
+static inline void tu_static_make_failures(tu_static_make_fn make, uint32_t w, uint64_t seed,
+                                           uint64_t n, long min_allocations, const bk_filter *g)
+{
+    tu__static_oom o = {NULL, make, w, seed, NULL};
+    tu__static_failures(&o, n, min_allocations, g);
 }
 
 /* A golden file pins a format: today's code must write exactly its bytes
@@ -432,12 +679,7 @@ static inline void tu_check_saved_copies(const bk_filter *g, int verify,
     check(g, loaded, arg);
     check(g, mapped, arg);
     assert_int_equal(bk_filter_add(mapped, "x", 1), BK_EREADONLY);
-    size_t a, b;
-    unsigned char *sa = tu_serialize(g, &a), *sb = tu_serialize(loaded, &b);
-    assert_int_equal(a, b);
-    assert_memory_equal(sa, sb, a);
-    free(sa);
-    free(sb);
+    tu_same_image(g, loaded);
     bk_filter_free(loaded);
     bk_filter_free(mapped);
     unlink(path);
@@ -470,21 +712,36 @@ static inline void tu_check_save_load_map(const bk_filter *g, uint64_t in, uint6
  * failures of every family are tests/test_conformance.c's.
  *--------------------------------------------------------------------------*/
 
+/* What a family's filter may do in tu_deleting_model. */
+typedef struct tu_model_rule {
+    const char *name;    /* for the tallies printed at the end */
+    uint32_t count_cap;  /* a lookup's count c of a key present `truth` times is at
+                          * least min(truth, count_cap); 0: counts are not read */
+    int frozen_one;      /* c == 1 also passes for a present key (a frozen block) */
+    int refusals;        /* 1: an add may answer BK_EFULL, 2: also BK_ECOPIES; a
+                          * refused add leaves the model as it was */
+    int add_is_new;      /* 1: an add answers 1 or 0, and 0 for a present key;
+                          * 0: every successful add answers 1 */
+    int items_exact;     /* info.items equals the model's copies after every add */
+    int undeletable;     /* a remove may answer BK_EUNDELETABLE (the key stays);
+                          * one that succeeds was of a key present once */
+    uint64_t removes_div; /* at least ops / removes_div removes succeed */
+} tu_model_rule;
+
 /* Model-based: random adds (half of the operations while the model holds
  * fewer than `capacity` copies, then 30%), removes (30%, 50%) and lookups
  * against an exact multiset of `universe` key ids, `ops` operations drawn
- * from `seed`. An add of a present key answers 0, every remove of a
- * present key is BK_OK, no present key is ever missed, and a lookup's
- * count c of a key present `truth` times satisfies count_ok(c, truth)
- * (the family's rule: at least the truth, up to what its counters hold).
- * f is freed here. */
+ * from `seed`. Adds answer as rule->add_is_new says (or are refused as
+ * rule->refusals allows), every remove of a present key is BK_OK (or
+ * BK_EUNDELETABLE under rule->undeletable), no present key is ever missed,
+ * counts follow rule->count_cap and rule->frozen_one, and over a tenth of
+ * the operations are lookups. f is freed here. */
 static inline void tu_deleting_model(bk_filter *f, uint64_t capacity, uint64_t universe,
-                                     uint64_t ops, uint64_t seed,
-                                     int (*count_ok)(int64_t c, uint32_t truth))
+                                     uint64_t ops, uint64_t seed, const tu_model_rule *rule)
 {
     tu_multiset model;
     char key[TU_KEY_LEN];
-    uint64_t rng = seed, removes = 0;
+    uint64_t rng = seed, removes = 0, refused_removes = 0, lookups = 0, full = 0, copies = 0;
     tu_multiset_init(&model, universe, ops + 1);
     for (uint64_t op = 0; op < ops; op++) {
         uint64_t r = tu_next(&rng) % 100;
@@ -493,23 +750,48 @@ static inline void tu_deleting_model(bk_filter *f, uint64_t capacity, uint64_t u
             uint64_t id = tu_next(&rng) % universe;
             tu_key(key, id, 1);
             int rc = bk_filter_add(f, key, sizeof(key));
-            assert_true(rc == 0 || rc == 1);
-            if (model.count[id] > 0) assert_int_equal(rc, 0);
-            tu_multiset_add(&model, id);
+            if (rc == BK_EFULL && rule->refusals >= 1) {
+                full++;
+            } else if (rc == BK_ECOPIES && rule->refusals >= 2) {
+                copies++;
+            } else {
+                if (rc != 0 && rc != 1) fail_msg("add: %s at %zu", bk_errname(rc), model.size);
+                if (!rule->add_is_new) assert_int_equal(rc, 1);
+                else if (model.count[id] > 0) assert_int_equal(rc, 0);
+                tu_multiset_add(&model, id);
+            }
+            if (rule->items_exact) {
+                bk_filter_info info;
+                assert_int_equal(bk_filter_get_info(f, &info), BK_OK);
+                assert_int_equal(info.items, model.size);
+            }
         } else if (r < 80 && model.size > 0) {
-            uint64_t id = tu_multiset_take(&model, tu_next(&rng) % model.size);
+            size_t index = tu_next(&rng) % model.size;
+            uint64_t id = model.instances[index];
             tu_key(key, id, 1);
-            assert_int_equal(bk_filter_remove(f, key, sizeof(key)), BK_OK);
-            removes++;
+            int rc = bk_filter_remove(f, key, sizeof(key));
+            if (rc == BK_OK || !rule->undeletable) {
+                assert_int_equal(rc, BK_OK);
+                if (rule->undeletable) assert_int_equal(model.count[id], 1);
+                tu_multiset_take(&model, index);
+                removes++;
+            } else {
+                assert_int_equal(rc, BK_EUNDELETABLE); /* never ENOTFOUND */
+                refused_removes++;
+            }
         } else {
             uint64_t id = tu_next(&rng) % universe;
+            uint32_t truth = model.count[id];
             tu_key(key, id, 1);
-            if (model.count[id] > 0)
-                assert_int_equal(bk_filter_contains(f, key, sizeof(key)), 1);
-            int64_t c = bk_filter_count(f, key, sizeof(key));
-            if (!count_ok(c, model.count[id]))
-                fail_msg("key %llu present %u times counts %lld", (unsigned long long)id,
-                         model.count[id], (long long)c);
+            if (truth > 0) assert_int_equal(bk_filter_contains(f, key, sizeof(key)), 1);
+            if (rule->count_cap > 0) {
+                int64_t c = bk_filter_count(f, key, sizeof(key));
+                uint32_t want = truth < rule->count_cap ? truth : rule->count_cap;
+                if (!(c >= (int64_t)want || (rule->frozen_one && c == 1 && truth > 0)))
+                    fail_msg("key %llu present %u times counts %lld", (unsigned long long)id,
+                             truth, (long long)c);
+            }
+            lookups++;
         }
         if (op % 20000 == 0 || op == ops - 1) {
             for (size_t i = 0; i < model.size; i++) {
@@ -518,7 +800,12 @@ static inline void tu_deleting_model(bk_filter *f, uint64_t capacity, uint64_t u
             }
         }
     }
-    assert_true(removes > ops / 4);
+    assert_true(removes > ops / (rule->removes_div ? rule->removes_div : 4));
+    assert_true(lookups > ops / 10);
+    print_message("%s model: %llu removed, %llu removes refused, %llu adds refused (full), "
+                  "%llu (copies)\n",
+                  rule->name, (unsigned long long)removes, (unsigned long long)refused_removes,
+                  (unsigned long long)full, (unsigned long long)copies);
     tu_multiset_free(&model);
     bk_filter_free(f);
 }
@@ -526,13 +813,7 @@ static inline void tu_deleting_model(bk_filter *f, uint64_t capacity, uint64_t u
 /* The share of keys of tag `tag` (numbers 0 to queries - 1) f finds. */
 static inline double tu_measure_rate(const bk_filter *f, uint64_t queries, uint64_t tag)
 {
-    char key[TU_KEY_LEN];
-    uint64_t hits = 0;
-    for (uint64_t i = 0; i < queries; i++) {
-        tu_key(key, i, tag);
-        hits += (uint64_t)bk_filter_contains(f, key, sizeof(key));
-    }
-    return (double)hits / (double)queries;
+    return (double)tu_count_found(f, 0, queries, tag) / (double)queries;
 }
 
 /* The family's bk_<family>_get_stats of f (asserting BK_OK). */
@@ -613,8 +894,7 @@ static inline bk_filter *tu_reload(const bk_filter *f)
 static inline void tu_batch_items_clear(bk_filter *f)
 {
     tu_keyset ks;
-    tu_keyset_make(&ks, 2 * TU_BCF_KEYS, 0, 1);
-    for (uint64_t i = TU_BCF_KEYS; i < ks.n; i++) tu_key(ks.store + i * TU_KEY_LEN, i, 2);
+    tu_keyset_make_split(&ks, 2 * TU_BCF_KEYS, TU_BCF_KEYS);
     int64_t added = bk_filter_add_batch(f, ks.keys, ks.lens, TU_BCF_KEYS, NULL);
     assert_true(added > TU_BCF_KEYS - 30 && added <= TU_BCF_KEYS);
     bk_filter_info info;
