@@ -66,14 +66,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_COMMANDS 512
 #define MAX_DUMP_CHUNKS 4096
 
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "fuzz_commands: check failed at line %d: %s\n", \
-                    __LINE__, #cond);                                        \
-            abort();                                                         \
-        }                                                                    \
-    } while (0)
+#define FUZZ_NAME "fuzz_commands"
+#include "fuzzcheck.h"
 
 /*==========================================================================
  * The library's allocations, counted

@@ -43,14 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define OUT_LIMIT (CLI_MAX_LINE + CLI_MAX_LINE / 2)
 #define KEY_LIMIT (5 * (size_t)CLI_BATCH_KEYS)
 
-#define CHECK(cond)                                                            \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "fuzz_decompress: check failed at line %d: %s\n", \
-                    __LINE__, #cond);                                          \
-            abort();                                                           \
-        }                                                                      \
-    } while (0)
+#define FUZZ_NAME "fuzz_decompress"
+#include "fuzzcheck.h"
 
 /*==========================================================================
  * The CLI's message function (main.c's prints; this one remembers)

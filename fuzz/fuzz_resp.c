@@ -42,14 +42,8 @@ static const bks_limits LIMITS = {
     .max_inline_len = 4096,
 };
 
-#define CHECK(cond)                                                        \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "fuzz_resp: check failed at line %d: %s\n",   \
-                    __LINE__, #cond);                                      \
-            abort();                                                       \
-        }                                                                  \
-    } while (0)
+#define FUZZ_NAME "fuzz_resp"
+#include "fuzzcheck.h"
 
 /*==========================================================================
  * A strict RESP2/RESP3 reply reader, for checking what the encoder wrote

@@ -35,14 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_STRING_LEN ((uint64_t)512 << 20) /* the server's proto-max-bulk-len */
 
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "fuzz_restore: check failed at line %d: %s\n",  \
-                    __LINE__, #cond);                                        \
-            abort();                                                         \
-        }                                                                    \
-    } while (0)
+#define FUZZ_NAME "fuzz_restore"
+#include "fuzzcheck.h"
 
 static void check_value(const bkc_value *v)
 {
