@@ -373,11 +373,12 @@ void pst_finish_generation(bks_persist *p, uint64_t gen, const child_report *rep
     p->logs = nl;
     p->snap_gen = gen;
     p->snap_bytes = bytes;
+    /* the status before LASTSAVE: a client that sees LASTSAVE move (how
+     * clients wait for a BGSAVE) must not read the last failure's err */
+    atomic_store(&p->last_bgsave_err, 0);
     atomic_store(&p->lastsave, pst_wall_ms() / 1000);
     atomic_store(&p->changes_saved, atomic_load(&p->changes_at_switch));
     pst_remove_unreferenced(p, gen, &p->logs);
-
-    atomic_store(&p->last_bgsave_err, 0);
 
     pthread_mutex_lock(&p->mu);
     p->older_log_bytes = 0;
@@ -501,8 +502,8 @@ int pst_start_snapshot(bks_persist *p, int foreground)
     if (snapshot_is_current(p)) {
         bks_log(BKS_LOG_INFO, "persist: nothing changed since snapshot %" PRIu64
                 ": kept as it is", p->snap_gen);
-        atomic_store(&p->lastsave, pst_wall_ms() / 1000);
         atomic_store(&p->last_bgsave_err, 0);
+        atomic_store(&p->lastsave, pst_wall_ms() / 1000);
         return 0;
     }
     /* No unverified mapped byte may be copied into a snapshot, where it
