@@ -450,9 +450,8 @@ int bk_window_get_stats(const bk_window *f, bk_window_stats *out)
 /*==========================================================================
  * The generic filter
  *
- * add and contains act at the filter's clock. No file format yet: nparts,
- * describe and restore are NULL (the format code answers BK_ENOTSUP); no
- * clone or merge either.
+ * add and contains act at the filter's clock. The file format is below
+ * (ops_describe); clone goes through it (filter.c); no merge.
  *==========================================================================*/
 
 BK__FAMILY_CASTS(window, window_ops)
