@@ -260,7 +260,18 @@ static int set_option(bks_config *c, const opt *o, const char *value, char *err,
         *(int *)field = (int)v;
         return 0;
     }
-    case OPT_U64:
+    case OPT_U64: {   /* a plain count (seconds): no units */
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(value, &end, 10);
+        if (errno || end == value || *end || value[0] == '-' || v < (uint64_t)o->min) {
+            snprintf(err, errlen, "'%s' must be a whole number (0 or more), not '%s'", o->name,
+                     value);
+            return -1;
+        }
+        *(uint64_t *)field = (uint64_t)v;
+        return 0;
+    }
     case OPT_SIZE: {
         uint64_t v;
         if (parse_size(value, &v) < 0 || v < (uint64_t)o->min) {

@@ -16,11 +16,12 @@ A hung child is made by stopping it with SIGSTOP as soon as it appears.
 import os
 import signal
 import stat
+import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import MODULE, Runner, Server, children  # noqa: E402
+from harness import MODULE, SERVER, Runner, Server, children  # noqa: E402
 
 run = Runner("test_snapchild")
 
@@ -158,6 +159,12 @@ def brief_stop_is_not_a_stall():
 
 
 def stall_timeout_default():
+    # a bad value is refused at start, naming the option
+    for bad in ("abc", "-1", "10kb", ""):
+        p = subprocess.run([SERVER, "--snapshot-stall-timeout", bad], capture_output=True,
+                           text=True, timeout=30)
+        assert p.returncode != 0 and "'snapshot-stall-timeout' must be a whole number" in \
+            p.stderr, (bad, p.returncode, p.stderr)
     srv = Server()
     try:
         r = srv.client()
