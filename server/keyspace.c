@@ -239,8 +239,9 @@ static uint64_t entry_origin(const ks_entry *e)
  * not hold what comes next (bks_keyspace_adopt). Caller holds e's lock. */
 static void entry_touch(bks_keyspace *ks, ks_entry *e)
 {
-    atomic_store_explicit(&e->wepoch, atomic_load_explicit(&ks->epoch, memory_order_relaxed),
-                          memory_order_relaxed);
+    uint8_t now = atomic_load_explicit(&ks->epoch, memory_order_relaxed);
+    if (atomic_load_explicit(&e->wepoch, memory_order_relaxed) != now)   /* mostly equal */
+        atomic_store_explicit(&e->wepoch, now, memory_order_relaxed);
     ks_extra *x = atomic_load_explicit(&e->extra, memory_order_acquire);
     if (x && atomic_load_explicit(&x->origin, memory_order_relaxed))
         atomic_store(&x->origin, 0);
