@@ -215,7 +215,8 @@ typedef enum bk_family {
     BK_FAMILY_GROWABLE = 18, /* growable fingerprint table (bk_growable) */
     BK_FAMILY_BUMPED = 19,   /* static filter, one line per lookup (bk_bumped) */
     BK_FAMILY_RBLOOM = 20,   /* RedisBloom's scalable Bloom filter (bk_rbloom) */
-    BK_FAMILY_RCUCKOO = 21   /* RedisBloom's cuckoo filter (bk_rcuckoo) */
+    BK_FAMILY_RCUCKOO = 21,  /* RedisBloom's cuckoo filter (bk_rcuckoo) */
+    BK_FAMILY_AUTOCLEAR = 22 /* a filter that clears itself (bk_autoclear) */
 } bk_family;
 
 /* "bloom", "blocked", "counting", "deletable", "cuckoo", "scalable",
@@ -250,6 +251,12 @@ typedef struct bk_filter_config {
                                   filter); other families ignore it */
     int blocked_split;         /* blocked: 1 for the split layout
                                   (bk_blocked_create_split) */
+    double auto_clear;         /* bloom, blocked, counting: a fill ratio in
+                                  (0, 1] at which the filter clears itself
+                                  (bk_autoclear_wrap; the filter's family is
+                                  then BK_FAMILY_AUTOCLEAR); 0: never */
+    int auto_clear_mode;       /* with auto_clear: BK_AUTOCLEAR_CLEAR (0) or
+                                  BK_AUTOCLEAR_ROTATE */
 } bk_filter_config;
 
 /* Fill *cfg with the defaults: blocked family, BK_DEFAULT_SEED, every option
@@ -1448,6 +1455,92 @@ BK_API size_t bk_cuckoo_bytes(const bk_cuckoo *f);
 /* This filter as a bk_filter, and back (NULL for another family). */
 BK_API bk_filter *bk_cuckoo_as_filter(bk_cuckoo *f);
 BK_API bk_cuckoo *bk_filter_as_cuckoo(bk_filter *f);
+
+/*==========================================================================
+ * Auto-clear: a filter that empties itself at a fill ratio (seed 003)
+ *
+ * A classic, blocked (default layout) or counting filter wrapped so that it
+ * never saturates: once `ratio` of its units (bits; nonzero counters for
+ * the counting filter) are set, the next add first empties it (mode
+ * BK_AUTOCLEAR_CLEAR, the seed's autoClearRate), or keeps it as the
+ * previous generation and starts an empty one (BK_AUTOCLEAR_ROTATE), so a
+ * clear never makes recent keys vanish at once: lookups test the current
+ * and the previous generation. Units are counted as adds set them (no pass
+ * over the filter), so an add costs about what the plain filter's
+ * single-writer add does.
+ *
+ * Rates: a lookup in clear mode meets a filter at most `ratio` full (plus
+ * one key's units), so a ratio at or under the fill the filter has at its
+ * capacity (bk_autoclear_stats.fill_at_capacity: about 0.5 for the classic
+ * filter at its optimal k, 0.40-0.47 for the blocked and counting filters,
+ * whose sizing picks a smaller k) keeps the rate at or under the rate at
+ * capacity for ever. Rotate mode tests two such generations: up to
+ * 1 - (1 - r)^2 for a generation rate r (about 2r). A key added just
+ * before a clear is forgotten at the clear (clear mode) or at the next
+ * rotation (rotate mode); nothing else is ever forgotten, so there are no
+ * false negatives between clears.
+ *
+ * Adds and removes need the filter to themselves (the unit count is one
+ * plain counter); lookups may run together with each other. The generic
+ * handle works (family BK_FAMILY_AUTOCLEAR, "autoclear"), and so do the
+ * file format (docs/FORMAT.md family 22), clone and clear; merges do not.
+ *==========================================================================*/
+
+typedef struct bk_autoclear bk_autoclear;
+
+enum { BK_AUTOCLEAR_CLEAR = 0, BK_AUTOCLEAR_ROTATE = 1 };
+
+/* Wrap `inner` (a bloom, blocked or counting filter; the blocked filter in
+ * its default layout, not mapped read-only) in an auto-clear filter that
+ * clears at `ratio` in (0, 1] in `mode`. On success the wrapper owns inner
+ * (bk_autoclear_free releases both) and its units are counted once; rotate
+ * mode allocates a second, empty generation of the same shape. Returns
+ * BK_OK, BK_EINVAL (NULL), BK_EPARAM (ratio outside (0, 1], unknown mode,
+ * the split layout), BK_ENOTSUP (another family), BK_EREADONLY or
+ * BK_ENOMEM; on failure inner is left to the caller. */
+BK_API int bk_autoclear_wrap(bk_autoclear **out, bk_filter *inner, double ratio, int mode);
+BK_API void bk_autoclear_free(bk_autoclear *f);
+
+/* 1 when the key was new to the current generation, 0 when it was there
+ * already, or BK_EINVAL. Clears (or rotates) first when the fill ratio was
+ * reached. Not thread-safe. */
+BK_API int bk_autoclear_add(bk_autoclear *f, const void *key, size_t len);
+/* 1 when the key may be in the current or (rotate) previous generation,
+ * 0 when it is certainly in neither. Thread-safe with other lookups. */
+BK_API int bk_autoclear_contains(const bk_autoclear *f, const void *key, size_t len);
+/* Counting filters only: remove one copy of the key from the newest
+ * generation that holds it. BK_OK, BK_ENOTFOUND, BK_ENOTSUP or BK_EINVAL.
+ * HAZARD as for bk_counting_remove: remove only keys that were added. */
+BK_API int bk_autoclear_remove(bk_autoclear *f, const void *key, size_t len);
+
+typedef struct bk_autoclear_stats {
+    double ratio;          /* the fill ratio that clears */
+    int mode;              /* BK_AUTOCLEAR_CLEAR or BK_AUTOCLEAR_ROTATE */
+    bk_family inner;       /* BK_FAMILY_BLOOM, _BLOCKED or _COUNTING */
+    uint64_t clears;       /* clears (rotations) so far */
+    uint64_t units;        /* bits (counters) per generation */
+    uint64_t units_set;    /* set (nonzero) in the current generation */
+    uint64_t clear_at;     /* units_set that makes the next add clear */
+    double fill;           /* units_set / units */
+    uint64_t items;        /* the current generation's item count */
+    uint64_t previous_items; /* the previous generation's (rotate), else 0 */
+    uint64_t capacity;     /* of one generation */
+    double target_fpr;     /* of one generation */
+    double fill_at_capacity; /* the expected fill of a generation holding
+                              `capacity` keys: a ratio at or under it keeps
+                              the rate at or under the rate at capacity */
+    size_t bytes;          /* memory held, both generations included */
+} bk_autoclear_stats;
+
+/* Returns BK_OK or BK_EINVAL. O(1). */
+BK_API int bk_autoclear_get_stats(const bk_autoclear *f, bk_autoclear_stats *out);
+
+/* The current generation, for its family's own calls that only read
+ * (stats, info). */
+BK_API const bk_filter *bk_autoclear_current(const bk_autoclear *f);
+
+BK_API bk_filter *bk_autoclear_as_filter(bk_autoclear *f);
+BK_API bk_autoclear *bk_filter_as_autoclear(bk_filter *f);
 
 /*==========================================================================
  * Scalable Bloom filter (Almeida, Baquero, Preguica & Hutchison, 2007)

@@ -1826,6 +1826,48 @@ static void ops_allocations(const void *f, bk__visit_fn visit, void *ctx)
     bk__blocked_allocations(f, visit, ctx);
 }
 
+/* Auto-clear's view (filter.h): bits, and adds that count the bits they
+ * set. Plain stores: the auto-clear filter is the only writer. It wraps
+ * the default layout only (its files hash with XXH3-128). */
+static uint64_t fill_units(const void *f)
+{
+    return ((const bk_blocked *)f)->nblocks * BLOCK_BITS;
+}
+
+static uint64_t fill_count_set(const void *vf)
+{
+    const bk_blocked *f = vf;
+    uint64_t t = 0;
+    for (uint64_t b = 0; b < f->nblocks; b++) t += block_bits_set(f, b);
+    return t;
+}
+
+static int fill_add(void *vf, bk_hash h, uint64_t *newly_set)
+{
+    bk_blocked *f = vf;
+    uint64_t *line = line_of(f, h), mask[BLOCK_WORDS], n = 0;
+    mask_scalar((uint32_t)h.hi, f->k, mask);
+    for (int w = 0; w < BLOCK_WORDS; w++) {
+        uint64_t missing = mask[w] & ~line[w];
+        line[w] |= missing;
+        n += bk__popcount64(missing);
+    }
+    f->items += n != 0;
+    *newly_set = n;
+    return n != 0;
+}
+
+/* A bit is touched by a key when the key picks its block (1 / b) and one of
+ * its k in-block positions lands on it (1 - (1 - 1/512)^k). */
+static double fill_at(const void *vf, uint64_t n)
+{
+    const bk_blocked *f = vf;
+    double touch = -expm1((double)f->k * log1p(-1.0 / BLOCK_BITS)) / (double)f->nblocks;
+    return -expm1((double)n * log1p(-touch));
+}
+
+static const bk__fill_ops blocked_fill = {fill_units, fill_count_set, fill_at, fill_add, NULL};
+
 static const bk__family_ops blocked_ops = {
     .family = BK_FAMILY_BLOCKED,
     .name = "blocked",
@@ -1833,6 +1875,7 @@ static const bk__family_ops blocked_ops = {
     .hash = ops_hash, .add_batch = ops_add_batch, .contains_batch = ops_contains_batch,
     .lockfree_add = 1, .set_single_writer = ops_set_single_writer, .clone = ops_clone,
     .clear = ops_clear, .merge = ops_merge, .incompatibility = ops_incompatibility,
+    .fill = &blocked_fill,
 };
 
 const bk__family_ops *const bk__blocked_family = &blocked_ops;

@@ -27,7 +27,7 @@
  *   window filter). Each probe of a large filter is a cache miss: the
  *   blocked filter keeps a key's probes in one cache line.
  */
-#include <math.h>   /* log1p, pow */
+#include <math.h>   /* log1p, pow, expm1 */
 #include <stdio.h>  /* snprintf */
 #include <string.h> /* memset, memcpy */
 
@@ -483,13 +483,45 @@ static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
               bk__aligned_asked((size_t)f->nwords * sizeof(uint64_t)));
 }
 
+/* Auto-clear's view (filter.h): bits, and adds that count the bits they
+ * set. Plain stores: the auto-clear filter is the only writer. */
+static uint64_t fill_units(const void *f) { return ((const bk_bloom *)f)->m; }
+static uint64_t fill_count_set(const void *f) { return count_bits(f); }
+
+static int fill_add(void *vf, bk_hash h, uint64_t *newly_set)
+{
+    bk_bloom *f = vf;
+    bk__probe p = bk__probe_start(h);
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < f->k; i++) {
+        uint64_t bit = bk__probe_next(&p, f->m);
+        uint64_t *word = &f->words[bit >> 6], mask = UINT64_C(1) << (bit & 63);
+        if ((*word & mask) == 0) {
+            *word |= mask;
+            n++;
+        }
+    }
+    f->items += n != 0;
+    *newly_set = n;
+    return n != 0;
+}
+
+/* A bit escapes one key's k probes with probability (1 - 1/m)^k. */
+static double fill_at(const void *vf, uint64_t n)
+{
+    const bk_bloom *f = vf;
+    return -expm1((double)n * (double)f->k * log1p(-1.0 / (double)f->m));
+}
+
+static const bk__fill_ops bloom_fill = {fill_units, fill_count_set, fill_at, fill_add, NULL};
+
 static const bk__family_ops bloom_ops = {
     .family = BK_FAMILY_BLOOM,
     .name = "bloom",
     BK__OPS_STANDARD,
     .add_batch = ops_add_batch, .contains_batch = ops_contains_batch, .lockfree_add = 1,
     .clone = ops_clone, .clear = ops_clear, .merge = ops_merge,
-    .incompatibility = ops_incompatibility,
+    .incompatibility = ops_incompatibility, .fill = &bloom_fill,
 };
 
 const bk__family_ops *const bk__bloom_family = &bloom_ops;

@@ -1209,6 +1209,74 @@ static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
               bk__aligned_asked((size_t)f->blocks * BK_COUNTING_BLOCK_BYTES));
 }
 
+/* Auto-clear's view (filter.h): counters, and updates that count the
+ * counters they made nonzero (an add) or zero (a remove). Plain stores: the
+ * auto-clear filter is the only writer. */
+static uint64_t fill_units(const void *vf)
+{
+    const bk_counting *f = vf;
+    return f->blocks << f->width->counters_log2;
+}
+
+static uint64_t fill_count_set(const void *vf)
+{
+    const bk_counting *f = vf;
+    uint64_t t = 0, nwords = f->blocks * WORDS_PER_BLOCK;
+    for (uint64_t i = 0; i < nwords; i++)
+        t += bk__popcount64(nonzero_fields(f->width, bk__load64(&f->words[i])));
+    return t;
+}
+
+/* How many of the key's counters hold `value` (0: an add will make them
+ * nonzero; 1: a remove will make them zero). */
+static uint64_t counters_at(const bk_counting *f, const key_counters *kc, uint64_t value)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < f->k; i++) {
+        uint32_t at = kc->offset[i];
+        n += field_at(f->width, kc->block[at >> 6], at) == value;
+    }
+    return n;
+}
+
+static int fill_add(void *vf, bk_hash h, uint64_t *newly_set)
+{
+    bk_counting *f = vf;
+    key_counters kc;
+    draw(f, h, &kc);
+    uint64_t n = counters_at(f, &kc, 0);
+    update_plain(f, &kc, +1);
+    f->items += n != 0;
+    *newly_set = n;
+    return n != 0;
+}
+
+static int fill_remove(void *vf, bk_hash h, uint64_t *newly_clear)
+{
+    bk_counting *f = vf;
+    key_counters kc;
+    draw(f, h, &kc);
+    *newly_clear = 0;
+    if (!all_nonzero(f, &kc)) return BK_ENOTFOUND;
+    *newly_clear = counters_at(f, &kc, 1);
+    update_plain(f, &kc, -1);
+    f->items -= f->items > 0;
+    return BK_OK;
+}
+
+/* A counter is touched by a key when the key picks its block (1 / b) and
+ * it is one of the key's k distinct counters there (k / C). */
+static double fill_at(const void *vf, uint64_t n)
+{
+    const bk_counting *f = vf;
+    double per_block = (double)(1u << f->width->counters_log2);
+    double touch = (double)f->k / per_block / (double)f->blocks;
+    return -expm1((double)n * log1p(-touch));
+}
+
+static const bk__fill_ops counting_fill = {fill_units, fill_count_set, fill_at, fill_add,
+                                           fill_remove};
+
 static const bk__family_ops counting_ops = {
     .family = BK_FAMILY_COUNTING,
     .name = "counting",
@@ -1216,7 +1284,7 @@ static const bk__family_ops counting_ops = {
     .remove = ops_remove, .count = ops_count, .add_batch = ops_add_batch,
     .contains_batch = ops_contains_batch, .lockfree_add = LOCKFREE_ADD,
     .set_single_writer = ops_set_single_writer, .summary = ops_summary, .clone = ops_clone,
-    .clear = ops_clear,
+    .clear = ops_clear, .fill = &counting_fill,
 };
 
 const bk__family_ops *const bk__counting_family = &counting_ops;

@@ -34,6 +34,7 @@ const bk__family_ops *bk__family_lookup(uint32_t family)
         bk__bumped_family,
         bk__rbloom_family,
         bk__rcuckoo_family,
+        bk__autoclear_family,
     };
     for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
         if ((uint32_t)families[i]->family == family) return families[i];
@@ -178,9 +179,10 @@ static int get_info(const bk_filter *f, bk_filter_info *out, int summary)
     if (f == NULL || out == NULL) return BK_EINVAL;
     const bk__object *o = OBJ(f);
     memset(out, 0, sizeof(*out));
+    out->can_remove = -1; /* a family whose removes depend on the filter says */
     int rc = summary && o->ops->summary ? o->ops->summary(f, out) : o->ops->info(f, out);
     out->family = o->ops->family;
-    out->can_remove = o->ops->remove != NULL;
+    if (out->can_remove < 0) out->can_remove = o->ops->remove != NULL;
     out->lockfree_add = o->ops->lockfree_add && !out->single_writer;
     out->mapped = o->block_kind == BK__BLOCK_MAP;
     out->read_only = o->read_only;
@@ -250,9 +252,20 @@ int bk_filter_create(bk_filter **out, const bk_filter_config *cfg)
     const bk__family_ops *ops = bk__family_lookup((uint32_t)cfg->family);
     if (ops == NULL) return BK_EFAMILY;
     if (ops->create == NULL) return BK_ENOTSUP;
+    if (cfg->auto_clear != 0 && ops->fill == NULL) return BK_ENOTSUP;
     void *f = NULL;
     int rc = ops->create(cfg, &f);
     if (rc != BK_OK) return rc;
+    if (cfg->auto_clear != 0) { /* the filter asked for, wrapped (autoclear.c) */
+        bk_autoclear *a = NULL;
+        rc = bk_autoclear_wrap(&a, f, cfg->auto_clear, cfg->auto_clear_mode);
+        if (rc != BK_OK) {
+            ops->destroy(f);
+            return rc;
+        }
+        *out = bk_autoclear_as_filter(a);
+        return BK_OK;
+    }
     if (cfg->single_writer && ops->set_single_writer != NULL)
         ops->set_single_writer(f, 1);
     *out = f;

@@ -75,6 +75,21 @@ enum bk__block_kind { BK__BLOCK_NONE = 0, BK__BLOCK_HEAP, BK__BLOCK_MAP };
 
 typedef struct bk__family_ops bk__family_ops;
 
+/* What the auto-clear filter (autoclear.c) needs of a family it wraps: the
+ * filter's units (bits, or counters) and how many are set (nonzero), kept
+ * up to date by adds and removes that say how many units they set or
+ * cleared. These write with plain stores: the auto-clear filter is the
+ * only writer of what it wraps. */
+typedef struct bk__fill_ops {
+    uint64_t (*units)(const void *f);
+    uint64_t (*count_set)(const void *f);                  /* a pass */
+    /* the expected share of units set by n distinct keys */
+    double (*fill_at)(const void *f, uint64_t n);
+    int (*add)(void *f, bk_hash h, uint64_t *newly_set);   /* 1, 0 or an error */
+    /* BK_OK, BK_ENOTFOUND (nothing changed); NULL: cannot delete */
+    int (*remove)(void *f, bk_hash h, uint64_t *newly_clear);
+} bk__fill_ops;
+
 /* What an allocations op calls for each block: ptr as the allocator
  * returned it (for bk__calloc_aligned blocks, bk__aligned_raw), and the
  * bytes asked for it. */
@@ -134,6 +149,8 @@ struct bk__family_ops {
     uint32_t (*nparts)(const void *f);
     int (*describe)(const void *f, bk__image *img); /* img->parts has nparts */
     int (*restore)(const bk__image *img, void **out);
+    /* auto-clear's view of the family (NULL: it cannot be wrapped) */
+    const bk__fill_ops *fill;
 };
 
 /* What every family's ops table names the same way: its static ops_add,
@@ -165,6 +182,7 @@ extern const bk__family_ops *const bk__growable_family;
 extern const bk__family_ops *const bk__bumped_family;
 extern const bk__family_ops *const bk__rbloom_family;   /* rbloom.c */
 extern const bk__family_ops *const bk__rcuckoo_family;  /* rcuckoo.c */
+extern const bk__family_ops *const bk__autoclear_family; /* autoclear.c */
 
 /* A blocked filter as one part of an image, and back (blocked.c): shared
  * by the families whose stages are blocked filters. restore_part borrows

@@ -96,6 +96,22 @@ static void cfg_plain(bk_filter_config *cfg) { (void)cfg; }
 static void cfg_split(bk_filter_config *cfg) { cfg->blocked_split = 1; }
 static void cfg_counting8(bk_filter_config *cfg) { cfg->counter_bits = 8; }
 static void cfg_nonscaling(bk_filter_config *cfg) { cfg->nonscaling = 1; }
+/* Auto-clear rows: the family created is the wrapped one, at a ratio no
+ * filter at its capacity reaches (all units), so the conformance checks
+ * see the wrapped filter's own promises; the clearing itself is
+ * tests/test_autoclear.c's. */
+static void cfg_autoclear(bk_filter_config *cfg, bk_family inner, int mode)
+{
+    cfg->family = inner;
+    cfg->auto_clear = 1.0;
+    cfg->auto_clear_mode = mode;
+}
+static void cfg_ac_bloom(bk_filter_config *c) { cfg_autoclear(c, BK_FAMILY_BLOOM, 0); }
+static void cfg_ac_blocked(bk_filter_config *c)
+{
+    cfg_autoclear(c, BK_FAMILY_BLOCKED, BK_AUTOCLEAR_ROTATE);
+}
+static void cfg_ac_counting(bk_filter_config *c) { cfg_autoclear(c, BK_FAMILY_COUNTING, 0); }
 static void cfg_window(bk_filter_config *cfg)
 {
     cfg->window = 60000; /* the clock stays at 0: only the count rotates */
@@ -174,6 +190,9 @@ static const row rows[] = {
     {"growable",            BK_FAMILY_GROWABLE,  cfg_plain,        NULL,          0, 0, 1, COUNT_MEMBERSHIP, 1, 1,  1, 0,   0,  CAPACITY_AT_LEAST, PROMISE_BOUND,        {0.01, 0.001}},
     {"rbloom",              BK_FAMILY_RBLOOM,    cfg_plain,        NULL,          0, 0, 0, COUNT_MEMBERSHIP, 1, 1,  0, 1,   0,  CAPACITY_EXACT,    PROMISE_BOUND,        {0.01, 0.001}},
     {"rcuckoo",             BK_FAMILY_RCUCKOO,   cfg_plain,        NULL,          1, 0, 0, COUNT_AT_LEAST,   1, 0,  0, 1,   0,  CAPACITY_AT_LEAST, PROMISE_OWN_ESTIMATE, {0.01, 0.001}},
+    {"autoclear-bloom",     BK_FAMILY_AUTOCLEAR, cfg_ac_bloom,     NULL,          0, 0, 0, COUNT_MEMBERSHIP, 0, 1,  1, 1,   0,  CAPACITY_EXACT,    PROMISE_TARGET,       {0.01, 0.001}},
+    {"autoclear-blocked",   BK_FAMILY_AUTOCLEAR, cfg_ac_blocked,   NULL,          0, 0, 0, COUNT_MEMBERSHIP, 0, 1,  1, 1,   0,  CAPACITY_EXACT,    PROMISE_TARGET,       {0.01, 0.001}},
+    {"autoclear-counting",  BK_FAMILY_AUTOCLEAR, cfg_ac_counting,  NULL,          1, 0, 0, COUNT_AT_LEAST,   0, 1,  1, 1,   0,  CAPACITY_EXACT,    PROMISE_TARGET,       {0.01, 0.001}},
     {"static",              BK_FAMILY_STATIC,    NULL,             build_static,  0, 0, 0, COUNT_MEMBERSHIP, 0, 0,  1, 1,   0,  CAPACITY_EXACT,    PROMISE_FINGERPRINT,  {8, 16}},
     {"bumped",              BK_FAMILY_BUMPED,    NULL,             build_bumped,  0, 0, 0, COUNT_MEMBERSHIP, 0, 0,  1, 1,   0,  CAPACITY_EXACT,    PROMISE_FINGERPRINT,  {8, 16}},
     {"map",                 BK_FAMILY_MAP,       NULL,             build_map,     0, 0, 0, COUNT_MEMBERSHIP, 0, 0,  1, 1,   0,  CAPACITY_EXACT,    PROMISE_FINGERPRINT,  {8, 12}},

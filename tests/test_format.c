@@ -138,6 +138,22 @@ static bk_filter *make_cuckoo_paired(void) { return make_generic(BK_FAMILY_CUCKO
 static bk_filter *make_dleft(void) { return make_generic(BK_FAMILY_DLEFT, NULL); }
 static bk_filter *make_varcount(void) { return make_generic(BK_FAMILY_VARCOUNT, NULL); }
 static bk_filter *make_hier(void) { return make_generic(BK_FAMILY_HIER, NULL); }
+/* An auto-clear filter (family 22) around a counting filter, rotating at
+ * 30% of its counters: 2,000 keys at a capacity of 2,000 have rotated it,
+ * so the file has both generations and a clear count. */
+static void tune_autoclear(bk_filter_config *c)
+{
+    c->auto_clear = 0.3;
+    c->auto_clear_mode = BK_AUTOCLEAR_ROTATE;
+}
+static bk_filter *make_autoclear(void)
+{
+    bk_filter *f = make_generic(BK_FAMILY_COUNTING, tune_autoclear);
+    bk_autoclear_stats st;
+    assert_int_equal(bk_autoclear_get_stats(bk_filter_as_autoclear(f), &st), BK_OK);
+    assert_true(st.clears > 0 && st.previous_items > 0);
+    return f;
+}
 static bk_filter *make_hybrid(void) { return make_generic(BK_FAMILY_HYBRID, NULL); }
 static bk_filter *make_morris(void) { return make_generic(BK_FAMILY_MORRIS, NULL); }
 
@@ -208,6 +224,7 @@ static const sample samples[] = {
     {"hier-v1.bkf", make_hier},
     {"hybrid-v1.bkf", make_hybrid},
     {"morris-v1.bkf", make_morris},
+    {"autoclear-v1.bkf", make_autoclear},
 };
 #define NSAMPLES (sizeof(samples) / sizeof(samples[0]))
 
