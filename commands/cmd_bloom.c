@@ -72,6 +72,10 @@
 #define ERR_SCALE_MEMORY "ERR provided VALIDATESCALETO causes bloom object to exceed memory limit"
 #define ERR_SCALE_STAGES "ERR bloom object reached max number of filters"
 #define ERR_SCALE_FPR "ERR provided VALIDATESCALETO causes false positive to degrade to 0"
+#define ERR_AUTOCLEAR_GROWS                                                               \
+    "ERR auto-clear filters do not grow: AUTOCLEAR takes no EXPANSION, GROWABLE, "   \
+    "TIGHTENING or VALIDATESCALETO"
+#define ERR_AUTOCLEAR_MERGE "ERR auto-clear filters cannot be merged"
 /* valkey-bloom's SEED: 32 bytes, folded into our 64-bit seed (seed_of) */
 #define SEED_BYTES 32
 
@@ -97,6 +101,7 @@ typedef struct bf_opts {
     uint64_t seed;              /* SEED (valkey-bloom's), else BK_DEFAULT_SEED */
     double tightening;          /* TIGHTENING given (0: not given) */
     uint64_t validate_scale_to; /* VALIDATESCALETO (0: not given) */
+    bkc__autoclear_opts ac;     /* AUTOCLEAR ratio [ROTATE] (ours) */
 } bf_opts;
 
 static void opts_default(bf_opts *o)
@@ -115,12 +120,20 @@ static void opts_default(bf_opts *o)
     o->expansion_given = 0;
     o->capacity_given = 0;
     o->growable = 0;
+    o->ac.ratio = 0;
+    o->ac.rotate = 0;
 }
 
 /* The options' own conflicts (after parsing). Replies and returns 0. */
 static int opts_valid(bkc_ctx *c, const bf_opts *o)
 {
     char msg[96];
+    if (!bkc__autoclear_valid(c, &o->ac)) return 0;
+    if (o->ac.ratio != 0 && (o->expansion_given || o->growable || o->tightening != 0 ||
+                             o->validate_scale_to)) {
+        bkc__err(c, ERR_AUTOCLEAR_GROWS);
+        return 0;
+    }
     if (o->nonscaling && o->expansion_given) {
         bkc__err(c, ERR_NONSCALING_EXPANSION);
         return 0;
@@ -239,21 +252,23 @@ static int parse_scale_to(bkc_ctx *c, bkc_str s, bf_opts *o)
 }
 
 /* The options BF.RESERVE and BF.INSERT share beyond their own (valkey-
- * bloom's three). Returns 1 parsed (*used: arguments taken), 0 not one of
- * them, -1 replied. */
-static int parse_valkey_option(bkc_ctx *c, int argc, const bkc_str *argv, int i, bf_opts *o)
+ * bloom's three, and our AUTOCLEAR ratio and ROTATE). Returns 1 parsed
+ * (*i moved past the option's value), 0 not one of them, -1 replied. */
+static int parse_valkey_option(bkc_ctx *c, int argc, const bkc_str *argv, int *i, bf_opts *o)
 {
+    int ac = bkc__parse_autoclear(c, argc, argv, i, &o->ac);
+    if (ac != 0) return ac;
     int (*parse)(bkc_ctx *, bkc_str, bf_opts *) =
-        bkc_streq(argv[i], "TIGHTENING")        ? parse_tightening
-        : bkc_streq(argv[i], "SEED")            ? parse_seed
-        : bkc_streq(argv[i], "VALIDATESCALETO") ? parse_scale_to
-                                                : NULL;
+        bkc_streq(argv[*i], "TIGHTENING")        ? parse_tightening
+        : bkc_streq(argv[*i], "SEED")            ? parse_seed
+        : bkc_streq(argv[*i], "VALIDATESCALETO") ? parse_scale_to
+                                                 : NULL;
     if (parse == NULL) return 0;
-    if (i + 1 >= argc) {
+    if (*i + 1 >= argc) {
         bkc__arity_error(c, argv);
         return -1;
     }
-    return parse(c, argv[i + 1], o) ? 1 : -1;
+    return parse(c, argv[++*i], o) ? 1 : -1;
 }
 
 /*==========================================================================
@@ -306,10 +321,27 @@ static bkc_value *growable_create(bkc_ctx *c, const bf_opts *o)
     return bkc__value_of(c, BKC_KIND_BLOOM, bk_growable_as_filter(g));
 }
 
+/* AUTOCLEAR: one blocked filter (two with ROTATE) of the capacity and
+ * error asked for, in an auto-clear filter (lib/autoclear.c). */
+static bkc_value *autoclear_create(bkc_ctx *c, const bf_opts *o)
+{
+    uint64_t bits = 0;
+    int rc = bk_blocked_optimal(o->capacity, o->error, &bits, NULL);
+    uint64_t gens = o->ac.rotate ? 2 : 1;
+    size_t bytes = rc == BK_OK && bits / 8 <= (SIZE_MAX - 4096) / gens ? bits / 8 * gens + 1024 : 0;
+    if (!may_create(c, rc == BK_OK && bytes == 0 ? BK_ESIZE : rc, bytes)) return NULL;
+    bk_blocked *b = NULL;
+    rc = bk_blocked_create(&b, o->capacity, o->error, o->seed);
+    if (rc != BK_OK) return create_failed(c, rc);
+    bk_filter *f = bkc__autoclear_wrap(c, bk_blocked_as_filter(b), &o->ac);
+    return f ? bkc__value_of(c, BKC_KIND_BLOOM, f) : NULL;
+}
+
 /* Create the filter of o, after checking it fits (by_add: an add creates
  * the key). Replies on failure. */
 static bkc_value *bf_create(bkc_ctx *c, const bf_opts *o, int by_add)
 {
+    if (o->ac.ratio != 0) return autoclear_create(c, o);
     int growable = wants_growable(o, by_add);
     if (!scale_to_valid(c, o, growable)) return NULL;
     if (growable) return growable_create(c, o);
@@ -440,12 +472,13 @@ static int scale_to_valid(bkc_ctx *c, const bf_opts *o, int growable)
 }
 
 
-/* The filter of a BF value: one of the three is set (r: a filter taken
- * over from RedisBloom, kept in its layout: lib/rbloom.c). */
+/* The filter of a BF value: one of the four is set (r: a filter taken
+ * over from RedisBloom, kept in its layout: lib/rbloom.c; a: AUTOCLEAR). */
 typedef struct bf_filter {
     bk_scalable *s;
     bk_growable *g;
     bk_rbloom *r;
+    bk_autoclear *a;
 } bf_filter;
 
 static bf_filter bf_of(bkc_value *v)
@@ -454,11 +487,20 @@ static bf_filter bf_of(bkc_value *v)
     b.s = bk_filter_as_scalable(v->filters[0]);
     b.g = b.s ? NULL : bk_filter_as_growable(v->filters[0]);
     b.r = b.s || b.g ? NULL : bk_filter_as_rbloom(v->filters[0]);
+    b.a = b.s || b.g || b.r ? NULL : bk_filter_as_autoclear(v->filters[0]);
     return b;
+}
+
+static bk_autoclear_stats autoclear_stats(const bk_autoclear *a)
+{
+    bk_autoclear_stats st;
+    bk_autoclear_get_stats(a, &st);
+    return st;
 }
 
 static int bf_contains(bf_filter b, bkc_str item)
 {
+    if (b.a) return bk_autoclear_contains(b.a, item.ptr, item.len);
     if (b.r) return bk_rbloom_contains(b.r, item.ptr, item.len);
     return b.g ? bk_growable_contains(b.g, item.ptr, item.len)
                : bk_scalable_contains(b.s, item.ptr, item.len);
@@ -466,19 +508,26 @@ static int bf_contains(bf_filter b, bkc_str item)
 
 static uint64_t bf_items(bf_filter b)
 {
+    if (b.a) {
+        bk_autoclear_stats st = autoclear_stats(b.a);
+        return st.items + st.previous_items;
+    }
     if (b.r) return bk_rbloom_items(b.r);
     return b.g ? bk_growable_items(b.g) : bk_scalable_items(b.s);
 }
 
 static size_t bf_bytes(bf_filter b)
 {
+    if (b.a) return autoclear_stats(b.a).bytes;
     if (b.r) return bk_rbloom_bytes(b.r);
     return b.g ? bk_growable_bytes(b.g) : bk_scalable_bytes(b.s);
 }
 
-/* Cap the growth of b's filter at max_bytes (0: none). */
+/* Cap the growth of b's filter at max_bytes (0: none). An auto-clear
+ * filter never grows. */
 static void bf_set_max_bytes(bf_filter b, size_t max_bytes)
 {
+    if (b.a) return;
     if (b.r) bk_rbloom_set_max_bytes(b.r, max_bytes);
     else if (b.s) bk_scalable_set_max_bytes(b.s, max_bytes);
     else bk_growable_set_max_bytes(b.g, max_bytes);
@@ -486,6 +535,7 @@ static void bf_set_max_bytes(bf_filter b, size_t max_bytes)
 
 static int bf_add(bf_filter b, bkc_str item)
 {
+    if (b.a) return bk_autoclear_add(b.a, item.ptr, item.len);
     if (b.r) return bk_rbloom_add(b.r, item.ptr, item.len);
     return b.g ? bk_growable_add(b.g, item.ptr, item.len)
                : bk_scalable_add(b.s, item.ptr, item.len);
@@ -550,7 +600,10 @@ static size_t bf_add_items(bkc_ctx *c, bkc_key *k, bkc_value *v, const bkc_str *
             break;
         }
         results[i] = rc;
-        if (rc == 1) *changed = 1;
+        /* an auto-clear filter may change on an add that answers 0 (a key
+         * of its previous generation written into the current one): every
+         * add is logged, so a replay clears exactly where it cleared */
+        if (rc == 1 || b.a != NULL) *changed = 1;
     }
     bf_set_max_bytes(b, old_cap);
     if (bf_bytes(b) != before) {
@@ -568,8 +621,8 @@ static size_t bf_add_items(bkc_ctx *c, bkc_key *k, bkc_value *v, const bkc_str *
 static void wrote_created(bkc_ctx *c, int argc, const bkc_str *sent, const bf_opts *o,
                           int growable, const bkc_str *items, size_t n)
 {
-    char error[32], capacity[24], expansion[16], seed[SEED_BYTES], tight[32];
-    bkc_str argv[16];
+    char error[32], capacity[24], expansion[16], seed[SEED_BYTES], tight[32], ratio[32];
+    bkc_str argv[20];
     int k = 0;
     argv[k++] = (bkc_str){"BF.INSERT", 9};
     argv[k++] = sent[1];
@@ -579,7 +632,9 @@ static void wrote_created(bkc_ctx *c, int argc, const bkc_str *sent, const bf_op
     snprintf(error, sizeof(error), "%.17g", o->error);
     argv[k++] = (bkc_str){"ERROR", 5};
     argv[k++] = (bkc_str){error, strlen(error)};
-    if (o->nonscaling) {
+    if (o->ac.ratio != 0) {
+        k += bkc__autoclear_argv(&o->ac, ratio, &argv[k]);
+    } else if (o->nonscaling) {
         argv[k++] = (bkc_str){"NONSCALING", 10};
     } else {
         snprintf(expansion, sizeof(expansion), "%u", o->expansion);
@@ -650,7 +705,8 @@ static long add_shared(bkc_ctx *c, int argc, const bkc_str *argv, bkc_str name,
     int st = bkc__open(c, name, BKC_OPEN_ADD, BKC_KIND_BLOOM, &k, &v);
     if (st == BKC__FAILED) return -1;
     size_t i = 0;
-    if (st == BKC__FOUND && bf_of(v).r == NULL) { /* (RedisBloom's layout: exclusive) */
+    /* (RedisBloom's layout and auto-clear filters: exclusive) */
+    if (st == BKC__FOUND && bf_of(v).r == NULL && bf_of(v).a == NULL) {
         bf_filter f = bf_of(v);
         while (i < n) {   /* in chunks, prefetched ahead */
             enum { CHUNK = 64 };
@@ -744,13 +800,12 @@ void bkc_cmd_bf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
             }
             if (!parse_expansion(c, argv[++i], &o)) return;
         } else {
-            int got = parse_valkey_option(c, argc, argv, i, &o);
+            int got = parse_valkey_option(c, argc, argv, &i, &o);
             if (got < 0) return;
             if (got == 0) {
                 bkc__err(c, BKC_ERR_UNKNOWN_ARG);
                 return;
             }
-            i++;
         }
     }
     if (!opts_valid(c, &o)) return;
@@ -802,13 +857,12 @@ void bkc_cmd_bf_insert(bkc_ctx *c, int argc, const bkc_str *argv)
             if (bkc_streq(argv[i], "CAPACITY")) o.capacity_given = 1;
             i++;
         } else {
-            int got = parse_valkey_option(c, argc, argv, i, &o);
+            int got = parse_valkey_option(c, argc, argv, &i, &o);
             if (got < 0) return;
             if (got == 0) {
                 bkc__err(c, BKC_ERR_UNKNOWN_ARG);
                 return;
             }
-            i++;
         }
     }
     if (i >= argc || !bkc_streq(argv[i - 1], "ITEMS")) {
@@ -858,11 +912,25 @@ static const bkc__info_field info_fields[F_COUNT] = {
     {"ITEMS", "Number of items inserted"},
     {"EXPANSION", "Expansion rate"},
 };
+/* an auto-clear filter's: the five, then its own (command.c) */
+static bkc__info_field autoclear_info_fields[F_COUNT + BKC__AUTOCLEAR_FIELDS];
 
 static void info_value(bkc_ctx *c, const void *src, int field)
 {
     const bf_filter *b = src;
     bk_scalable *s = b->s;
+    if (b->a != NULL) {   /* one generation (two with ROTATE) that never grows */
+        bk_autoclear_stats st = autoclear_stats(b->a);
+        switch (field) {
+        case F_CAPACITY: bkc__int(c, (long long)st.capacity); break;
+        case F_SIZE: bkc__int(c, (long long)st.bytes); break;
+        case F_FILTERS: bkc__int(c, st.mode == BK_AUTOCLEAR_ROTATE ? 2 : 1); break;
+        case F_ITEMS: bkc__int(c, (long long)(st.items + st.previous_items)); break;
+        case F_EXPANSION: c->reply->vt->null(c->reply); break;
+        default: bkc__autoclear_info_value(c, b->a, field - F_COUNT); break;
+        }
+        return;
+    }
     if (b->r != NULL) {   /* RedisBloom's own numbers */
         switch (field) {
         case F_CAPACITY: bkc__int(c, (long long)bk_rbloom_capacity(b->r)); break;
@@ -915,7 +983,10 @@ static int info_extra(bkc_ctx *c, bkc_str field, bf_filter b)
     if (which < 0) return 0;
     double error = 0, tightening = 0.5;
     uint32_t expansion = BF_GROWABLE_EXPANSION;
-    if (b.s) {
+    if (b.a) {
+        error = autoclear_stats(b.a).target_fpr;
+        expansion = 0;
+    } else if (b.s) {
         error = bk_scalable_error(b.s);
         expansion = bk_scalable_expansion(b.s);
         tightening = bk_scalable_tightening(b.s);
@@ -966,8 +1037,14 @@ void bkc_cmd_bf_info(bkc_ctx *c, int argc, const bkc_str *argv)
     bkc_value *v = bkc__open_info(c, argc, argv, BKC_KIND_BLOOM, &k);
     if (v == NULL) return;
     bf_filter b = bf_of(v);
+    if (b.a != NULL && autoclear_info_fields[0].label == NULL) { /* built once */
+        memcpy(autoclear_info_fields, info_fields, sizeof(info_fields));
+        memcpy(autoclear_info_fields + F_COUNT, bkc__autoclear_fields,
+               sizeof(bkc__autoclear_fields));
+    }
     if (argc < 3 || !info_extra(c, argv[2], b))
-        bkc__reply_info(c, argc, argv, info_fields, F_COUNT, info_value, &b);
+        bkc__reply_info(c, argc, argv, b.a ? autoclear_info_fields : info_fields,
+                        b.a ? F_COUNT + BKC__AUTOCLEAR_FIELDS : F_COUNT, info_value, &b);
     bkc__close(c, k);
 }
 
@@ -1084,6 +1161,11 @@ void bkc_cmd_bf_merge(bkc_ctx *c, int argc, const bkc_str *argv)
             goto done;
         }
     }
+    for (int i = 0; i < nk; i++)
+        if (vals[i] != NULL && bf_of(vals[i]).a != NULL) {
+            bkc__err(c, ERR_AUTOCLEAR_MERGE);
+            goto done;
+        }
     const bk_filter *base = vals[0] ? vals[0]->filters[0] : vals[1]->filters[0];
     for (int i = 1; i < nk; i++) {
         if (vals[i]->filters[0] == base) continue; /* itself */
@@ -1206,6 +1288,16 @@ void bkc_cmd_bf_debug(bkc_ctx *c, int argc, const bkc_str *argv)
             bk_rbloom_stage_info(b.r, i, &s);
             debug_line(c, s.bytes, s.bits, s.hashes, s.hash_bits, s.capacity, s.items, s.error);
         }
+    } else if (b.a != NULL) {   /* its generations: the current one first */
+        bk_autoclear_stats st = autoclear_stats(b.a);
+        const bk_blocked *cur = bk_filter_as_blocked((bk_filter *)bk_autoclear_current(b.a));
+        uint32_t k = cur ? bk_blocked_hashes(cur) : 0;
+        uint64_t prev = st.mode == BK_AUTOCLEAR_ROTATE;
+        debug_head(c, 1 + prev, st.items + st.previous_items);
+        debug_line(c, st.units / 8, st.units, k, 64, st.capacity, st.items, st.target_fpr);
+        if (prev)
+            debug_line(c, st.units / 8, st.units, k, 64, st.capacity, st.previous_items,
+                       st.target_fpr);
     } else if (b.g != NULL) {
         size_t bytes = bk_growable_bytes(b.g);
         debug_head(c, 1, bk_growable_items(b.g));

@@ -25,6 +25,7 @@
 #define ERR_COUNTER_BITS "ERR counter bits must be 4 or 8"
 #define ERR_BITS_TYPE "ERR COUNTERBITS applies to TYPE counting or dleft"
 #define ERR_TYPE "ERR unknown TYPE (counting, dleft, varcount, hier, hybrid, morris)"
+#define ERR_AUTOCLEAR_TYPE "ERR AUTOCLEAR applies to TYPE counting"
 
 /* TYPE names: the library's family names. */
 static const bk_family cbf_types[] = {
@@ -70,10 +71,11 @@ static int table_bytes(bk_family family, uint64_t capacity, double error,
 }
 
 
-/* A new counting filter of the family, after checking it fits. Replies on
- * failure. */
+/* A new counting filter of the family (wrapped in an auto-clear filter
+ * when ac asks: one more table with ROTATE), after checking it fits.
+ * Replies on failure. */
 static bkc_value *cbf_create(bkc_ctx *c, bk_family family, uint64_t capacity,
-                             double error, uint32_t bits)
+                             double error, uint32_t bits, const bkc__autoclear_opts *ac)
 {
     uint64_t bytes = 0;
     int rc = table_bytes(family, capacity, error, bits, &bytes);
@@ -85,7 +87,11 @@ static bkc_value *cbf_create(bkc_ctx *c, bk_family family, uint64_t capacity,
         bkc__lib_error(c, rc);
         return NULL;
     }
-    if (!bkc__fits(c, bytes + 1024)) return NULL;
+    if (ac->rotate && bytes > UINT64_MAX / 2 - 1024) {
+        bkc__err(c, BKC_ERR_TOO_LARGE);
+        return NULL;
+    }
+    if (!bkc__fits(c, (ac->rotate ? 2 * bytes : bytes) + 1024)) return NULL;
     bk_filter_config cfg;
     bk_filter_config_init(&cfg);
     cfg.family = family;
@@ -99,7 +105,8 @@ static bkc_value *cbf_create(bkc_ctx *c, bk_family family, uint64_t capacity,
         bkc__lib_error(c, rc);
         return NULL;
     }
-    return bkc__value_of(c, BKC_KIND_COUNTING, f);
+    f = bkc__autoclear_wrap(c, f, ac);
+    return f ? bkc__value_of(c, BKC_KIND_COUNTING, f) : NULL;
 }
 
 void bkc_cmd_cbf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
@@ -109,9 +116,13 @@ void bkc_cmd_cbf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
     uint32_t bits = 0;
     long long bits_arg = 0;
     bk_family family = BK_FAMILY_COUNTING;
+    bkc__autoclear_opts ac = {0, 0};
     if (!bkc__arg_error_rate(c, argv[2], &error)) return;
     if (!bkc__arg_capacity(c, argv[3], &capacity)) return;
-    for (int i = 4; i < argc; i += 2) {
+    for (int i = 4; i < argc; i++) {
+        int got = bkc__parse_autoclear(c, argc, argv, &i, &ac);
+        if (got < 0) return;
+        if (got > 0) continue;
         int is_bits = bkc_streq(argv[i], "COUNTERBITS");
         if (!is_bits && !bkc_streq(argv[i], "TYPE")) {
             bkc__err(c, BKC_ERR_UNKNOWN_ARG);
@@ -122,11 +133,11 @@ void bkc_cmd_cbf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
             return;
         }
         if (!is_bits) {
-            if (!parse_type(argv[i + 1], &family)) {
+            if (!parse_type(argv[++i], &family)) {
                 bkc__err(c, ERR_TYPE);
                 return;
             }
-        } else if (!bkc_parse_ll(argv[i + 1], &bits_arg) || bits_arg < 1 || bits_arg > 8) {
+        } else if (!bkc_parse_ll(argv[++i], &bits_arg) || bits_arg < 1 || bits_arg > 8) {
             bkc__err(c, ERR_COUNTER_BITS);
             return;
         }
@@ -145,9 +156,14 @@ void bkc_cmd_cbf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
     } else if (family == BK_FAMILY_COUNTING) {
         bits = BK_COUNTING_DEFAULT_COUNTER_BITS;
     }
+    if (!bkc__autoclear_valid(c, &ac)) return;
+    if (ac.ratio != 0 && family != BK_FAMILY_COUNTING) {
+        bkc__err(c, ERR_AUTOCLEAR_TYPE);
+        return;
+    }
     bkc_key *k;
     if (bkc__open_new(c, argv[1], BKC_KIND_COUNTING, 0, &k))
-        bkc__store_new(c, argc, argv, k, cbf_create(c, family, capacity, error, bits));
+        bkc__store_new(c, argc, argv, k, cbf_create(c, family, capacity, error, bits, &ac));
 }
 
 /* Whether the key's filter may be updated under a shared (ADD) open: only
@@ -170,8 +186,9 @@ static bkc_value *open_for_add(bkc_ctx *c, bkc_str name, bkc_key **k, int *creat
         st = bkc__open(c, name, BKC_OPEN_WRITE, BKC_KIND_COUNTING, k, &v);
         if (st == BKC__FAILED) return NULL;
         if (st == BKC__MISSING) {
+            const bkc__autoclear_opts none = {0, 0};
             bkc_value *nv = cbf_create(c, BK_FAMILY_COUNTING, CBF_DEFAULT_CAPACITY,
-                                       CBF_DEFAULT_ERROR, BK_COUNTING_DEFAULT_COUNTER_BITS);
+                                       CBF_DEFAULT_ERROR, BK_COUNTING_DEFAULT_COUNTER_BITS, &none);
             if (nv == NULL || !bkc__store(c, *k, nv)) goto fail;
             *created = 1;
             return c->host_vt->value(*k);
@@ -274,21 +291,31 @@ void bkc_cmd_cbf_count(bkc_ctx *c, int argc, const bkc_str *argv)
 }
 
 enum { F_CAPACITY, F_SIZE, F_ITEMS, F_ERROR, F_COUNT };
-static const bkc__info_field info_fields[F_COUNT] = {
+/* the four, then an auto-clear filter's own (command.c) */
+static const bkc__info_field info_fields[F_COUNT + BKC__AUTOCLEAR_FIELDS] = {
     {"CAPACITY", "Capacity"},
     {"SIZE", "Size"},
     {"ITEMS", "Number of items inserted"},
     {"ERROR", "Error rate"},
+    {"AUTOCLEAR", "Auto clear ratio"},
+    {"AUTOCLEARMODE", "Auto clear mode"},
+    {"CLEARS", "Clears"},
 };
+
+typedef struct cbf_info {
+    bk_filter_info in;
+    const bk_autoclear *a;
+} cbf_info;
 
 static void info_value(bkc_ctx *c, const void *src, int field)
 {
-    const bk_filter_info *in = src;
+    const cbf_info *i = src;
     switch (field) {
-    case F_CAPACITY: bkc__int(c, (long long)in->capacity); break;
-    case F_SIZE: bkc__int(c, (long long)in->bytes); break;
-    case F_ITEMS: bkc__int(c, (long long)in->items); break;
-    default: c->reply->vt->dbl(c->reply, in->target_fpr); break;
+    case F_CAPACITY: bkc__int(c, (long long)i->in.capacity); break;
+    case F_SIZE: bkc__int(c, (long long)i->in.bytes); break;
+    case F_ITEMS: bkc__int(c, (long long)i->in.items); break;
+    case F_ERROR: c->reply->vt->dbl(c->reply, i->in.target_fpr); break;
+    default: bkc__autoclear_info_value(c, i->a, field - F_COUNT); break;
     }
 }
 
@@ -296,12 +323,14 @@ void bkc_cmd_cbf_info(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     bkc_key *k;
     bkc_value *v;
-    bk_filter_info info;
+    cbf_info info;
     if ((v = bkc__open_info(c, argc, argv, BKC_KIND_COUNTING, &k)) == NULL) return;
-    if (bk_filter_get_summary(v->filters[0], &info) != BK_OK) {   /* O(1) */
+    info.a = bk_filter_as_autoclear(v->filters[0]);
+    if (bk_filter_get_summary(v->filters[0], &info.in) != BK_OK) {   /* O(1) */
         bkc__lib_error(c, BK_EINVAL);
     } else {
-        bkc__reply_info(c, argc, argv, info_fields, F_COUNT, info_value, &info);
+        bkc__reply_info(c, argc, argv, info_fields,
+                        info.a ? F_COUNT + BKC__AUTOCLEAR_FIELDS : F_COUNT, info_value, &info);
     }
     bkc__close(c, k);
 }

@@ -98,6 +98,31 @@ int bkc__arg_capacity(bkc_ctx *c, bkc_str s, uint64_t *out);
 /* The wrong-arity error of argv[0]'s table entry. */
 void bkc__arity_error(bkc_ctx *c, const bkc_str *argv);
 
+/* Auto-clear (lib/autoclear.c) on BF.RESERVE, BF.INSERT and CBF.RESERVE:
+ * `AUTOCLEAR ratio` (in (0, 1]) and `ROTATE`. */
+typedef struct bkc__autoclear_opts {
+    double ratio; /* 0: not asked for */
+    int rotate;
+} bkc__autoclear_opts;
+
+/* argv[*i] is AUTOCLEAR (its ratio taken: *i moves past it) or ROTATE:
+ * returns 1; another word: 0; a bad or missing ratio: -1 (replied). */
+int bkc__parse_autoclear(bkc_ctx *c, int argc, const bkc_str *argv, int *i,
+                         bkc__autoclear_opts *o);
+/* ROTATE without AUTOCLEAR: replies and returns 0. */
+int bkc__autoclear_valid(bkc_ctx *c, const bkc__autoclear_opts *o);
+/* f wrapped as o asks (f itself when o asks for nothing); NULL after
+ * replying (f is then freed). */
+bk_filter *bkc__autoclear_wrap(bkc_ctx *c, bk_filter *f, const bkc__autoclear_opts *o);
+/* The argv words that ask for o again (a logged creation): at most 3. */
+int bkc__autoclear_argv(const bkc__autoclear_opts *o, char ratio[32], bkc_str *out);
+
+/* The *.INFO fields of an auto-clear filter, after a kind's own: ratio,
+ * mode and clears so far. */
+#define BKC__AUTOCLEAR_FIELDS 3
+extern const bkc__info_field bkc__autoclear_fields[BKC__AUTOCLEAR_FIELDS];
+void bkc__autoclear_info_value(bkc_ctx *c, const bk_autoclear *a, int field);
+
 /*==========================================================================
  * Keys
  *==========================================================================*/

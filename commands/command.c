@@ -851,3 +851,80 @@ void bkc__reply_info(bkc_ctx *c, int argc, const bkc_str *argv,
         value(c, src, f);
     }
 }
+
+/*==========================================================================
+ * Auto-clear options and INFO fields (BF.*, CBF.*)
+ *==========================================================================*/
+
+#define ERR_AUTOCLEAR "ERR bad AUTOCLEAR ratio: a fill ratio in (0, 1], such as 0.5"
+#define ERR_ROTATE "ERR ROTATE needs AUTOCLEAR"
+
+int bkc__parse_autoclear(bkc_ctx *c, int argc, const bkc_str *argv, int *i,
+                         bkc__autoclear_opts *o)
+{
+    if (bkc_streq(argv[*i], "ROTATE")) {
+        o->rotate = 1;
+        return 1;
+    }
+    if (!bkc_streq(argv[*i], "AUTOCLEAR")) return 0;
+    if (*i + 1 >= argc) {
+        bkc__arity_error(c, argv);
+        return -1;
+    }
+    double r;
+    if (!bkc_parse_double(argv[*i + 1], &r) || !(r > 0 && r <= 1)) {
+        bkc__err(c, ERR_AUTOCLEAR);
+        return -1;
+    }
+    o->ratio = r;
+    (*i)++;
+    return 1;
+}
+
+int bkc__autoclear_valid(bkc_ctx *c, const bkc__autoclear_opts *o)
+{
+    if (o->rotate && o->ratio == 0) {
+        bkc__err(c, ERR_ROTATE);
+        return 0;
+    }
+    return 1;
+}
+
+bk_filter *bkc__autoclear_wrap(bkc_ctx *c, bk_filter *f, const bkc__autoclear_opts *o)
+{
+    if (o->ratio == 0) return f;
+    bk_autoclear *a = NULL;
+    int rc = bk_autoclear_wrap(&a, f, o->ratio, o->rotate ? BK_AUTOCLEAR_ROTATE
+                                                           : BK_AUTOCLEAR_CLEAR);
+    if (rc == BK_OK) return bk_autoclear_as_filter(a);
+    bk_filter_free(f);
+    if (rc == BK_ENOMEM) bkc__err(c, BKC_ERR_OOM);
+    else bkc__lib_error(c, rc);
+    return NULL;
+}
+
+int bkc__autoclear_argv(const bkc__autoclear_opts *o, char ratio[32], bkc_str *out)
+{
+    if (o->ratio == 0) return 0;
+    snprintf(ratio, 32, "%.17g", o->ratio);
+    out[0] = (bkc_str){"AUTOCLEAR", 9};
+    out[1] = (bkc_str){ratio, strlen(ratio)};
+    if (!o->rotate) return 2;
+    out[2] = (bkc_str){"ROTATE", 6};
+    return 3;
+}
+
+const bkc__info_field bkc__autoclear_fields[BKC__AUTOCLEAR_FIELDS] = {
+    {"AUTOCLEAR", "Auto clear ratio"},
+    {"AUTOCLEARMODE", "Auto clear mode"},
+    {"CLEARS", "Clears"},
+};
+
+void bkc__autoclear_info_value(bkc_ctx *c, const bk_autoclear *a, int field)
+{
+    bk_autoclear_stats st;
+    bk_autoclear_get_stats(a, &st);
+    if (field == 0) c->reply->vt->dbl(c->reply, st.ratio);
+    else if (field == 1) c->reply->vt->bulk(c->reply, st.mode ? "rotate" : "clear", st.mode ? 6 : 5);
+    else bkc__int(c, (long long)st.clears);
+}

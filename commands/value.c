@@ -259,8 +259,9 @@ static bk_family kind_family(bkc_kind kind)
 }
 
 /* A CBF key holds the counting family or one of the other counting kinds
- * (CBF.RESERVE ... TYPE, cmd_counting.c); an SF key a static filter (binary
- * fuse or bumped) or a static map; a BF key a scalable or growable filter;
+ * (CBF.RESERVE ... TYPE, cmd_counting.c) or an auto-clear counting filter;
+ * an SF key a static filter (binary fuse or bumped) or a static map; a BF
+ * key a scalable, growable or auto-clear filter;
  * a CF key a cuckoo filter or a growable multiset (cmd_cuckoo.c). */
 static int family_fits(bkc_kind kind, bk_family family)
 {
@@ -268,12 +269,15 @@ static int family_fits(bkc_kind kind, bk_family family)
     if (kind == BKC_KIND_STATIC) return family == BK_FAMILY_MAP || family == BK_FAMILY_BUMPED;
     /* cmd_bloom.c, cmd_cuckoo.c: a growable filter, or one taken over from
      * RedisBloom in its own layout */
-    if (kind == BKC_KIND_BLOOM) return family == BK_FAMILY_GROWABLE || family == BK_FAMILY_RBLOOM;
+    if (kind == BKC_KIND_BLOOM)
+        return family == BK_FAMILY_GROWABLE || family == BK_FAMILY_RBLOOM ||
+               family == BK_FAMILY_AUTOCLEAR;
     if (kind == BKC_KIND_CUCKOO) return family == BK_FAMILY_GROWABLE || family == BK_FAMILY_RCUCKOO;
+    /* AUTOCLEAR (BF.RESERVE, CBF.RESERVE): the auto-clear filter */
     return kind == BKC_KIND_COUNTING &&
            (family == BK_FAMILY_DLEFT || family == BK_FAMILY_VARCOUNT ||
             family == BK_FAMILY_HIER || family == BK_FAMILY_HYBRID ||
-            family == BK_FAMILY_MORRIS);
+            family == BK_FAMILY_MORRIS || family == BK_FAMILY_AUTOCLEAR);
 }
 
 static void header_build(const bkc_value *v, uint64_t total, unsigned char h[HDR_SIZE])

@@ -294,10 +294,11 @@ static uint64_t ops_seed(const void *f)
 
 static void ops_destroy(void *f) { bk_autoclear_free(f); }
 
-static int ops_info(const void *vf, bk_filter_info *out)
+/* The current generation's info (or O(1) summary), with the wrapper's
+ * items, fill, bytes, parts and removes. */
+static int info_of(const bk_autoclear *f, bk_filter_info *out, int summary)
 {
-    const bk_autoclear *f = vf;
-    int rc = f->in->info(f->cur, out);
+    int rc = summary && f->in->summary ? f->in->summary(f->cur, out) : f->in->info(f->cur, out);
     if (rc != BK_OK) return rc;
     out->items = f->items[0] + f->items[1];
     out->fill = f->units ? (double)f->set / (double)f->units : 0.0;
@@ -306,6 +307,9 @@ static int ops_info(const void *vf, bk_filter_info *out)
     out->can_remove = f->in->fill->remove != NULL;
     return BK_OK;
 }
+
+static int ops_info(const void *f, bk_filter_info *out) { return info_of(f, out, 0); }
+static int ops_summary(const void *f, bk_filter_info *out) { return info_of(f, out, 1); }
 
 static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
 {
@@ -464,7 +468,7 @@ static const bk__family_ops autoclear_ops = {
     .name = "autoclear",
     BK__OPS_STANDARD,
     .hash = ops_hash, .remove = ops_remove, .count = ops_count, .lockfree_add = 0,
-    .clone = ops_clone, .clear = ops_clear,
+    .summary = ops_summary, .clone = ops_clone, .clear = ops_clear,
 };
 
 const bk__family_ops *const bk__autoclear_family = &autoclear_ops;
