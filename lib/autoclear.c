@@ -72,6 +72,7 @@ struct bk_autoclear {
                                   generations count them) */
     uint64_t capacity;         /* of one generation */
     double fpr;
+    size_t gen_bytes;          /* what one generation reports it holds */
 };
 
 static const bk__family_ops autoclear_ops; /* at the end of this file */
@@ -130,6 +131,7 @@ static int make(bk_autoclear **out, const bk__family_ops *in, void *cur, void *p
     f->items[1] = info[1].items;
     f->capacity = info[0].capacity;
     f->fpr = info[0].target_fpr;
+    f->gen_bytes = info[0].bytes;
     *out = f;
     return BK_OK;
 }
@@ -183,6 +185,13 @@ static bk_hash hash_of(const bk_autoclear *f, const void *key, size_t len)
 {
     if (f->in->hash != NULL) return f->in->hash(f->cur, key, len);
     return bk_hash_key(key, len, f->in->seed(f->cur));
+}
+
+/* The generations' bytes as their family reports them (the same whether
+ * they were made or loaded, as for the family alone), and the handle. */
+static size_t bytes_of(const bk_autoclear *f)
+{
+    return sizeof(*f) + f->gen_bytes * (f->prev ? 2 : 1);
 }
 
 static int add_hash(bk_autoclear *f, bk_hash h)
@@ -253,7 +262,7 @@ int bk_autoclear_get_stats(const bk_autoclear *f, bk_autoclear_stats *out)
     out->capacity = f->capacity;
     out->target_fpr = f->fpr;
     out->fill_at_capacity = f->capacity ? f->in->fill->fill_at(f->cur, f->capacity) : 0.0;
-    out->bytes = bk_filter_memory_usage((const bk_filter *)(const void *)f, NULL, NULL);
+    out->bytes = bytes_of(f);
     return BK_OK;
 }
 
@@ -302,7 +311,7 @@ static int info_of(const bk_autoclear *f, bk_filter_info *out, int summary)
     if (rc != BK_OK) return rc;
     out->items = f->items[0] + f->items[1];
     out->fill = f->units ? (double)f->set / (double)f->units : 0.0;
-    out->bytes = bk_filter_memory_usage((const bk_filter *)(const void *)f, NULL, NULL);
+    out->bytes = bytes_of(f);
     out->parts = f->prev ? 2 : 1;
     out->can_remove = f->in->fill->remove != NULL;
     return BK_OK;
