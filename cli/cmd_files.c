@@ -38,6 +38,17 @@ static size_t family_params(bk_filter *f, param *out)
         /* only shown for the split layout (create --split) */
         if (bk_blocked_split(blocked)) out[n++] = (param){"split", "split layout", 1};
     }
+    bk_autoclear *ac = bk_filter_as_autoclear(f);
+    if (ac != NULL) { /* the ratio in thousandths, as params are integers */
+        bk_autoclear_stats st;
+        bk_autoclear_get_stats(ac, &st);
+        out[n++] = (param){"auto_clear_permille", "auto-clear/1000",
+                           (uint64_t)(st.ratio * 1000 + 0.5)};
+        out[n++] = (param){"rotate", "rotate", (uint64_t)st.mode};
+        out[n++] = (param){"clears", "clears", st.clears};
+        out[n++] = (param){"units_set", "units set", st.units_set};
+        out[n++] = (param){"clear_at", "clears at", st.clear_at};
+    }
     bk_window *window = bk_filter_as_window(f);
     if (window != NULL) {
         /* time mode: wall-clock milliseconds (clock.c); count mode: adds */

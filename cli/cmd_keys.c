@@ -197,6 +197,7 @@ static int over_capacity(const char *path, bk_filter *f, int strict)
 {
     bk_filter_info in;
     if (bk_filter_get_info(f, &in) != BK_OK || in.capacity == 0) return 0;
+    if (in.family == BK_FAMILY_AUTOCLEAR) return 0; /* it clears instead of filling */
     int items_over = in.family != BK_FAMILY_WINDOW && in.items > in.capacity;
     int rate_over = in.target_fpr > 0 && in.fpr_now > 1.5 * in.target_fpr;
     if (!items_over && !rate_over) return 0;

@@ -33,7 +33,14 @@
     "                               (250ms, 30s, 10m, 2h, 1d), or with\n"      \
     "                               --window-by-count a number of insertions\n" \
     "      --generations N          window: sub-filters in the ring\n"         \
-    "      --window-by-count        window: expire by insertions, not time\n"
+    "      --window-by-count        window: expire by insertions, not time\n"   \
+    "      --auto-clear R           blocked, classic, counting: empty the\n"    \
+    "                               filter when the fraction R of its bits\n"   \
+    "                               (counters) is set, e.g. 0.5: a stream\n"    \
+    "                               never saturates it (seed 003)\n"           \
+    "      --rotate                 with --auto-clear: keep the previous\n"     \
+    "                               generation for lookups until the next\n"   \
+    "                               clear (twice the memory)\n"
 
 #define INPUT_OPTIONS                                                          \
     "  -0, --null           keys end in NUL instead of newline (find -print0)\n" \

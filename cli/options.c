@@ -59,6 +59,8 @@ static const optdef optdefs[] = {
     {OPT_STRICT, "strict", 0, 0},
     {OPT_NO_DECOMPRESS, "no-decompress", 0, 0},
     {OPT_SPLIT, "split", 0, 0},
+    {OPT_AUTO_CLEAR, "auto-clear", 0, 1},
+    {OPT_ROTATE, "rotate", 0, 0},
 };
 #define NOPTDEFS (sizeof(optdefs) / sizeof(optdefs[0]))
 
@@ -99,6 +101,7 @@ static const struct {
 
 const char *cli_family_name(bk_family family)
 {
+    if (family == BK_FAMILY_AUTOCLEAR) return "autoclear"; /* --auto-clear */
     for (size_t i = 0; i < sizeof(type_names) / sizeof(type_names[0]); i++)
         if (type_names[i].family == family) return type_names[i].name;
     return "unknown";
@@ -217,6 +220,15 @@ static int set_option(const char *cmd, const optdef *d, const char *shown,
         cli_error("%s: %s: unknown filter type '%s' (bloom, cuckoo)", cmd,
                   shown, value);
         return -1;
+    case OPT_ROTATE: c->auto_clear_mode = BK_AUTOCLEAR_ROTATE; return 0;
+    case OPT_AUTO_CLEAR:
+        if (parse_double(value, &c->auto_clear) != 0 ||
+            !(c->auto_clear > 0 && c->auto_clear <= 1)) {
+            cli_error("%s: %s: '%s' is not a fill ratio in (0, 1] (such as 0.5)", cmd, shown,
+                      value);
+            return -1;
+        }
+        return 0;
     case OPT_ERROR:
         if (parse_double(value, &c->fpr) != 0) {
             cli_error("%s: %s: '%s' is not a number", cmd, shown, value);
@@ -398,6 +410,19 @@ int cli_check_sizing(const char *cmd, const cli_options *o)
         !(o->given & OPTBIT(OPT_WINDOW))) {
         cli_error("%s: --type window needs --window DURATION (e.g. --window "
                   "10m), or --window-by-count --window N", cmd);
+        return -1;
+    }
+    if ((o->given & OPTBIT(OPT_ROTATE)) && !(o->given & OPTBIT(OPT_AUTO_CLEAR))) {
+        cli_error("%s: --rotate needs --auto-clear RATIO", cmd);
+        return -1;
+    }
+    bk_family fam = o->config.family;
+    if ((o->given & OPTBIT(OPT_AUTO_CLEAR)) &&
+        ((fam != BK_FAMILY_BLOCKED && fam != BK_FAMILY_BLOOM && fam != BK_FAMILY_COUNTING) ||
+         (o->given & OPTBIT(OPT_SPLIT)))) {
+        cli_error("%s: --auto-clear applies to --type blocked (without --split), classic "
+                  "or counting, not %s", cmd,
+                  o->given & OPTBIT(OPT_SPLIT) ? "blocked --split" : cli_family_name(fam));
         return -1;
     }
     for (size_t i = 0; i < NFAMILY_OPTIONS; i++) {
