@@ -1842,15 +1842,18 @@ static uint64_t fill_count_set(const void *vf)
     return t;
 }
 
+/* Each probe counts when its bit is clear in the line and not yet set by
+ * an earlier probe of the key (two probes may land on one bit). */
 static int fill_add(void *vf, bk_hash h, uint64_t *newly_set)
 {
     bk_blocked *f = vf;
-    uint64_t *line = line_of(f, h), mask[BLOCK_WORDS], n = 0;
-    mask_scalar((uint32_t)h.hi, f->k, mask);
-    for (int w = 0; w < BLOCK_WORDS; w++) {
-        uint64_t missing = mask[w] & ~line[w];
-        line[w] |= missing;
-        n += bk__popcount64(missing);
+    uint64_t *line = line_of(f, h), n = 0;
+    uint32_t x = (uint32_t)h.hi;
+    for (uint32_t i = 0; i < f->k; i++) {
+        uint32_t pos = in_block_position(x, i);
+        uint64_t *word = &line[pos >> 6], bit = UINT64_C(1) << (pos & 63);
+        n += (*word & bit) == 0;
+        *word |= bit;
     }
     f->items += n != 0;
     *newly_set = n;
