@@ -504,7 +504,10 @@ static void check_value(const bkc_value *v)
         /* a BF or CF key taken over from RedisBloom keeps its layout */
         int redisbloom = (v->kind == BKC_KIND_BLOOM && got == BK_FAMILY_RBLOOM) ||
                          (v->kind == BKC_KIND_CUCKOO && got == BK_FAMILY_RCUCKOO);
-        CHECK(got == want || cbf_type || bf_growable || redisbloom);
+        /* AUTOCLEAR (BF.RESERVE, BF.INSERT, CBF.RESERVE): an auto-clear filter */
+        int autoclear = (v->kind == BKC_KIND_BLOOM || v->kind == BKC_KIND_COUNTING) &&
+                        got == BK_FAMILY_AUTOCLEAR;
+        CHECK(got == want || cbf_type || bf_growable || redisbloom || autoclear);
     }
 }
 
@@ -593,6 +596,12 @@ static void check_creation(fake_host *h, int failed)
     } else if (ga != NULL) {
         CHECK(bk_growable_error(ga) == bk_growable_error(gb));
         CHECK(bk_growable_initial_capacity(ga) == bk_growable_initial_capacity(gb));
+    } else if (bk_filter_as_autoclear(fa) != NULL) { /* BF.INSERT ... AUTOCLEAR */
+        bk_autoclear_stats x, y;
+        CHECK(bk_autoclear_get_stats(bk_filter_as_autoclear(fa), &x) == BK_OK &&
+              bk_autoclear_get_stats(bk_filter_as_autoclear(fb), &y) == BK_OK);
+        CHECK(x.ratio == y.ratio && x.mode == y.mode && x.capacity == y.capacity &&
+              x.target_fpr == y.target_fpr && x.inner == y.inner);
     } else {
         bk_scalable_stats x, y;
         CHECK(bk_scalable_get_stats(sa, &x) == BK_OK && bk_scalable_get_stats(sb, &y) == BK_OK);
