@@ -11,23 +11,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import redis  # noqa: E402
-from harness import SERVER, Runner, Server, recv_all, redis_cli  # noqa: E402
+from harness import SERVER, Runner, Server, raises, recv_all, redis_cli  # noqa: E402
 
 run = Runner("test_generic")
 srv = Server()
 r = srv.client()
 rd = srv.client(decode_responses=True)
-
-
-def raises(exc_text, fn, *args):
-    """fn(*args) must fail with a reply containing exc_text (redis-py strips
-    a leading "ERR " from error texts)."""
-    try:
-        fn(*args)
-    except redis.exceptions.ResponseError as e:
-        assert exc_text in str(e), (exc_text, str(e))
-        return
-    raise AssertionError("no error, expected " + exc_text)
 
 
 def cmd(*args, client=None):
