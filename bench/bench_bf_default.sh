@@ -19,24 +19,14 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BKS=${1:-${BLOOMKIT_SERVER:-$ROOT/build/release/server/bloomkit-server}}
 NP=${NP:-8000000}
 ROUNDS=${ROUNDS:-2}
-CLIENTS=${CLIENTS:-50}
-BT=${BENCH_THREADS:-2}
-ST=${SERVER_THREADS:-0}
 
-for tool in redis-benchmark redis-cli; do
-    command -v $tool >/dev/null || { echo "bench_bf_default.sh: $tool is missing (apt-get install redis-tools)" >&2; exit 1; }
-done
-[ -x "$BKS" ] || { echo "bench_bf_default.sh: no server at $BKS (make build)" >&2; exit 1; }
+NAME=bench_bf_default.sh
+. "$ROOT/bench/lib.sh"
+need redis-benchmark redis-cli
+need_server
 
-TMP=$(mktemp -d /tmp/bks-bfdef.XXXXXX)
-PID=""
-cleanup() {
-    [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null || true
-    rm -rf "$TMP"
-}
-trap cleanup EXIT INT TERM
-
-PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+scratch bks-bfdef
+PORT=$(free_port)
 
 rate() { # command args...: requests/s as redis-benchmark reports them
     redis-benchmark -p "$PORT" -c "$CLIENTS" --threads "$BT" -n "$NP" -P 64 \
@@ -52,23 +42,13 @@ r=0
 while [ $r -lt "$ROUNDS" ]; do
     for mode in yes no; do
         rm -rf "$TMP/data"
-        "$BKS" --port "$PORT" --dir "$TMP/data" --threads "$ST" --loglevel warning \
-            --bf-growable $mode >"$TMP/log" 2>&1 &
-        PID=$!
-        i=0
-        until [ "$(redis-cli -p "$PORT" PING 2>/dev/null)" = PONG ]; do
-            sleep 0.05
-            i=$((i + 1))
-            [ $i -gt 200 ] && { echo "bench_bf_default.sh: the server did not start" >&2; exit 1; }
-        done
+        start_bloomkit "$TMP/data" "$PORT" --bf-growable $mode
         add=$(rate BF.ADD bf __rand_int__)
         exists=$(rate BF.EXISTS bf __rand_int__)
         items=$(redis-cli -p "$PORT" BF.CARD bf)
         size=$(redis-cli -p "$PORT" BF.INFO bf SIZE | tail -n 1)
         printf '| %s | %.0f | %.0f | %s | %s |\n' "$mode" "$add" "$exists" "$items" "$size"
-        kill "$PID"
-        wait "$PID" 2>/dev/null || true
-        PID=""
+        stop_servers
     done
     r=$((r + 1))
 done

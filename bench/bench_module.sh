@@ -26,41 +26,18 @@ BKS=${2:-${BLOOMKIT_SERVER:-$ROOT/build/release/server/bloomkit-server}}
 N=${N:-200000}
 NP=${NP:-2000000}
 NM=${NM:-20000}
-CLIENTS=${CLIENTS:-50}
-BT=${BENCH_THREADS:-2}
-ST=${SERVER_THREADS:-0}
 
 NAME=bench_module.sh
 . "$ROOT/bench/lib.sh"
 need redis-benchmark redis-server redis-cli
-[ -f "$MOD" ] || { echo "bench_module.sh: no module at $MOD (make build)" >&2; exit 1; }
-[ -x "$BKS" ] || { echo "bench_module.sh: no server at $BKS (make build)" >&2; exit 1; }
-# redis-server enters --dir before it loads modules: an absolute path
-MOD=$(cd "$(dirname "$MOD")" && pwd)/$(basename "$MOD")
+need_module
+need_server
 
-
-TMP=$(mktemp -d /tmp/bkm-bench.XXXXXX)
-BK_PID=""
-RS_PID=""
-cleanup() {
-    [ -n "$BK_PID" ] && kill "$BK_PID" 2>/dev/null && wait "$BK_PID" 2>/dev/null || true
-    [ -n "$RS_PID" ] && kill "$RS_PID" 2>/dev/null && wait "$RS_PID" 2>/dev/null || true
-    rm -rf "$TMP"
-}
-trap cleanup EXIT INT TERM
-
+scratch bkm-bench
 BK_PORT=$(free_port)
 RS_PORT=$(free_port)
-mkdir -p "$TMP/bk" "$TMP/rs"
-"$BKS" --port "$BK_PORT" --dir "$TMP/bk" --threads "$ST" --loglevel warning \
-    >"$TMP/bk.log" 2>&1 &
-BK_PID=$!
-redis-server --port "$RS_PORT" --bind 127.0.0.1 --dir "$TMP/rs" --save "" \
-    --appendonly no --daemonize no --logfile "$TMP/rs.log" --loadmodule "$MOD" &
-RS_PID=$!
-
-wait_ping "$BK_PORT"
-wait_ping "$RS_PORT"
+start_bloomkit "$TMP/bk" "$BK_PORT"
+start_redis "$TMP/rs" "$RS_PORT" --appendonly no --loadmodule "$MOD"
 
 for p in "$BK_PORT" "$RS_PORT"; do
     [ "$(redis-cli -p "$p" BF.RESERVE bf 0.01 20000000)" = OK ] ||

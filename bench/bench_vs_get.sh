@@ -28,37 +28,15 @@ BKS=${1:-${BLOOMKIT_SERVER:-$ROOT/build/release/server/bloomkit-server}}
 MOD=${2:-${BLOOMKIT_MODULE:-$ROOT/build/release/module/bloomkit.so}}
 NP=${NP:-2000000}
 N1=${N1:-200000}
-BT=${BENCH_THREADS:-2}
-ST=${SERVER_THREADS:-0}
 ONLY=${ONLY:-}
 
 NAME=bench_vs_get.sh
 . "$ROOT/bench/lib.sh"
 need redis-benchmark redis-server redis-cli
-[ -x "$BKS" ] || { echo "bench_vs_get.sh: no server at $BKS (make build)" >&2; exit 1; }
-[ -f "$MOD" ] || { echo "bench_vs_get.sh: no module at $MOD (make build)" >&2; exit 1; }
-MOD=$(cd "$(dirname "$MOD")" && pwd)/$(basename "$MOD")
+need_server
+need_module
 
-
-TMP=$(mktemp -d /tmp/bk-vsget.XXXXXX)
-PIDS=""
-cleanup() {
-    for p in $PIDS; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT INT TERM
-
-
-start_redis() { # DIR PORT [--loadmodule MOD]
-    dir=$1 port=$2
-    shift 2
-    mkdir -p "$dir"
-    redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" \
-        --appendonly yes --appendfsync everysec --daemonize no \
-        --logfile "$dir/log" "$@" &
-    PIDS="$PIDS $!"
-    wait_ping "$port"
-}
+scratch bk-vsget
 
 setup() { # PORT
     r=$(redis-cli -p "$1" BF.RESERVE bfr 0.01 100000000)
@@ -126,21 +104,16 @@ echo "redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'); mach
 
 if [ "$ONLY" != module ]; then
     BK_PORT=$(free_port)
-    mkdir -p "$TMP/bk"
-    "$BKS" --port "$BK_PORT" --dir "$TMP/bk" --threads "$ST" --loglevel warning \
-        >"$TMP/bk.log" 2>&1 &
-    PIDS="$PIDS $!"
-    wait_ping "$BK_PORT"
+    start_bloomkit "$TMP/bk" "$BK_PORT"
     RS_PORT=$(free_port)
-    start_redis "$TMP/rs" "$RS_PORT"
+    start_redis "$TMP/rs" "$RS_PORT" --appendonly yes --appendfsync everysec
     setup "$BK_PORT"
     host "bloomkit-server" "$BK_PORT" "$RS_PORT" 1.16 1.30 0.60 0.70 1.48 1.40
-    for p in $PIDS; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
-    PIDS=""
+    stop_servers
 fi
 if [ "$ONLY" != server ]; then
     RM_PORT=$(free_port)
-    start_redis "$TMP/rm" "$RM_PORT" --loadmodule "$MOD"
+    start_redis "$TMP/rm" "$RM_PORT" --appendonly yes --appendfsync everysec --loadmodule "$MOD"
     setup "$RM_PORT"
     host "redis-server + bloomkit.so" "$RM_PORT" "$RM_PORT" 0.70 0.78 0.36 0.42 0.89 0.84
 fi

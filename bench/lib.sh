@@ -1,7 +1,23 @@
 # bench/lib.sh - what the server benchmarks share; sourced, never run.
-# The sourcing script sets NAME (its file name, for messages) first.
+# The sourcing script sets NAME (its file name, for messages) first, and
+# BKS (bloomkit-server) and MOD (bloomkit.so) where it uses them.
 #
+#   CLIENTS, BT, ST    redis-benchmark -c (env CLIENTS, 50) and --threads
+#                      (env BENCH_THREADS, 2); bloomkit-server --threads
+#                      (env SERVER_THREADS, 0: one per core)
 #   need TOOL...       exit with a message when a program is missing
+#   need_server        exit unless $BKS is an executable
+#   need_module        exit unless $MOD is a file; make MOD absolute
+#                      (redis-server enters --dir before it loads modules)
+#   scratch TEMPLATE   TMP=a new /tmp/TEMPLATE.XXXXXX; at exit (also on
+#                      failure or Ctrl-C) the servers started below are
+#                      stopped and TMP removed
+#   start_bloomkit DIR PORT [FLAG...]
+#                      $BKS on PORT with data in DIR, log DIR.log, ready
+#   start_redis DIR PORT [FLAG...]
+#                      redis-server on loopback PORT in DIR without
+#                      snapshots (FLAGs: the rest), log DIR/log, ready
+#   stop_servers       stop the servers started so far
 #   free_port          print a free loopback TCP port
 #   wait_ping PORT     wait (up to 10 s) until redis-cli PING answers PONG
 #   bench LABEL PORT PIPELINE REQUESTS ITEMS_PER_COMMAND cmd...
@@ -16,6 +32,31 @@ need() {
     done
 }
 
+CLIENTS=${CLIENTS:-50}
+BT=${BENCH_THREADS:-2}
+ST=${SERVER_THREADS:-0}
+
+need_server() {
+    [ -x "$BKS" ] || { echo "$NAME: no server at $BKS (make build)" >&2; exit 1; }
+}
+
+need_module() {
+    [ -f "$MOD" ] || { echo "$NAME: no module at $MOD (make build)" >&2; exit 1; }
+    MOD=$(cd "$(dirname "$MOD")" && pwd)/$(basename "$MOD")
+}
+
+PIDS=""
+stop_servers() {
+    for p in $PIDS; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
+    PIDS=""
+}
+
+scratch() {
+    TMP=$(mktemp -d "/tmp/$1.XXXXXX")
+    trap 'stop_servers; rm -rf "$TMP"' EXIT
+    trap 'exit 130' INT TERM
+}
+
 free_port() {
     /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
@@ -27,6 +68,26 @@ wait_ping() {
         [ $i -gt 200 ] && { echo "$NAME: server on port $1 did not start" >&2; exit 1; }
         sleep 0.05
     done
+}
+
+start_bloomkit() {
+    dir=$1 port=$2
+    shift 2
+    mkdir -p "$dir"
+    "$BKS" --port "$port" --dir "$dir" --threads "$ST" --loglevel warning "$@" \
+        >"$dir.log" 2>&1 &
+    PIDS="$PIDS $!"
+    wait_ping "$port"
+}
+
+start_redis() {
+    dir=$1 port=$2
+    shift 2
+    mkdir -p "$dir"
+    redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" \
+        --daemonize no --logfile "$dir/log" "$@" &
+    PIDS="$PIDS $!"
+    wait_ping "$port"
 }
 
 bench() {

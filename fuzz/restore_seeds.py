@@ -19,20 +19,10 @@ import sys
 
 import redis
 
-# ---- CRC-64/Jones, reflected, as Redis computes it ------------------------
-POLY = 0x95AC9329AC4BC9B5  # 0xad93d23594c935a9 bit-reversed
-TABLE = []
-for i in range(256):
-    c = i
-    for _ in range(8):
-        c = (c >> 1) ^ POLY if c & 1 else c >> 1
-    TABLE.append(c)
-
-
-def crc64(data, crc=0):
-    for b in data:
-        crc = TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc
+# Redis's CRC-64 of DUMP payloads, from the server tests' harness
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "tests", "server"))
+from harness import reseal  # noqa: E402
 
 
 # ---- RDB length encoding ---------------------------------------------------
@@ -129,8 +119,7 @@ def split_dump(p):
 
 
 def seal(body, version=10):
-    body = body + version.to_bytes(2, "little")
-    return body + crc64(body).to_bytes(8, "little")
+    return reseal(body + version.to_bytes(2, "little"))
 
 
 def one_string(type_id, string):

@@ -300,16 +300,10 @@ static int ops_restore(const bk__image *img, void **out)
 }
 
 static const bk__tf_family morris_family = {
-    .ops = {.family = BK_FAMILY_MORRIS, .name = "morris", .add = ops_add,
-            .contains = ops_contains, .remove = NULL, /* see "What it cannot do" */
-            .count = ops_count, .add_batch = ops_add_batch,
-            .contains_batch = ops_contains_batch, .create = ops_create,
-            .describe = ops_describe, .restore = ops_restore, BK__TF_OPS_SHARED},
-    .handle_size = sizeof(bk_morris),
-    .table = table_of,
-    .set_table = set_table,
-    .table_bytes = table_bytes,
-    .stats = stats_of,
+    .ops = {.family = BK_FAMILY_MORRIS, .name = "morris",
+            .remove = NULL, /* see "What it cannot do" */
+            BK__TF_OPS_STANDARD},
+    BK__TF_HOOKS_STANDARD(bk_morris),
     .fill = bk__tf_fill_root_k,
 };
 

@@ -61,6 +61,26 @@ typedef struct bk__tf_family {
     .clone = bk__tf_clone, .clear = bk__tf_clear, .merge = NULL,             \
     .incompatibility = NULL, .nparts = bk__tf_one_part
 
+/* A one-table family's ops table and hooks, written one way: with
+ * functions of these names in its file, its definition is
+ *
+ *   static const bk__tf_family x_family = {
+ *       .ops = {.family = BK_FAMILY_X, .name = "x", .remove = ops_remove,
+ *               BK__TF_OPS_STANDARD},
+ *       BK__TF_HOOKS_STANDARD(bk_x),
+ *       .fill = fill_of,       (or bk__tf_fill_root_k)
+ *   };
+ *
+ * (.remove: ops_remove, or NULL where the family cannot remove.) */
+#define BK__TF_OPS_STANDARD                                                  \
+    .add = ops_add, .contains = ops_contains, .count = ops_count,            \
+    .add_batch = ops_add_batch, .contains_batch = ops_contains_batch,        \
+    .create = ops_create, .describe = ops_describe, .restore = ops_restore,  \
+    BK__TF_OPS_SHARED
+#define BK__TF_HOOKS_STANDARD(type)                                          \
+    .handle_size = sizeof(type), .table = table_of, .set_table = set_table,  \
+    .table_bytes = table_bytes, .stats = stats_of
+
 /* A new handle of the family with a zeroed table of table_bytes of its
  * own, the head set from (seed, capacity, fpr); NULL when out of memory.
  * The caller sets the geometry. */

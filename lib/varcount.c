@@ -501,16 +501,9 @@ static int ops_restore(const bk__image *img, void **out)
 }
 
 static const bk__tf_family varcount_family = {
-    .ops = {.family = BK_FAMILY_VARCOUNT, .name = "varcount", .add = ops_add,
-            .contains = ops_contains, .remove = ops_remove, .count = ops_count,
-            .add_batch = ops_add_batch, .contains_batch = ops_contains_batch,
-            .create = ops_create, .describe = ops_describe, .restore = ops_restore,
-            BK__TF_OPS_SHARED},
-    .handle_size = sizeof(bk_varcount),
-    .table = table_of,
-    .set_table = set_table,
-    .table_bytes = table_bytes,
-    .stats = stats_of,
+    .ops = {.family = BK_FAMILY_VARCOUNT, .name = "varcount", .remove = ops_remove,
+            BK__TF_OPS_STANDARD},
+    BK__TF_HOOKS_STANDARD(bk_varcount),
     .fill = fill_of,
 };
 

@@ -665,14 +665,20 @@ static void cmd_flushall(hctx *x, int argc, const bkc_str *argv)
  * Persistence and shutdown
  *==========================================================================*/
 
+/* Whether this server persists; when not, the error reply of SAVE and
+ * BGSAVE. */
+static int persistence_on(hctx *x)
+{
+    if (x->s->persist) return 1;
+    R_ERR(x, "ERR persistence is off in this server");
+    return 0;
+}
+
 static void cmd_save(hctx *x, int argc, const bkc_str *argv)
 {
     (void)argc;
     (void)argv;
-    if (!x->s->persist) {
-        R_ERR(x, "ERR persistence is off in this server");
-        return;
-    }
+    if (!persistence_on(x)) return;
     if (bks_persist_save(x->s->persist) < 0)
         R_ERR(x, "ERR the snapshot could not be written (see the server log)");
     else
@@ -685,10 +691,7 @@ static void cmd_bgsave(hctx *x, int argc, const bkc_str *argv)
         R_ERR(x, ERR_SYNTAX);
         return;
     }
-    if (!x->s->persist) {
-        R_ERR(x, "ERR persistence is off in this server");
-        return;
-    }
+    if (!persistence_on(x)) return;
     if (bks_persist_bgsave(x->s->persist) < 0)
         R_ERR(x, "ERR Background save already in progress or failed (see the server log)");
     else

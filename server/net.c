@@ -919,6 +919,21 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
  * Accepting
  *==========================================================================*/
 
+/* "ip:port" of an IPv4 or IPv6 address, as CLIENT LIST shows it. */
+static void addr_text(const struct sockaddr_storage *ss, char *out, size_t size)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+    int port;
+    if (ss->ss_family == AF_INET) {
+        uv_ip4_name((const struct sockaddr_in *)ss, ip, sizeof ip);
+        port = ntohs(((const struct sockaddr_in *)ss)->sin_port);
+    } else {
+        uv_ip6_name((const struct sockaddr_in6 *)ss, ip, sizeof ip);
+        port = ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+    }
+    snprintf(out, size, "%s:%d", ip, port);
+}
+
 static int peer_is_loopback(const struct sockaddr_storage *ss)
 {
     if (ss->ss_family == AF_INET) {
@@ -1074,32 +1089,15 @@ static void on_connection(uv_stream_t *server, int status)
     } else {
         struct sockaddr_storage ss;
         int len = sizeof ss;
-        char ip[INET6_ADDRSTRLEN] = "?";
-        int port = 0;
         if (uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&ss, &len) == 0) {
-            if (ss.ss_family == AF_INET) {
-                uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof ip);
-                port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-            } else {
-                uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof ip);
-                port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-            }
+            addr_text(&ss, c->addr, sizeof c->addr);
             local = peer_is_loopback(&ss);
+        } else {
+            snprintf(c->addr, sizeof c->addr, "?:0");
         }
-        snprintf(c->addr, sizeof c->addr, "%s:%d", ip, port);
         len = sizeof ss;
-        if (uv_tcp_getsockname(&c->h.tcp, (struct sockaddr *)&ss, &len) == 0) {
-            char lip[INET6_ADDRSTRLEN] = "?";
-            int lport;
-            if (ss.ss_family == AF_INET) {
-                uv_ip4_name((struct sockaddr_in *)&ss, lip, sizeof lip);
-                lport = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-            } else {
-                uv_ip6_name((struct sockaddr_in6 *)&ss, lip, sizeof lip);
-                lport = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-            }
-            snprintf(c->laddr, sizeof c->laddr, "%s:%d", lip, lport);
-        }
+        if (uv_tcp_getsockname(&c->h.tcp, (struct sockaddr *)&ss, &len) == 0)
+            addr_text(&ss, c->laddr, sizeof c->laddr);
         uv_tcp_nodelay(&c->h.tcp, 1);
     }
     atomic_store_explicit(&c->listed, 1, memory_order_release);

@@ -124,6 +124,31 @@ int pst_write_all(int fd, const void *buf, size_t n)
     return 0;
 }
 
+int pst_map_file(int at, const char *name, const char *path, const unsigned char **base,
+                 size_t *size, char *err, size_t errlen)
+{
+    int fd = openat(at, name, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        pst_errf(err, errlen, "%s: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    *size = (size_t)st.st_size;
+    *base = NULL;
+    if (*size > 0) {
+        void *m = mmap(NULL, *size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED) {
+            pst_errf(err, errlen, "%s: %s", path, strerror(errno));
+            close(fd);
+            return -1;
+        }
+        *base = m;
+    }
+    close(fd);
+    return 0;
+}
+
 void pst_log_name(char *buf, size_t cap, uint64_t gen)
 {
     snprintf(buf, cap, "appendonly-%" PRIu64 ".log", gen);

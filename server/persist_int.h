@@ -223,6 +223,12 @@ void pst_errf(char *buf, size_t cap, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int pst_all_zero(const unsigned char *p, size_t n);
 int pst_write_all(int fd, const void *buf, size_t n);
+/* The file name (under the directory at, or AT_FDCWD) mapped read-only
+ * and private: *base (NULL for an empty file) and *size; 0, or -1 with
+ * "path: why" in err (path: the file's name in messages). Unmapped by
+ * the caller (munmap of *size bytes, when *base is not NULL). */
+int pst_map_file(int at, const char *name, const char *path, const unsigned char **base,
+                 size_t *size, char *err, size_t errlen);
 void pst_log_name(char *buf, size_t cap, uint64_t gen);
 void pst_snap_name(char *buf, size_t cap, uint64_t gen);
 void pst_remove_tree_at(int at, const char *name);

@@ -153,24 +153,9 @@ int pst_snapshot_load(bks_persist *p, uint64_t gen, int check_only, uint64_t *nk
     char sname[64], mpath[PATH_MAX];
     pst_snap_name(sname, sizeof sname, gen);
     snprintf(mpath, sizeof mpath, "%s/%s/manifest", p->dir, sname);
-    int fd = open(mpath, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        pst_errf(err, errlen, "%s: %s", mpath, strerror(errno));
-        if (fd >= 0) close(fd);
-        return -1;
-    }
-    size_t size = (size_t)st.st_size;
-    const unsigned char *base = NULL;
-    if (size > 0) {
-        base = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (base == MAP_FAILED) {
-            pst_errf(err, errlen, "%s: %s", mpath, strerror(errno));
-            close(fd);
-            return -1;
-        }
-    }
-    close(fd);
+    size_t size;
+    const unsigned char *base;
+    if (pst_map_file(AT_FDCWD, mpath, mpath, &base, &size, err, errlen) != 0) return -1;
 
     int rc = -1;
     size_t off = 0, at;
@@ -364,25 +349,11 @@ int pst_replay_log(bks_persist *p, uint64_t gen, int last, replay_sink *sink,
     char name[64], path[PATH_MAX];
     pst_log_name(name, sizeof name, gen);
     snprintf(path, sizeof path, "%s/%s", p->dir, name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        pst_errf(err, errlen, "%s: %s", path, strerror(errno));
-        if (fd >= 0) close(fd);
-        return -1;
-    }
-    size_t size = (size_t)st.st_size, mapped = size;
-    const unsigned char *base = NULL;
-    if (size > 0) {
-        base = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (base == MAP_FAILED) {
-            pst_errf(err, errlen, "%s: %s", path, strerror(errno));
-            close(fd);
-            return -1;
-        }
-        madvise((void *)base, size, MADV_SEQUENTIAL);
-    }
-    close(fd);
+    size_t size;
+    const unsigned char *base;
+    if (pst_map_file(AT_FDCWD, path, path, &base, &size, err, errlen) != 0) return -1;
+    size_t mapped = size;
+    if (base != NULL) madvise((void *)base, size, MADV_SEQUENTIAL);
 
     int rc = -1;
     uint64_t records = 0;

@@ -248,21 +248,10 @@ int pst_log_cut(bks_persist *p, uint64_t gen, uint64_t off, const char *why, cha
     char name[64], path[PATH_MAX], copy[PATH_MAX];
     pst_log_name(name, sizeof name, gen);
     snprintf(path, sizeof path, "%s/%s", p->dir, name);
-    int fd = openat(p->dirfd, name, O_RDONLY | O_CLOEXEC), cfd = -1;
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        pst_errf(err, errlen, "%s: %s", path, strerror(errno));
-        if (fd >= 0) close(fd);
-        return -1;
-    }
-    size_t size = (size_t)st.st_size;
-    const unsigned char *base = NULL;
-    if (size > 0 && (base = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED) {
-        pst_errf(err, errlen, "%s: %s", path, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    close(fd);
+    int cfd = -1;
+    size_t size;
+    const unsigned char *base;
+    if (pst_map_file(p->dirfd, name, path, &base, &size, err, errlen) != 0) return -1;
     if (off > size) off = size;
     /* Whole records in the part that goes (a bad header may hide good ones). */
     uint64_t records = 0;

@@ -140,6 +140,21 @@ static int value_is_split(const bkc_value *v, uint64_t map_threshold)
     return 0;
 }
 
+/* The start of a key's frame in c->body: room for the magic and length
+ * (write_frame fills them), the name, its expiry and how the key is
+ * stored (KEY_INLINE, KEY_SPLIT, KEY_CORRUPT). */
+static sbuf *key_frame_start(snap_ctx *c, bkc_str name, uint64_t expire_at_ms, uint32_t how)
+{
+    sbuf *b = &c->body;
+    b->len = 0;
+    sb_grow(b, 8);
+    sb_u32(b, (uint32_t)name.len);
+    sb_bytes(b, name.ptr, name.len);
+    sb_u64(b, expire_at_ms);
+    sb_u32(b, how);
+    return b;
+}
+
 /* A key whose filters are all small: one frame, then the value's
  * bkc_value_encode container (the command layer's own format). */
 static int snap_key_inline(snap_ctx *c, bkc_str name, const bkc_value *v,
@@ -153,13 +168,7 @@ static int snap_key_inline(snap_ctx *c, bkc_str name, const bkc_value *v,
              (int)(name.len > 64 ? 64 : name.len), name.ptr, bk_strerror(rc));
         return -1;
     }
-    sbuf *b = &c->body;
-    b->len = 0;
-    sb_grow(b, 8); /* magic and length, filled by write_frame */
-    sb_u32(b, (uint32_t)name.len);
-    sb_bytes(b, name.ptr, name.len);
-    sb_u64(b, expire_at_ms);
-    sb_u32(b, KEY_INLINE);
+    sbuf *b = key_frame_start(c, name, expire_at_ms, KEY_INLINE);
     sb_u64(b, blen);
     write_frame(&c->w, b, MAN_MAGIC_KEY);
     mw_put(&c->w, blob, blen);
@@ -209,13 +218,7 @@ static int snap_file(snap_ctx *c, const bk_filter *f, uint64_t size, uint64_t or
 static int snap_key_split(snap_ctx *c, bkc_str name, const bkc_value *v,
                           uint64_t expire_at_ms, uint64_t origin)
 {
-    sbuf *b = &c->body;
-    b->len = 0;
-    sb_grow(b, 8);
-    sb_u32(b, (uint32_t)name.len);
-    sb_bytes(b, name.ptr, name.len);
-    sb_u64(b, expire_at_ms);
-    sb_u32(b, KEY_SPLIT);
+    sbuf *b = key_frame_start(c, name, expire_at_ms, KEY_SPLIT);
     sb_u32(b, (uint32_t)v->kind);
     static const bkc_cf_settings no_cf; /* zeros for the other kinds */
     const bkc_cf_settings *cf = v->kind == BKC_KIND_CUCKOO && v->cf ? v->cf : &no_cf;
@@ -265,14 +268,8 @@ static int snap_key_split(snap_ctx *c, bkc_str name, const bkc_value *v,
 static int snap_key_corrupt(snap_ctx *c, bkc_str name, const bkc_value *v,
                             uint64_t expire_at_ms, const bks_guard *g)
 {
-    sbuf *b = &c->body;
     size_t flen = strlen(g->file), wlen = strlen(g->why);
-    b->len = 0;
-    sb_grow(b, 8);
-    sb_u32(b, (uint32_t)name.len);
-    sb_bytes(b, name.ptr, name.len);
-    sb_u64(b, expire_at_ms);
-    sb_u32(b, KEY_CORRUPT);
+    sbuf *b = key_frame_start(c, name, expire_at_ms, KEY_CORRUPT);
     sb_u32(b, (uint32_t)v->kind);
     sb_u32(b, (uint32_t)flen);
     sb_bytes(b, g->file, flen);

@@ -78,6 +78,22 @@ static inline void tu_key(char out[TU_KEY_LEN], uint64_t i, uint64_t tag)
 #define TU_ADD_RANGE(name, T, add) TU__ADD_RANGE(name, T, add, TU__IGNORE)
 #define TU_ADD_RANGE_OK(name, T, add) TU__ADD_RANGE(name, T, add, TU__NO_ERROR)
 
+/* The argument checks of a family's sized create, create(&out, n, p,
+ * rest...) (rest: its own valid parameters and the seed): no out pointer
+ * (BK_EINVAL), no capacity (BK_ECAPACITY, *out reset to NULL), a rate
+ * outside (0, 1) or NaN (BK_EFPR). */
+#define TU_CREATE_ARG_CHECKS(T, create, ...)                                       \
+    do {                                                                           \
+        T *tu_out_ = (T *)1;                                                       \
+        assert_int_equal(create(NULL, 10, 0.01, __VA_ARGS__), BK_EINVAL);          \
+        assert_int_equal(create(&tu_out_, 0, 0.01, __VA_ARGS__), BK_ECAPACITY);    \
+        assert_null(tu_out_);                                                      \
+        static const double tu_bad_rates_[] = {0.0, 1.0, 1.5, 2.0, NAN};           \
+        for (size_t tu_i_ = 0; tu_i_ < 5; tu_i_++)                                 \
+            assert_int_equal(create(&tu_out_, 10, tu_bad_rates_[tu_i_], __VA_ARGS__), \
+                             BK_EFPR);                                             \
+    } while (0)
+
 /* Through the generic handle. */
 TU_COUNT_FOUND(tu_count_found, bk_filter, bk_filter_contains)
 TU_ADD_RANGE_OK(tu_add_keys, bk_filter, bk_filter_add)

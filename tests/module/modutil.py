@@ -9,6 +9,7 @@ when $BLOOMKIT_MODULE is set.
 """
 import os
 import shutil
+import subprocess
 import sys
 import time
 
@@ -38,6 +39,23 @@ def require():
         sys.exit(1)
 
 
+def server_suite(name, timeout=600):
+    """Run tests/server/NAME, unchanged, as a child with this environment
+    (BLOOMKIT_MODULE set: its servers are redis-server with the module);
+    True when it passed. A suite exits 2 when it could not start a server:
+    any non-zero status is a failure here."""
+    suite = os.path.join(SERVER_TESTS, name)
+    return subprocess.run([sys.executable, suite], env=os.environ,
+                          timeout=timeout).returncode == 0
+
+
+def run_server_suite(name, timeout=600):
+    """require(), then exit with server_suite(name, timeout)'s verdict (0
+    or 1): the whole of a module test that runs a server suite as it is."""
+    require()
+    sys.exit(0 if server_suite(name, timeout) else 1)
+
+
 def wait_rewrite(r, timeout=60):
     """Wait until Redis has no AOF rewrite running or scheduled, and check
     that the last one succeeded (AssertionError after `timeout` seconds)."""
@@ -57,6 +75,7 @@ def after_aof_rewrite(Server, load, check, rewrite=True, after=None):
     that go to the log after the rewrite's base, checks of the base), stop
     without a snapshot (and remove any), start from the AOF alone, then
     check(client)."""
+    from harness import stop_to_aof  # harness after BLOOMKIT_MODULE is set
     with Server("--appendonly", "yes", "--aof-use-rdb-preamble", "no",
                 "--appendfsync", "always") as srv:
         r = srv.client()
@@ -67,10 +86,7 @@ def after_aof_rewrite(Server, load, check, rewrite=True, after=None):
             wait_rewrite(r)
         if after is not None:
             after(srv, r)
-        assert srv.stop(nosave=True) == 0
-        rdb = os.path.join(srv.dir, "dump.rdb")
-        if os.path.exists(rdb):
-            os.unlink(rdb)
+        stop_to_aof(srv)
         srv.start()
         check(srv.client())
 

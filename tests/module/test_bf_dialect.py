@@ -8,7 +8,6 @@ __keyspace@0__:* with notify-keyspace-events configured.
     BLOOMKIT_MODULE=build/release/module/bloomkit.so /usr/bin/python3 tests/module/test_bf_dialect.py
 """
 import os
-import subprocess
 import sys
 import time
 
@@ -66,12 +65,11 @@ def notifications(r):
 
 
 def main():
-    suite = os.path.join(modutil.SERVER_TESTS, "test_bf_dialect.py")
-    rc = subprocess.run([sys.executable, suite], env=os.environ, timeout=900).returncode
+    passed = modutil.server_suite("test_bf_dialect.py", timeout=900)
     run = Runner("bf_dialect (module)")
     with Server() as srv:
         run.check("keyspace notifications of BF and CF writes", notifications, srv.client())
-    if rc != 0:
+    if not passed:
         print("the server suite failed under the module")
         sys.exit(1)
     run.finish()

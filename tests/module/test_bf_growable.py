@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import modutil  # noqa: E402
 
 modutil.require()
-from harness import Runner, Server  # noqa: E402
+from harness import Runner, Server, stop_to_aof  # noqa: E402
 import test_bf_growable as g  # noqa: E402  (tests/server, on the path via modutil)
 
 
@@ -48,10 +48,7 @@ def aof_under_other_setting():
         r.execute_command("BF.MADD", "b", *g.items("b", 3000))
         assert r.execute_command("BF.MERGE", "a", "b") in (b"OK", True)
         before = g.info(r, "a")
-        assert srv.stop(nosave=True) == 0
-        rdb = os.path.join(srv.dir, "dump.rdb")
-        if os.path.exists(rdb):
-            os.unlink(rdb)
+        stop_to_aof(srv)
         srv.modargs = ["BF_GROWABLE", "0"]
         srv.start()
         r = srv.client()

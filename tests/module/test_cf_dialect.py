@@ -6,13 +6,9 @@ suite of tests/server/test_cf_dialect.py, run with the module.
     BLOOMKIT_MODULE=build/release/module/bloomkit.so /usr/bin/python3 tests/module/test_cf_dialect.py
 """
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import modutil  # noqa: E402  (sets BLOOMKIT_MODULE for the child)
 
-modutil.require()
-suite = os.path.join(modutil.SERVER_TESTS, "test_cf_dialect.py")
-rc = subprocess.run([sys.executable, suite], env=os.environ, timeout=900).returncode
-sys.exit(0 if rc == 0 else 1)
+modutil.run_server_suite("test_cf_dialect.py", timeout=900)

@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import modutil  # noqa: E402
 
 modutil.require()
-from harness import Runner, Server  # noqa: E402
+from harness import Runner, Server, stop_to_aof  # noqa: E402
 import test_cf_growable as g  # noqa: E402  (tests/server, on the path via modutil)
 
 
@@ -50,10 +50,7 @@ def aof_under_other_setting():
         r.execute_command("CF.ADD", "a", "x")
         r.execute_command("CF.INSERTNX", "b", "ITEMS", *g.items("b", 3000))
         before = (g.info(r, "a"), g.info(r, "b"))
-        assert srv.stop(nosave=True) == 0
-        rdb = os.path.join(srv.dir, "dump.rdb")
-        if os.path.exists(rdb):
-            os.unlink(rdb)
+        stop_to_aof(srv)
         srv.modargs = ["CF_GROWABLE", "0"]
         srv.start()
         r = srv.client()

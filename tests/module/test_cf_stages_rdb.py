@@ -18,20 +18,10 @@ import modutil  # noqa: E402
 
 modutil.require()
 from harness import Runner, Server  # noqa: E402
+# the server's test of its own old-format fixtures: the same key, the same checks
+from test_cf_stages_snapshot import check_key  # noqa: E402
 
 FIXTURE = os.path.join(modutil.ROOT, "tests", "golden", "cf-chain-module.rdb")
-KEPT = ["item:%d" % i for i in range(390) if not (i < 40 and i % 4 == 0)]
-
-
-def check_key(r):
-    info = r.cf().info("k")
-    got = (info.filterNum, info.bucketNum, info.insertedNum, info.deletedNum,
-           info.bucketSize, info.expansionRate, info.maxIteration)
-    assert got == (4, 480, 381, 10, 2, 2, 20), got
-    # RedisBloom's Size for these 4 stages (40 + 4 x 16 + 480 x 2; issue 31),
-    # not the 1036 bytes the one filter holds
-    assert info.size == 1064, info.size
-    assert r.cf().mexists("k", *KEPT) == [1] * len(KEPT)
 
 
 def loads():

@@ -22,7 +22,7 @@ import modutil  # noqa: E402
 modutil.require()
 import redis  # noqa: E402
 from redis.cluster import ClusterNode, RedisCluster  # noqa: E402
-from harness import Runner, Server, free_port  # noqa: E402
+from harness import Runner, Server, free_port, loadchunks, scandump  # noqa: E402
 
 NODES = []
 
@@ -111,14 +111,7 @@ def via_redis_cluster():
             assert rc.execute_command("WF.EXISTS", k + ":wf", "a") == 1
             assert rc.execute_command("BF.CARD", k + ":bf") == 2
         # a dump moved between slots (and nodes) with SCANDUMP / LOADCHUNK
-        it, chunks = 0, []
-        while True:
-            it, data = rc.execute_command("BF.SCANDUMP", "py:0:bf", it)
-            if it == 0:
-                break
-            chunks.append((it, data))
-        for it, data in chunks:
-            rc.execute_command("BF.LOADCHUNK", "py:copy", it, data)
+        loadchunks(rc, "BF", "py:copy", scandump(rc, "BF", "py:0:bf"))
         assert rc.execute_command("BF.MEXISTS", "py:copy", "a", "b") == [1, 1]
         # multi-key: one hash tag works, two slots are refused
         rc.execute_command("BF.ADD", "{m}a", "1")

@@ -21,30 +21,9 @@ import modutil  # noqa: E402
 
 modutil.require()
 import redis  # noqa: E402
-from harness import Runner, Server  # noqa: E402
-
-# Redis's CRC64: Jones polynomial, reflected, initial value 0, no final xor
-_POLY = 0x95AC9329AC4BC9B5
-_TABLE = []
-for _i in range(256):
-    _c = _i
-    for _ in range(8):
-        _c = (_c >> 1) ^ _POLY if _c & 1 else _c >> 1
-    _TABLE.append(_c)
-
-
-def crc64(data, crc=0):
-    for b in data:
-        crc = _TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc
-
+from harness import Runner, Server, crc64, reseal  # noqa: E402
 
 assert crc64(b"123456789") == 0xE9C6D914C4B8D9CA  # the published check value
-
-
-def reseal(body):
-    """body = type byte .. RDB version (2 bytes): append the CRC64."""
-    return body + struct.pack("<Q", crc64(body))
 
 
 def unseal(payload):

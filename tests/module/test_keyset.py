@@ -14,7 +14,7 @@ import modutil  # noqa: E402
 
 modutil.require()
 import importlib.util  # noqa: E402
-from harness import Runner, Server  # noqa: E402
+from harness import Runner, Server, stop_to_aof  # noqa: E402
 
 # tests/server/test_keyset.py (this file has the same name: load it by path)
 _spec = importlib.util.spec_from_file_location(
@@ -89,10 +89,7 @@ def cycle_aof_rewrite():
         assert len(base) == 1, base
         with open(os.path.join(d, base[0]), "rb") as f:
             assert f.read().count(b"RS.LOADCHUNK") >= 3
-        assert srv.stop(nosave=True) == 0
-        rdb = os.path.join(srv.dir, "dump.rdb")
-        if os.path.exists(rdb):
-            os.unlink(rdb)
+        stop_to_aof(srv)
         srv.start()
         assert fingerprint(srv.client()) == before
 

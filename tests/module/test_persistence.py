@@ -19,7 +19,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import modutil  # noqa: E402
 
 modutil.require()
-from harness import Runner, Server  # noqa: E402
+import harness  # noqa: E402
+from harness import Runner, Server, stop_to_aof  # noqa: E402
 
 ITEMS = ["item:%d" % i for i in range(3000)]
 PROBES = ["item:%d" % i for i in range(0, 3000, 7)] + ["miss:%d" % i for i in range(2000)]
@@ -55,13 +56,8 @@ def populate(r):
 
 
 def scandump(r, fam, key):
-    out, it = b"", 0
-    for _ in range(10000):
-        it, data = r.execute_command(fam + ".SCANDUMP", key, it)
-        if it == 0:
-            return out
-        out += data
-    raise AssertionError("SCANDUMP did not end")
+    """The whole SCANDUMP byte stream of key."""
+    return b"".join(data for _, data in harness.scandump(r, fam, key, limit=10000))
 
 
 FILTERS = [("bf:grow", "BF"), ("bf:big", "BF"), ("bf:ttl", "BF"), ("bf:src", "BF"),
@@ -166,9 +162,7 @@ def cycle_aof_rewrite():
             text = f.read()
         assert text.count(b"BF.LOADCHUNK") >= 6 and b"CF.LOADCHUNK" in text
         assert b"CBF.LOADCHUNK" in text and b"WF.LOADCHUNK" in text
-        assert srv.stop(nosave=True) == 0
-        os.unlink(os.path.join(srv.dir, "dump.rdb")) if os.path.exists(
-            os.path.join(srv.dir, "dump.rdb")) else None
+        stop_to_aof(srv)
         srv.start()
         r = srv.client()
         same(before, fingerprint(r))

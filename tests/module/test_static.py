@@ -57,26 +57,6 @@ def core():
         st.built_keys_answer(r)
 
 
-def debug_reload():
-    with Server() as srv:
-        r = loaded(srv)
-        assert r.execute_command("DEBUG", "RELOAD") in (b"OK", True)
-        same_after(r)
-
-
-def save_restart():
-    with Server() as srv:
-        r = loaded(srv)
-        assert r.save()
-        assert srv.stop() == 0
-        srv.start()
-        same_after(srv.client())
-
-
-def aof_rewrite():
-    modutil.after_aof_rewrite(Server, loaded, same_after)
-
-
 def aof_replay():
     """Without a rewrite: the SF.LOADCHUNK / SF.BUILD commands as logged."""
     modutil.after_aof_rewrite(Server, loaded, same_after, rewrite=False)
@@ -86,9 +66,7 @@ def main():
     run = Runner("module SF")
     try:
         run.check("core SF.* checks", core)
-        run.check("DEBUG RELOAD", debug_reload)
-        run.check("SAVE and restart", save_restart)
-        run.check("BGREWRITEAOF and restart", aof_rewrite)
+        modutil.reload_checks(run, Server, loaded, same_after)
         run.check("AOF replay", aof_replay)
     finally:
         st.files().close()

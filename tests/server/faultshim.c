@@ -66,19 +66,28 @@ static const char *log_name(int fd, char *buf, size_t cap)
     return base;
 }
 
-/* The errno the control file orders for this operation ("write" or
- * "fsync"), or 0. Read with raw syscalls: nothing here recurses. */
-static int fault_for(const char *op)
+/* The control file ($BKS_FAULT_CTL) into text, NUL-terminated: 1, or 0
+ * when there is none or it is empty. Read with raw syscalls: nothing here
+ * recurses into the shimmed calls. */
+static int read_ctl(char *text, size_t size)
 {
     const char *ctl = getenv("BKS_FAULT_CTL");
     if (ctl == NULL) return 0;
     int fd = (int)syscall(SYS_openat, AT_FDCWD, ctl, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
-    char text[256];
-    ssize_t n = syscall(SYS_read, fd, text, sizeof text - 1);
+    ssize_t n = syscall(SYS_read, fd, text, size - 1);
     syscall(SYS_close, fd);
     if (n <= 0) return 0;
     text[n] = '\0';
+    return 1;
+}
+
+/* The errno the control file orders for this operation ("write" or
+ * "fsync"), or 0. */
+static int fault_for(const char *op)
+{
+    char text[256];
+    if (!read_ctl(text, sizeof text)) return 0;
     char *save = NULL;
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         char what[32], err[32];
@@ -183,15 +192,8 @@ __attribute__((constructor)) static void oom_init(void) { atomic_store(&oom_read
 /* The percentage of "malloc <p>" in the control file, 0 when absent. */
 static int oom_read_ctl(void)
 {
-    const char *ctl = getenv("BKS_FAULT_CTL");
-    if (ctl == NULL) return 0;
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, ctl, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
     char text[256];
-    ssize_t n = syscall(SYS_read, fd, text, sizeof text - 1);
-    syscall(SYS_close, fd);
-    if (n <= 0) return 0;
-    text[n] = '\0';
+    if (!read_ctl(text, sizeof text)) return 0;
     for (const char *line = text; line != NULL; line = strchr(line, '\n')) {
         if (*line == '\n') line++;
         if (strncmp(line, "malloc ", 7) != 0) continue;

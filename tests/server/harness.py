@@ -32,6 +32,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -66,6 +67,16 @@ def scratch_dir(prefix):
     if os.environ.get("BKS_KEEP") is None:
         atexit.register(shutil.rmtree, d, True)
     return d
+
+
+def flip_bytes(path, offset, mask, length=1):
+    """XOR `length` bytes of the file at path, from offset, with mask: a
+    damaged file for the tests of what refuses one."""
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        data = f.read(length)
+        f.seek(offset)
+        f.write(bytes(c ^ mask for c in data))
 
 
 def proc_status(pid, field):
@@ -122,7 +133,8 @@ def children(pid):
 def expect_error(fn, *texts, match="exact"):
     """Run fn, which must fail with a server error; returns its text.
     match "exact": the text is one of texts; "prefix": it starts with one
-    of them; "words": it holds every one of them (any case)."""
+    of them; "words": it holds every one of them (any case); "contains": it
+    holds one of them (as written)."""
     try:
         fn()
     except redis.exceptions.ResponseError as e:
@@ -133,10 +145,41 @@ def expect_error(fn, *texts, match="exact"):
         elif match == "prefix":
             assert any(text.startswith(t) for t in texts), \
                 "error %r, wanted %r..." % (text, texts)
+        elif match == "contains":
+            assert any(t in text for t in texts), (texts, text)
         else:
             assert text in texts, "error %r, wanted %r" % (text, texts)
         return text
     raise AssertionError("no error, wanted %r" % (texts,))
+
+
+# Redis's CRC-64 of DUMP payloads: Jones polynomial, reflected, initial
+# value 0, no final xor; table-driven.
+_CRC64_POLY = 0x95AC9329AC4BC9B5   # 0xad93d23594c935a9 bit-reversed
+_CRC64_TABLE = []
+for _i in range(256):
+    _c = _i
+    for _ in range(8):
+        _c = (_c >> 1) ^ _CRC64_POLY if _c & 1 else _c >> 1
+    _CRC64_TABLE.append(_c)
+
+
+def crc64(data, crc=0):
+    for b in data:
+        crc = _CRC64_TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc
+
+
+def reseal(body):
+    """A DUMP payload from its body (type byte .. RDB version, 2 bytes):
+    body and its CRC-64, little-endian."""
+    return body + crc64(body).to_bytes(8, "little")
+
+
+def raises(text, fn, *args):
+    """fn(*args) must fail with a server error whose text holds text
+    (redis-py strips a leading "ERR " from error texts)."""
+    expect_error(lambda: fn(*args), text, match="contains")
 
 
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "WARNING: ThreadSanitizer",
@@ -379,6 +422,36 @@ class Runner:
         sys.exit(1 if self.failed else 0)
 
 
+class Workers:
+    """Threads each running self.run(t) (t: 0, 1, ...; a subclass's) until
+    .stop is set, which leaving the `with` block does; a thread sets .error
+    to what went wrong, and the exit then fails with it. .lock is the
+    subclass's for what its threads record."""
+
+    join_timeout = 10
+
+    def __init__(self, threads):
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.error = None
+        self.threads = [threading.Thread(target=self.run, args=(t,), daemon=True)
+                        for t in range(threads)]
+
+    def run(self, t):
+        raise NotImplementedError
+
+    def __enter__(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        for t in self.threads:
+            t.join(self.join_timeout)
+        assert self.error is None, self.error
+
+
 def bf_copy_by_chunks(bf, src, dst):
     """BF.SCANDUMP src to the end, each chunk BF.LOADCHUNK'ed into dst
     (python-redis's bf() helpers)."""
@@ -390,6 +463,23 @@ def bf_copy_by_chunks(bf, src, dst):
         chunks.append((it, data))
     for it, data in chunks:
         bf.loadchunk(dst, it, data)
+
+
+def scandump(r, fam, key, limit=100000):
+    """FAM.SCANDUMP of key to the end: its chunks as [(iterator, data)]
+    (AssertionError past `limit` chunks)."""
+    chunks, it = [], 0
+    while len(chunks) <= limit:
+        it, data = r.execute_command(fam + ".SCANDUMP", key, it)
+        if it == 0:
+            return chunks
+        chunks.append((it, data))
+    raise AssertionError("%s.SCANDUMP %s did not end" % (fam, key))
+
+
+def loadchunks(r, fam, key, chunks):
+    """FAM.LOADCHUNK of each (iterator, data) into key; the replies."""
+    return [r.execute_command(fam + ".LOADCHUNK", key, it, data) for it, data in chunks]
 
 
 def copies_check(r, key, check, helper):
@@ -413,6 +503,15 @@ def restarted(srv, r, save):
         srv.kill()
     srv.start()
     return srv.client()
+
+
+def stop_to_aof(srv):
+    """Stop a redis-server (the module's host) without a snapshot and
+    remove any dump.rdb: its next start loads the append-only file alone."""
+    assert srv.stop(nosave=True) == 0
+    rdb = os.path.join(srv.dir, "dump.rdb")
+    if os.path.exists(rdb):
+        os.unlink(rdb)
 
 
 def run_steps(steps, cleanup=None):

@@ -29,7 +29,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import MODULE, ROOT, Runner, Server  # noqa: E402
+from harness import MODULE, ROOT, Runner, Server, stop_to_aof  # noqa: E402
 from redis.exceptions import ResponseError  # noqa: E402
 
 CORPUS = os.path.join(ROOT, "tests", "golden", "redisbloom")
@@ -335,10 +335,7 @@ def debug_redisbloom(r):
 def replay(srv, r):
     before = seeded(r)
     if MODULE:   # Redis: from its append-only file alone
-        assert srv.stop(nosave=True) == 0
-        rdb = os.path.join(srv.dir, "dump.rdb")
-        if os.path.exists(rdb):
-            os.unlink(rdb)
+        stop_to_aof(srv)
         srv.start()
     else:        # bloomkit-server: SIGKILL, then replay of the log
         srv.kill()

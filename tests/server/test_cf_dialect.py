@@ -38,7 +38,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import redis  # noqa: E402
 
-from harness import MODULE, Server, expect_error, recv_all, restarted, run_steps  # noqa: E402
+from harness import (MODULE, Server, expect_error, recv_all, restarted, run_steps,  # noqa: E402
+                     scandump)
 
 WRONGTYPE = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
 SMALL = b"-Capacity must be at least (BucketSize * 2)\r\n"
@@ -296,25 +297,16 @@ def restart_from_log(srv, r):
     return r
 
 
-def chunks_of(r, key):
-    out, it = [], 0
-    while True:
-        it, data = r.execute_command("CF.SCANDUMP", key, it)
-        if it == 0:
-            return out
-        out.append((it, data))
-
-
 def scandump_round_trip(srv, r):
     """SCANDUMP/LOADCHUNK copy of RedisBloom's layout (its 38-byte header
     first), and [0, nil] for a key without items, every layout."""
-    chunks = chunks_of(r, "keep")
+    chunks = scandump(r, "CF", "keep")
     assert len(chunks) >= 2 and len(chunks[0][1]) == 38, [len(c[1]) for c in chunks]
     for it, data in chunks:
         assert r.execute_command("CF.LOADCHUNK", "copy", it, data)
     assert info(r, "copy") == info(r, "keep")
     assert debug(r, "copy") == debug(r, "keep")
-    assert chunks_of(r, "copy") == chunks
+    assert scandump(r, "CF", "copy") == chunks
     kept = [k for i, k in enumerate(items("k", 500)) if not (i < 20 and i % 2 == 0)]
     assert r.cf().mexists("copy", *kept) == [1] * len(kept)
     assert r.restore("dumped", 0, r.dump("keep")) in (b"OK", True)

@@ -32,7 +32,7 @@ import redis
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from harness import current  # noqa: E402
+from harness import Workers, current, flip_bytes  # noqa: E402
 
 
 def find_server():
@@ -112,19 +112,15 @@ def live_log(datadir):
     return os.path.join(datadir, "appendonly-%d.log" % current(datadir)[1][-1])
 
 
-class Writer:
+class Writer(Workers):
     """Threads adding unique items; every acknowledged one is recorded."""
 
     def __init__(self, server, key, kinds=("bf", "cf"), threads=3, tag=""):
+        super().__init__(threads)
         self.server, self.key, self.kinds = server, key, kinds
         self.tag = tag or key
         self.acked = {k: [] for k in kinds}
         self.ack_time = {}
-        self.stop = threading.Event()
-        self.error = None
-        self.lock = threading.Lock()
-        self.threads = [threading.Thread(target=self.run, args=(t,), daemon=True)
-                        for t in range(threads)]
 
     def run(self, t):
         try:
@@ -156,15 +152,7 @@ class Writer:
                 self.server.client().execute_command("CF.RESERVE", "cf:" + self.key, 4000000)
             except redis.exceptions.ResponseError:
                 pass   # exists already
-        for t in self.threads:
-            t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        for t in self.threads:
-            t.join(10)
-        assert self.error is None, self.error
+        return super().__enter__()
 
 
 def missing(server, key, kind, items):
@@ -224,14 +212,22 @@ def test_everysec(base):
           % (len(w.acked["bf"]), len(lost)))
 
 
-def test_truncated_tail(base):
-    d = os.path.join(base, "torn")
+def killed_after_adds(d, cmd, key, items, save=False):
+    """A server on d, each item added by one command, a SAVE if asked,
+    then SIGKILL."""
     s = start(d)
     r = s.client()
-    items = ["t-%d" % i for i in range(500)]
     for it in items:
-        r.execute_command("BF.ADD", "bf:t", it)
+        r.execute_command(cmd, key, it)
+    if save:
+        r.execute_command("SAVE")
     s.kill9()
+
+
+def test_truncated_tail(base):
+    d = os.path.join(base, "torn")
+    items = ["t-%d" % i for i in range(500)]
+    killed_after_adds(d, "BF.ADD", "bf:t", items)
     log = live_log(d)
     size = os.path.getsize(log)
     with open(log, "r+b") as f:
@@ -251,20 +247,10 @@ def test_truncated_tail(base):
 
 def test_corrupt_middle(base):
     d = os.path.join(base, "corrupt")
-    s = start(d)
-    r = s.client()
     items = ["c-%d" % i for i in range(2000)]
-    for it in items:
-        r.execute_command("BF.ADD", "bf:c", it)
-    s.kill9()
+    killed_after_adds(d, "BF.ADD", "bf:c", items)
     log = live_log(d)
-    size = os.path.getsize(log)
-    off = size // 2
-    with open(log, "r+b") as f:
-        f.seek(off)
-        b = f.read(1)
-        f.seek(off)
-        f.write(bytes([b[0] ^ 0xFF]))
+    flip_bytes(log, os.path.getsize(log) // 2, 0xFF)
     s = Server(d)
     assert not s.wait_ready(), "started on a corrupt log"
     err = s.stderr()
@@ -285,22 +271,11 @@ def test_corrupt_middle(base):
 
 def test_corrupt_snapshot(base):
     d = os.path.join(base, "snapcorrupt")
-    s = start(d)
-    r = s.client()
-    items = ["s-%d" % i for i in range(300)]
-    for it in items:
-        r.execute_command("CF.ADD", "cf:s", it)
-    r.execute_command("SAVE")
-    s.kill9()
+    killed_after_adds(d, "CF.ADD", "cf:s", ["s-%d" % i for i in range(300)], save=True)
     snap, _ = current(d)
     assert snap > 0, "SAVE made no snapshot"
     manifest = os.path.join(d, "snap-%d" % snap, "manifest")
-    size = os.path.getsize(manifest)
-    with open(manifest, "r+b") as f:
-        f.seek(size // 2)
-        b = f.read(1)
-        f.seek(size // 2)
-        f.write(bytes([b[0] ^ 0x55]))
+    flip_bytes(manifest, os.path.getsize(manifest) // 2, 0x55)
     s = Server(d)
     assert not s.wait_ready(), "started on a corrupt snapshot"
     err = s.stderr()

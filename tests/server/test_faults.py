@@ -19,12 +19,11 @@ import os
 import random
 import shutil
 import tempfile
-import threading
 import time
 
 import redis
 
-from harness import Server, Runner, server_with_env
+from harness import Server, Runner, Workers, server_with_env
 from harness import info_persistence as info
 from harness import end_checked as end  # stop, fail on a sanitizer report
 
@@ -45,18 +44,16 @@ def shimmed(*flags, d, ctl=None, syncdir=None):
     return server_with_env(env, *flags, dir=d)
 
 
-class Writer:
+class Writer(Workers):
     """Threads adding unique items; acknowledged ones are kept, MISCONF
     refusals counted (and retried with the next item)."""
 
+    join_timeout = 30
+
     def __init__(self, srv, key, threads=2, tag="w"):
+        super().__init__(threads)
         self.srv, self.key, self.tag = srv, key, tag
         self.acked, self.refused, self.last_ok = [], 0, 0.0
-        self.lock = threading.Lock()
-        self.stop = threading.Event()
-        self.other = None
-        self.threads = [threading.Thread(target=self.run, args=(t,), daemon=True)
-                        for t in range(threads)]
 
     def run(self, t):
         r = self.srv.client(socket_timeout=30)
@@ -69,7 +66,7 @@ class Writer:
                     r.execute_command("BF.ADD", self.key, item)
                 except redis.exceptions.ResponseError as e:
                     if not str(e).startswith("MISCONF"):
-                        self.other = str(e)
+                        self.error = "unexpected error: " + str(e)
                         return
                     with self.lock:
                         self.refused += 1
@@ -80,17 +77,6 @@ class Writer:
                     self.last_ok = time.time()
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
             pass   # killed: the command in flight was not acknowledged
-
-    def __enter__(self):
-        for t in self.threads:
-            t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        for t in self.threads:
-            t.join(30)
-        assert self.other is None, "unexpected error: " + self.other
 
 
 def missing(r, key, items):

@@ -11,23 +11,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import redis  # noqa: E402
-from harness import SERVER, Runner, Server, recv_all, redis_cli  # noqa: E402
+from harness import SERVER, Runner, Server, raises, recv_all, redis_cli  # noqa: E402
 
 run = Runner("test_generic")
 srv = Server()
 r = srv.client()
 rd = srv.client(decode_responses=True)
-
-
-def raises(exc_text, fn, *args):
-    """fn(*args) must fail with a reply containing exc_text (redis-py strips
-    a leading "ERR " from error texts)."""
-    try:
-        fn(*args)
-    except redis.exceptions.ResponseError as e:
-        assert exc_text in str(e), (exc_text, str(e))
-        return
-    raise AssertionError("no error, expected " + exc_text)
 
 
 def cmd(*args, client=None):
@@ -345,46 +334,39 @@ def t_auth():
     raises("without any password configured", r.execute_command, "AUTH", "x")
 
 
+def exchange_from(src, port, request, until=None):
+    """request sent to 127.0.0.2:port from a socket bound to address src;
+    recv_all's (data, eof) of the answer (5 s)."""
+    s = socket.socket()
+    s.bind((src, 0))
+    s.settimeout(5)
+    s.connect(("127.0.0.2", port))
+    s.sendall(request)
+    try:
+        return recv_all(s, 5, until=until)
+    finally:
+        s.close()
+
+
 def t_protected_mode():
     # listening on 127.0.0.2 (still the loopback interface, but not the
     # loopback *address* protected mode trusts): peers other than 127.0.0.1
     # are refused with DENIED.
     with Server(bind="127.0.0.2") as s2:
-        out = socket.socket()
-        out.bind(("127.0.0.3", 0))
-        out.settimeout(5)
-        out.connect(("127.0.0.2", s2.port))
-        out.sendall(b"PING\r\n")
-        data, eof = recv_all(out, 5)
-        out.close()
+        data, eof = exchange_from("127.0.0.3", s2.port, b"PING\r\n")
         assert data.startswith(b"-DENIED"), data
-        ok = socket.socket()
-        ok.bind(("127.0.0.1", 0))
-        ok.settimeout(5)
-        ok.connect(("127.0.0.2", s2.port))
-        ok.sendall(b"PING\r\n")
-        data, _ = recv_all(ok, 5, until=lambda d: d.endswith(b"\r\n"))
-        ok.close()
+        data, _ = exchange_from("127.0.0.1", s2.port, b"PING\r\n",
+                                until=lambda d: d.endswith(b"\r\n"))
         assert data == b"+PONG\r\n", data
         assert s2.stop() == 0
     with Server("--protected-mode", "no", bind="127.0.0.2") as s2:
-        out = socket.socket()
-        out.bind(("127.0.0.3", 0))
-        out.settimeout(5)
-        out.connect(("127.0.0.2", s2.port))
-        out.sendall(b"PING\r\n")
-        data, _ = recv_all(out, 5, until=lambda d: d.endswith(b"\r\n"))
-        out.close()
+        data, _ = exchange_from("127.0.0.3", s2.port, b"PING\r\n",
+                                until=lambda d: d.endswith(b"\r\n"))
         assert data == b"+PONG\r\n", data
         assert s2.stop() == 0
     with Server(bind="127.0.0.2", password="pw") as s2:
-        out = socket.socket()
-        out.bind(("127.0.0.3", 0))
-        out.settimeout(5)
-        out.connect(("127.0.0.2", s2.port))
-        out.sendall(b"AUTH pw\r\nPING\r\n")
-        data, _ = recv_all(out, 5, until=lambda d: d.count(b"\r\n") >= 2)
-        out.close()
+        data, _ = exchange_from("127.0.0.3", s2.port, b"AUTH pw\r\nPING\r\n",
+                                until=lambda d: d.count(b"\r\n") >= 2)
         assert data == b"+OK\r\n+PONG\r\n", data
         assert s2.stop() == 0
 

@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from redis.exceptions import ResponseError  # noqa: E402
 
-from harness import ROOT, Runner, Server, expect_error  # noqa: E402
+from harness import ROOT, Runner, Server, expect_error, loadchunks, scandump  # noqa: E402
 import resp3  # noqa: E402
 
 CLI = os.environ.get("BLOOMKIT_CLI") or os.path.join(ROOT, "build", "release", "cli",
@@ -374,14 +374,8 @@ def dump_restore(srv, r):
     assert members(r, "dr2", items[995:1005]) == [0] * 5 + [1] * 5
     assert r.execute_command("RS.DIFF", "dr2", r.execute_command("RS.IBLT", "dr", 64)) == [[], []]
     # the same through RS.SCANDUMP / RS.LOADCHUNK
-    chunks, it = [], 0
-    while True:
-        it, data = r.execute_command("RS.SCANDUMP", "dr", it)
-        if it == 0:
-            break
-        chunks.append((it, data))
-    for it, data in chunks:
-        assert ok(r.execute_command("RS.LOADCHUNK", "dr3", it, data))
+    chunks = scandump(r, "RS", "dr")
+    assert all(ok(reply) for reply in loadchunks(r, "RS", "dr3", chunks))
     assert r.execute_command("RS.CARD", "dr3") == 2000
     # a body damaged inside a well-formed container: its own checksum refuses it
     whole = b"".join(data for _, data in chunks)

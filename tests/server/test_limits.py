@@ -40,6 +40,26 @@ def ping_raw(s):
     return data
 
 
+def flood(srv, clients, header, byte, mib, tolerate=()):
+    """clients raw connections each sending header (a request announcing a
+    large bulk) then mib MiB of byte; a client the server cuts off (or a
+    send that fails with an exception in tolerate) stops sending. The
+    connections, open."""
+    conns = []
+    for _ in range(clients):
+        s = srv.raw()
+        s.sendall(header)
+        conns.append(s)
+    chunk = byte * MiB
+    for s in conns:
+        try:
+            for _ in range(mib):
+                s.sendall(chunk)
+        except (BrokenPipeError, ConnectionResetError) + tuple(tolerate):
+            pass
+    return conns
+
+
 class LimitedServer(Server):
     """bloomkit-server started under prlimit with a low RLIMIT_NOFILE."""
 
@@ -130,18 +150,7 @@ def unauthenticated_limits():
         assert eof
         s.close()
         # six clients pushing large bodies cannot make the server hold them
-        conns = []
-        for _ in range(6):
-            s = srv.raw()
-            s.sendall(b"*2\r\n$4\r\nAUTH\r\n$100663296\r\n")
-            conns.append(s)
-        chunk = b"x" * MiB
-        for s in conns:
-            try:
-                for _ in range(16):
-                    s.sendall(chunk)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
+        conns = flood(srv, 6, b"*2\r\n$4\r\nAUTH\r\n$100663296\r\n", b"x", 16)
         time.sleep(0.3)
         grown = rss_bytes(srv.proc.pid) - base
         assert grown < 32 * MiB, "RSS grew by %d MiB" % (grown // MiB)
@@ -171,18 +180,8 @@ def clients_memory_cap():
     srv = Server("--maxmemory-clients", "64mb")
     try:
         base = rss_bytes(srv.proc.pid)
-        conns = []
-        for _ in range(12):
-            s = srv.raw()
-            s.sendall(b"*3\r\n$6\r\nBF.ADD\r\n$1\r\nf\r\n$67108864\r\n")
-            conns.append(s)
-        chunk = b"y" * MiB
-        for s in conns:
-            try:
-                for _ in range(24):
-                    s.sendall(chunk)
-            except (BrokenPipeError, ConnectionResetError, socket.timeout):
-                pass
+        conns = flood(srv, 12, b"*3\r\n$6\r\nBF.ADD\r\n$1\r\nf\r\n$67108864\r\n", b"y", 24,
+                      tolerate=(socket.timeout,))
         time.sleep(0.5)
         # what the server holds for clients: 12 x 24 MiB were sent, the cap
         # is 64 MiB (each client may also hold one read chunk of 16 KiB)

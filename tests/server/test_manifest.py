@@ -35,7 +35,7 @@ import time
 
 import redis
 
-from harness import Server, Runner, SERVER, children, current
+from harness import Server, Runner, SERVER, children, current, flip_bytes
 from harness import info_persistence as info
 from harness import end_checked as end  # stop, fail on a sanitizer report
 
@@ -159,11 +159,7 @@ def test_current_damaged():
             data[k] += more[k]
         end(s)
         path = os.path.join(d, "CURRENT")
-        with open(path, "r+b") as f:
-            f.seek(20)
-            b = f.read(1)
-            f.seek(20)
-            f.write(bytes([b[0] ^ 0x01]))
+        flip_bytes(path, 20, 0x01)
         before = listing(d)
         log = refused(d)
         assert "CURRENT" in log and "damaged" in log and "--rebuild-manifest" in log, log
@@ -361,11 +357,7 @@ def test_mapped_background():
         end(s)
         files = manifest_files(d, current(d)[0])
         bad = files["b"][0]
-        with open(bad, "r+b") as f:           # flip bits in the payload
-            f.seek(os.path.getsize(bad) // 2)
-            chunk = f.read(64)
-            f.seek(os.path.getsize(bad) // 2)
-            f.write(bytes(c ^ 0xFF for c in chunk))
+        flip_bytes(bad, os.path.getsize(bad) // 2, 0xFF, 64)   # bits in the payload
         s = Server(*flags, dir=d)
         r = s.client()
         deadline = time.time() + 10

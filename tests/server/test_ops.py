@@ -15,18 +15,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import redis  # noqa: E402
-from harness import Runner, Server, redis_cli, scratch_dir  # noqa: E402
+from harness import Runner, Server, raises, redis_cli, scratch_dir  # noqa: E402
 
 run = Runner("test_ops")
-
-
-def raises(text, fn, *args):
-    try:
-        fn(*args)
-    except redis.exceptions.ResponseError as e:
-        assert text in str(e), (text, str(e))
-        return
-    raise AssertionError("no error, expected " + text)
 
 
 # -- INFO -------------------------------------------------------------------

@@ -15,7 +15,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import MODULE, Runner, Server  # noqa: E402
+from harness import MODULE, Runner, Server, scandump  # noqa: E402
 
 run = Runner("test_replay")
 N = 100000 if os.environ.get("BKS_SANITIZED") else 1000000
@@ -54,12 +54,7 @@ def replay_many_filters():
 
 
 def wf_dump(r, key):
-    it, out = 0, b""
-    while True:
-        it, data = r.execute_command("WF.SCANDUMP", key, it)
-        if it == 0:
-            return out
-        out += data
+    return b"".join(data for _, data in scandump(r, "WF", key))
 
 
 def replay_window_exactly():

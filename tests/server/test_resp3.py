@@ -21,7 +21,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Runner, Server, redis_cli  # noqa: E402
+from harness import Runner, Server, redis_cli, scandump  # noqa: E402
 from resp3 import Conn, Err  # noqa: E402
 
 run = Runner("test_resp3")
@@ -95,21 +95,12 @@ def redis_cli_3():
     assert rc == 0 and out.strip() == "1", out
 
 
-def scandump(fam, key):
-    chunks, it = [], 0
-    while True:
-        it, data = r.execute_command(fam + ".SCANDUMP", key, it)
-        if it == 0:
-            return chunks
-        chunks.append((it, data))
-
-
 def loadchunk_keeps(fam, create, probe):
     r.flushall()
     r.execute_command(*create.split())
     r.execute_command(fam + ".ADD", "live", "a")
     typ = r.type("live")
-    chunks = scandump(fam, "live")
+    chunks = scandump(r, fam, "live")
     assert len(chunks) == 1 and len(chunks[0][1]) > 56
     it, data = chunks[0]
     bad_header = bytearray(data)
