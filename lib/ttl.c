@@ -72,8 +72,12 @@
  *   little more), so the filter is about
  *       g / (g - 1) * log2((g - 1) / p) / log2(1 / p)
  *   times a plain filter of n keys at p in the even case: 1.70 at g = 17,
- *   1.63 at g = 9, p = 1% (blocked sizing adds a little more at the
- *   smaller q; test_ttl.c measures it). Extra segments of generations
+ *   1.63 at g = 9, p = 1%; blocked sizing adds a little at the smaller q:
+ *   measured (test_ttl.c, test_memory_tradeoff) 1.80x one blocked filter
+ *   of n keys at p for g = 17, 1.70x for g = 9, 1.67x for g = 5.
+ *   Capacity counts a key until its slot ends, up to gran after its
+ *   expiry: a stream of r keys per time unit with TTLs near M holds about
+ *   r (M + gran) keys. Extra segments of generations
  *   whose slot has ended are freed when the clock moves past it (any add,
  *   or bk_ttl_advance); their first segment stays until reused.
  *   Allocation beyond bk_ttl_set_max_bytes answers BK_ELIMIT, beyond
