@@ -107,6 +107,14 @@ static void cfg_window_count(bk_filter_config *cfg)
     cfg->window = cfg->capacity; /* the last `capacity` insertions */
 }
 
+static void cfg_ttl(bk_filter_config *cfg)
+{
+    cfg->window = 60000; /* the longest TTL; the clock stays at 0, so every
+                            add takes it and all keys share one generation
+                            (the worst spread: its segments take them) */
+    cfg->generations = 9;
+}
+
 static int build_static(bk_filter **out, const tu_keyset *ks, uint32_t bits, uint64_t seed)
 {
     bk_static *s = NULL;
@@ -174,6 +182,7 @@ static const row rows[] = {
     {"growable",            BK_FAMILY_GROWABLE,  cfg_plain,        NULL,          0, 0, 1, COUNT_MEMBERSHIP, 1, 1,  1, 0,   0,  CAPACITY_AT_LEAST, PROMISE_BOUND,        {0.01, 0.001}},
     {"rbloom",              BK_FAMILY_RBLOOM,    cfg_plain,        NULL,          0, 0, 0, COUNT_MEMBERSHIP, 1, 1,  0, 1,   0,  CAPACITY_EXACT,    PROMISE_BOUND,        {0.01, 0.001}},
     {"rcuckoo",             BK_FAMILY_RCUCKOO,   cfg_plain,        NULL,          1, 0, 0, COUNT_AT_LEAST,   1, 0,  0, 1,   0,  CAPACITY_AT_LEAST, PROMISE_OWN_ESTIMATE, {0.01, 0.001}},
+    {"ttl",                 BK_FAMILY_TTL,       cfg_ttl,          NULL,          0, 0, 0, COUNT_MEMBERSHIP, 0, 1,  1, 1,   0,  CAPACITY_EXACT,    PROMISE_TARGET,       {0.01, 0.001}},
     {"static",              BK_FAMILY_STATIC,    NULL,             build_static,  0, 0, 0, COUNT_MEMBERSHIP, 0, 0,  1, 1,   0,  CAPACITY_EXACT,    PROMISE_FINGERPRINT,  {8, 16}},
     {"bumped",              BK_FAMILY_BUMPED,    NULL,             build_bumped,  0, 0, 0, COUNT_MEMBERSHIP, 0, 0,  1, 1,   0,  CAPACITY_EXACT,    PROMISE_FINGERPRINT,  {8, 16}},
     {"map",                 BK_FAMILY_MAP,       NULL,             build_map,     0, 0, 0, COUNT_MEMBERSHIP, 0, 0,  1, 1,   0,  CAPACITY_EXACT,    PROMISE_FINGERPRINT,  {8, 12}},
