@@ -2394,6 +2394,9 @@ typedef struct bk_ttl_stats {
 /* Fill *out at the filter's clock. O(segments). Returns BK_OK or
  * BK_EINVAL. Reader. */
 BK_API int bk_ttl_get_stats(const bk_ttl *f, bk_ttl_stats *out);
+/* The same at time `now` (no earlier than the clock; the clock does not
+ * move): the live fields as a lookup at `now` sees them. */
+BK_API int bk_ttl_get_stats_at(const bk_ttl *f, uint64_t now, bk_ttl_stats *out);
 
 /* Cheap accessors. Readers. bk_ttl_now is the clock (latest time seen). */
 BK_API uint64_t bk_ttl_seed(const bk_ttl *f);

@@ -575,6 +575,12 @@ size_t bk_ttl_bytes(const bk_ttl *f) { return f->bytes; }
 
 int bk_ttl_get_stats(const bk_ttl *f, bk_ttl_stats *out)
 {
+    if (f == NULL) return BK_EINVAL;
+    return bk_ttl_get_stats_at(f, f->now, out);
+}
+
+int bk_ttl_get_stats_at(const bk_ttl *f, uint64_t now, bk_ttl_stats *out)
+{
     if (f == NULL || out == NULL) return BK_EINVAL;
     memset(out, 0, sizeof(*out));
     out->generations = f->g;
@@ -589,7 +595,7 @@ int bk_ttl_get_stats(const bk_ttl *f, bk_ttl_stats *out)
     out->segments = f->nsegments;
     out->added = f->added;
     out->bytes = f->bytes;
-    uint64_t slot_now = f->now / f->gran;
+    uint64_t slot_now = effective_time(f, now) / f->gran;
     uint64_t bits = f->nblocks * 512;
     double log_pass = 0.0;
     for (uint32_t i = 0; i < f->g; i++) {
