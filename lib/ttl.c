@@ -119,7 +119,19 @@ typedef struct generation {
     segment *segs;    /* segs[0] always exists */
     uint32_t nseg;
     uint32_t cap;     /* room in segs */
+    int used;         /* holds a key (its first segment is not empty) */
 } generation;
+
+/* The blocked layout's in-block salts (lib/blocked.c; part of the file
+ * format, so fixed): a lookup builds the key's 512-bit mask once and
+ * compares it with its line in every live segment, instead of a call per
+ * segment. */
+static const uint32_t SALT[16] = {
+    0xe220a839u, 0x6e789e6bu, 0x06c45d19u, 0xf88bb8a9u,
+    0x1b39896bu, 0x53cb9f0du, 0x2c829abfu, 0xc584133bu,
+    0x3ee57891u, 0xf3b8488du, 0x657eecddu, 0xc2d326e1u,
+    0x8621a03fu, 0x8e1f7555u, 0xb54e0f17u, 0x84bb3f97u,
+};
 
 struct bk_ttl {
     bk__object obj;       /* first: a bk_ttl is also a bk_filter */
@@ -170,7 +182,25 @@ static size_t segment_bytes(const bk_ttl *f)
 
 static inline int gen_live(const bk_ttl *f, uint32_t i, uint64_t slot_now)
 {
-    return f->table[2 * i] >= slot_now && bk_blocked_items(f->gens[i].segs[0].b) > 0;
+    return f->gens[i].used && f->table[2 * i] >= slot_now;
+}
+
+/* The k bits of x in a block, as 8 words. */
+static inline void build_mask(uint32_t x, uint32_t k, uint64_t mask[BLOCK_WORDS])
+{
+    for (int j = 0; j < BLOCK_WORDS; j++) mask[j] = 0;
+    for (uint32_t i = 0; i < k; i++) {
+        uint32_t pos = (uint32_t)(x * SALT[i]) >> 23;
+        mask[pos >> 6] |= UINT64_C(1) << (pos & 63);
+    }
+}
+
+/* Whether a line has every bit of mask (no branch on its contents). */
+static inline int line_has(const uint64_t *line, const uint64_t mask[BLOCK_WORDS])
+{
+    uint64_t missing = 0;
+    for (int j = 0; j < BLOCK_WORDS; j++) missing |= mask[j] & ~line[j];
+    return missing == 0;
 }
 
 static int segment_make(bk_ttl *f, segment *s)
@@ -249,17 +279,27 @@ static inline void prefetch_live(const bk_ttl *f, bk_hash h, uint64_t slot_now)
     }
 }
 
-static int contains_at(const bk_ttl *f, bk_hash h, uint64_t t)
+/* The lookup of h at time t; its lines are prefetched first unless the
+ * caller did (a batch, keys ahead). */
+static int contains_lines(const bk_ttl *f, bk_hash h, uint64_t t, int prefetched)
 {
     uint64_t slot_now = t / f->gran;
-    prefetch_live(f, h, slot_now);
+    uint64_t offset = bk__fastrange64(h.lo, f->nblocks) * BLOCK_WORDS;
+    if (!prefetched) prefetch_live(f, h, slot_now);
+    uint64_t mask[BLOCK_WORDS];
+    build_mask((uint32_t)h.hi, f->k, mask);
     for (uint32_t i = 0; i < f->g; i++) {
         if (!gen_live(f, i, slot_now)) continue;
         const generation *gen = &f->gens[i];
         for (uint32_t s = 0; s < gen->nseg; s++)
-            if (bk_blocked_contains_hash(gen->segs[s].b, h)) return 1;
+            if (line_has(gen->segs[s].words + offset, mask)) return 1;
     }
     return 0;
+}
+
+static int contains_at(const bk_ttl *f, bk_hash h, uint64_t t)
+{
+    return contains_lines(f, h, t, 0);
 }
 
 /* The add of h expiring at e, at time `now`. */
@@ -277,12 +317,15 @@ static int add_until_at(bk_ttl *f, bk_hash h, uint64_t e, uint64_t now)
     /* Look it up everywhere first (the target generation, if stale, is
      * not live and so not consulted). */
     prefetch_live(f, h, slot_now);
+    uint64_t offset = bk__fastrange64(h.lo, f->nblocks) * BLOCK_WORDS;
+    uint64_t mask[BLOCK_WORDS];
+    build_mask((uint32_t)h.hi, f->k, mask);
     int found = 0;
     for (uint32_t x = 0; x < f->g; x++) {
         if (!gen_live(f, x, slot_now)) continue;
         const generation *gen = &f->gens[x];
         for (uint32_t s = 0; s < gen->nseg; s++) {
-            if (!bk_blocked_contains_hash(gen->segs[s].b, h)) continue;
+            if (!line_has(gen->segs[s].words + offset, mask)) continue;
             if (f->table[2 * x] >= j) return 0; /* lives at least as long */
             found = 1;
             break;
@@ -293,6 +336,7 @@ static int add_until_at(bk_ttl *f, bk_hash h, uint64_t e, uint64_t now)
         /* slot table[2i] = j - m g < slot_now: ended; reuse it */
         trim_generation(f, i, 1);
         bk_blocked_clear(gen->segs[0].b);
+        gen->used = 0;
         f->table[2 * i] = j;
     }
     if (bk_blocked_items(gen->segs[gen->nseg - 1].b) >= f->seg_capacity) {
@@ -300,6 +344,7 @@ static int add_until_at(bk_ttl *f, bk_hash h, uint64_t e, uint64_t now)
         if (rc != BK_OK) return rc;
     }
     bk_blocked_add_hash(gen->segs[gen->nseg - 1].b, h);
+    gen->used = 1;
     if (!found) f->added++;
     return !found;
 }
@@ -430,6 +475,7 @@ void bk_ttl_clear(bk_ttl *f)
     for (uint32_t i = 0; i < f->g; i++) {
         trim_generation(f, i, 1);
         bk_blocked_clear(f->gens[i].segs[0].b);
+        f->gens[i].used = 0;
         f->table[2 * i] = i;
     }
     f->added = 0;
@@ -548,7 +594,8 @@ int64_t bk_ttl_contains_batch(const bk_ttl *f, const void *const *keys, const si
     size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
     for (size_t i = 0; i < n + ahead; i++) {
         if (i >= ahead) { /* answer key i - ahead, hashed and prefetched before */
-            int r = contains_at(f, ring[(i - ahead) % BATCH_AHEAD], t);
+            int r = contains_lines(f, ring[(i - ahead) % BATCH_AHEAD], t,
+                                   nlive < PREFETCH_MAX);
             found += r;
             if (results != NULL) results[i - ahead] = (uint8_t)r;
         }
@@ -795,6 +842,7 @@ static int ops_restore(const bk__image *img, void **out)
             bk_blocked_set_single_writer(sg->b, 1);
             sg->words = p->data;
             f->gens[i].nseg++;
+            f->gens[i].used |= p->items > 0;
             f->nsegments++;
             f->bytes += segment_bytes(f);
             items += p->items;
