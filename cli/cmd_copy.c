@@ -87,6 +87,7 @@ static const struct chunk_kind {
     {"MBbloom--", "BF", 1},  {"MBbloomCF", "CF", 1},  {"bkbloom--", "BF", 0},
     {"bkcuckoo-", "CF", 0},  {"bkcount--", "CBF", 0}, {"bkwindow-", "WF", 0},
     {"bkstatic-", "SF", 0},  {"bkkeyset-", "RS", 0},
+    {"bkttl----", "TF", 0},
 };
 
 /*==========================================================================

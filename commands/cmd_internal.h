@@ -289,6 +289,16 @@ BKC__HANDLER(bkc_cmd_wf_mexists);
 BKC__HANDLER(bkc_cmd_wf_reserve);
 BKC__HANDLER(bkc_cmd_wf_scandump);
 
+BKC__HANDLER(bkc_cmd_tf_add);
+BKC__HANDLER(bkc_cmd_tf_addat);
+BKC__HANDLER(bkc_cmd_tf_exists);
+BKC__HANDLER(bkc_cmd_tf_info);
+BKC__HANDLER(bkc_cmd_tf_loadchunk);
+BKC__HANDLER(bkc_cmd_tf_madd);
+BKC__HANDLER(bkc_cmd_tf_mexists);
+BKC__HANDLER(bkc_cmd_tf_reserve);
+BKC__HANDLER(bkc_cmd_tf_scandump);
+
 BKC__HANDLER(bkc_cmd_sf_build);
 BKC__HANDLER(bkc_cmd_sf_buildmap);
 BKC__HANDLER(bkc_cmd_sf_exists);

@@ -93,6 +93,7 @@ typedef enum bkc_kind {
                                                                         "bkstatic-" */
     BKC_KIND_KEYSET = 7,    /* RS.*: a set of items for reconciliation  "bkkeyset-"
                                (keyset below; no filters) */
+    BKC_KIND_TTL = 8,       /* TF.*: per-item TTL filter                "bkttl----" */
     BKC_KIND_OTHER = 99     /* a key of the host's own (module: any other Redis type) */
 } bkc_kind;
 
@@ -121,7 +122,7 @@ typedef struct bkc_value {
                                  KEYSET, and for a key whose snapshot was
                                  found corrupt) */
     union {
-        struct {              /* BLOOM, CUCKOO, COUNTING, WINDOW, STATIC */
+        struct {              /* BLOOM, CUCKOO, COUNTING, WINDOW, STATIC, TTL */
             bk_filter *filters[1];
             bkc_cf_settings *cf;   /* CUCKOO: never NULL; other kinds: NULL */
         };

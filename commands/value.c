@@ -15,7 +15,8 @@
  *        0    4  magic "BKCV"
  *        4    2  container version (1)
  *        6    2  kind (bkc_kind: 1 BF, 2 CF, 3 CBF, 4 WF, 5 loading,
- *                6 SF: a static filter or map, 7 RS: a reconciliation set)
+ *                6 SF: a static filter or map, 7 RS: a reconciliation set,
+ *                8 TF: a per-item TTL filter)
  *        8    8  total length of the container, this header included
  *       16    4  number of filters
  *       20    4  CF bucket size          (0 for other kinds)
@@ -69,6 +70,7 @@ const char *bkc_kind_type_name(bkc_kind kind)
     case BKC_KIND_LOADING: return "bkloading";
     case BKC_KIND_STATIC: return "bkstatic-";
     case BKC_KIND_KEYSET: return "bkkeyset-";
+    case BKC_KIND_TTL: return "bkttl----";
     default: return NULL;
     }
 }
@@ -254,6 +256,7 @@ static bk_family kind_family(bkc_kind kind)
     case BKC_KIND_COUNTING: return BK_FAMILY_COUNTING;
     case BKC_KIND_WINDOW: return BK_FAMILY_WINDOW;
     case BKC_KIND_STATIC: return BK_FAMILY_STATIC;
+    case BKC_KIND_TTL: return BK_FAMILY_TTL;
     default: return (bk_family)0;
     }
 }
@@ -420,7 +423,7 @@ static int header_check(const unsigned char *h, bkc_kind *kind, uint64_t *total)
     if (get16(h + 4) != CONTAINER_VERSION) return BK_EVERSION;
     uint16_t k = get16(h + 6);
     if ((k < BKC_KIND_BLOOM || k > BKC_KIND_LOADING) && k != BKC_KIND_STATIC &&
-        k != BKC_KIND_KEYSET)
+        k != BKC_KIND_KEYSET && k != BKC_KIND_TTL)
         return BK_EFAMILY;
     *kind = (bkc_kind)k;
     *total = get64(h + 8);
@@ -751,6 +754,7 @@ static const char *kind_noun(bkc_kind kind)
     case BKC_KIND_WINDOW: return "time-window filter";
     case BKC_KIND_STATIC: return "static filter or map";
     case BKC_KIND_KEYSET: return "reconciliation set";
+    case BKC_KIND_TTL: return "TTL filter";
     default: return "filter";
     }
 }

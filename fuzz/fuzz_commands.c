@@ -1,6 +1,6 @@
 /*
  * fuzz_commands.c - libFuzzer target for the command layer (commands/):
- * arguments of every BF/CF/CBF/WF/SF/RS command through bkc_dispatch, against a
+ * arguments of every BF/CF/CBF/WF/SF/RS/TF command through bkc_dispatch, against a
  * fake single-threaded host, and the value decoder behind LOADCHUNK and the
  * server's snapshots (bkc_value_decode).
  *
@@ -397,7 +397,15 @@ static void fh_close(bkc_key *k)
 static void fh_wrote(void *host, int argc, const bkc_str *argv)
 {
     fake_host *h = host;
-    if (argv != h->argv) {
+    if (argv != h->argv && argv[0].len == 8 && memcmp(argv[0].ptr, "TF.ADDAT", 8) == 0) {
+        /* a TF add is logged with its absolute expiry (cmd_ttl.c): the
+         * command's key, an expiry, the items added (at most those sent) */
+        CHECK(h->wrote == 0 && argc >= 4 && argc <= h->argc);
+        CHECK(argv[1].len == h->argv[1].len &&
+              (argv[1].len == 0 || memcmp(argv[1].ptr, h->argv[1].ptr, argv[1].len) == 0));
+        long long when;
+        CHECK(bkc_parse_ll(argv[2], &when) && when >= 0);
+    } else if (argv != h->argv) {
         /* a BF or CF add that created its key is reported as the BF.INSERT
          * or CF.INSERT[NX] that makes the same filter (cmd_bloom.c,
          * cmd_cuckoo.c), for the command's key, once; checked in
@@ -458,7 +466,7 @@ static void host_free(fake_host *h)
 static void check_value(const bkc_value *v)
 {
     CHECK((v->kind >= BKC_KIND_BLOOM && v->kind <= BKC_KIND_LOADING) ||
-          v->kind == BKC_KIND_STATIC || v->kind == BKC_KIND_KEYSET);
+          v->kind == BKC_KIND_STATIC || v->kind == BKC_KIND_KEYSET || v->kind == BKC_KIND_TTL);
     if (v->kind == BKC_KIND_KEYSET) { /* a reconciliation set: no filters */
         CHECK(v->nfilters == 0 && v->keyset != NULL);
         return;
@@ -478,6 +486,7 @@ static void check_value(const bkc_value *v)
     bk_family want = v->kind == BKC_KIND_BLOOM      ? BK_FAMILY_SCALABLE
                      : v->kind == BKC_KIND_CUCKOO   ? BK_FAMILY_CUCKOO
                      : v->kind == BKC_KIND_COUNTING ? BK_FAMILY_COUNTING
+                     : v->kind == BKC_KIND_TTL      ? BK_FAMILY_TTL
                                                     : BK_FAMILY_WINDOW;
     CHECK(v->nfilters == 1); /* a CF's stages are inside its one filter */
     CHECK((v->cf != NULL) == (v->kind == BKC_KIND_CUCKOO)); /* its settings */
@@ -668,6 +677,7 @@ static const char *kind_prefix(bkc_str s)
     if (bkc_streq(s, "WF")) return "WF";
     if (bkc_streq(s, "SF")) return "SF";
     if (bkc_streq(s, "RS")) return "RS";
+    if (bkc_streq(s, "TF")) return "TF";
     return "BF";
 }
 
@@ -879,7 +889,7 @@ static void decoder_mode(harness *hs, const uint8_t *data, size_t size)
     bkc_str name = {"v", 1};
     int i = find_slot(&hs->host, name, 1);
     hs->host.keys[i].v = v;
-    static const char *prefixes[] = {"", "BF", "CF", "CBF", "WF", "BF", "SF", "RS"};
+    static const char *prefixes[] = {"", "BF", "CF", "CBF", "WF", "BF", "SF", "RS", "TF"};
     const char *prefix = prefixes[kind];
     char cmd[32], iter[32];
     bkc_str item = {"item", 4};

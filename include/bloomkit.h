@@ -216,7 +216,8 @@ typedef enum bk_family {
     BK_FAMILY_BUMPED = 19,   /* static filter, one line per lookup (bk_bumped) */
     BK_FAMILY_RBLOOM = 20,   /* RedisBloom's scalable Bloom filter (bk_rbloom) */
     BK_FAMILY_RCUCKOO = 21,  /* RedisBloom's cuckoo filter (bk_rcuckoo) */
-    BK_FAMILY_AUTOCLEAR = 22 /* a filter that clears itself (bk_autoclear) */
+    BK_FAMILY_AUTOCLEAR = 22, /* a filter that clears itself (bk_autoclear) */
+    BK_FAMILY_TTL = 23        /* per-item TTL filter (bk_ttl) */
 } bk_family;
 
 /* "bloom", "blocked", "counting", "deletable", "cuckoo", "scalable",
@@ -244,7 +245,9 @@ typedef struct bk_filter_config {
     int nonscaling;            /* scalable: refuse adds when full */
     uint64_t window;           /* window: span (caller's time unit) or, with
                                   window_by_count, a number of insertions */
-    uint32_t generations;      /* window: sub-filters in the ring */
+    uint32_t generations;      /* window: sub-filters in the ring
+                                  (ttl: generations; cfg.window is the
+                                  longest TTL) */
     int window_by_count;       /* window: expire by insertions, not time */
     int single_writer;         /* blocked, counting: 1 for the single-writer
                                   mode (see "Write modes" under the blocked
@@ -2310,6 +2313,199 @@ BK_API size_t bk_window_bytes(const bk_window *f);
  * bk_filter_contains use the filter's clock (the latest time given). */
 BK_API bk_filter *bk_window_as_filter(bk_window *f);
 BK_API bk_window *bk_filter_as_window(bk_filter *f);
+
+/*==========================================================================
+ * Per-item TTL filter
+ *
+ * Answers "was this key added with a time to live that has not yet run
+ * out?": each key carries its own TTL d (1 <= d <= max_ttl), given with
+ * its add. Time is the caller's (any uint64_t unit, milliseconds in the
+ * server), passed to each call; a time earlier than the latest seen is
+ * taken as the latest (the clock never goes back).
+ *
+ * Structure (lib/ttl.c): g generations (2..64, default 17), each holding
+ * the keys whose expiry falls in one slot of the granularity
+ *     gran = ceil(max_ttl / (g - 1))
+ * on a fixed grid (slot j is [j gran, (j + 1) gran)). A generation is a
+ * list of cache-blocked filters ("segments") of capacity
+ * c = ceil(capacity / (g - 1)) keys at rate p / (g - 1) each; it starts
+ * with one and takes another when its last one has received c new keys. A
+ * generation is live until the clock reaches its slot's end; its slot is
+ * then reused (cleared) by the first add that expires g slots later. A
+ * lookup hashes once, prefetches its line in every segment of every live,
+ * non-empty generation, and tests them.
+ *
+ * Guarantee: a key added at time t with TTL d is found at every
+ * t' < t + d, and is gone, but for false positives, from
+ * t' >= t + d + gran - 1 (its slot ends in [t + d, t + d + gran - 1]).
+ * Re-adding a key with a later expiry extends its life.
+ *
+ * Rate and memory: with L live keys (new-key counts of the live
+ * generations) the rate is at most p * L / capacity, however the keys are
+ * spread over generations and segments: at most p while L <= capacity
+ * (lib/ttl.c proves it). Memory is g segments from creation plus one per
+ * c keys a generation holds beyond its first c: between g and 2g - 1
+ * segments at L = capacity (g when keys spread evenly, as a stream with
+ * TTLs near max_ttl does; toward 2g - 1 when generations hold a little
+ * more than c keys each). A segment of c keys at p / (g - 1) costs about
+ * log2((g - 1) / p) / log2(1 / p) times the bits per key of one filter at
+ * p: the filter holds 1.8x the bits of one blocked filter sized for
+ * `capacity` keys at p at g = 17, 1.7x at g = 5..9, 2.0x at g = 2 (p = 1%,
+ * measured by tests/test_ttl.c), up to about twice that in the worst
+ * spread. `capacity` counts each key until its slot ends (up to gran
+ * after its TTL): a stream of r keys per unit of time with TTLs up to
+ * max_ttl needs about r * (max_ttl + gran). Past capacity, adds still succeed: segments are added,
+ * the rate bound grows as p * L / capacity (bk_ttl_stats.fpr_bound), and
+ * memory grows; an add that needs a segment beyond
+ * bk_ttl_set_max_bytes' cap answers BK_ELIMIT, beyond BK_TTL_MAX_SEGMENTS
+ * in all BK_EFULL. Generations whose slot has ended give back their extra
+ * segments when the clock moves (any add, or bk_ttl_advance).
+ *
+ * Concurrency: adds, advance, clear and set_max_bytes are writers (they
+ * clear and allocate segments): they need external serialisation, and a
+ * lookup concurrent with a writer needs the caller's lock. Lookups, stats
+ * and accessors may run concurrently with each other.
+ *==========================================================================*/
+
+typedef struct bk_ttl bk_ttl;
+
+#define BK_TTL_MIN_GENERATIONS 2
+#define BK_TTL_MAX_GENERATIONS 64
+#define BK_TTL_DEFAULT_GENERATIONS 17 /* granularity max_ttl / 16 */
+/* The longest max_ttl (so that clock + TTL never overflows in practice). */
+#define BK_TTL_MAX_TTL (UINT64_C(1) << 62)
+/* The most segments a filter holds (one file part each, plus one). */
+#define BK_TTL_MAX_SEGMENTS 4095u
+
+/* Create a TTL filter for `capacity` live keys at rate `fpr`, TTLs up to
+ * `max_ttl`, `generations` generations (0: BK_TTL_DEFAULT_GENERATIONS),
+ * the clock starting at `now`. Returns BK_OK and *out, BK_EINVAL,
+ * BK_ECAPACITY (capacity 0), BK_EFPR, BK_EPARAM (max_ttl 0 or above
+ * BK_TTL_MAX_TTL, generations out of 2..BK_TTL_MAX_GENERATIONS), BK_ESIZE
+ * or BK_ENOMEM. Allocates one segment per generation now. */
+BK_API int bk_ttl_create(bk_ttl **out, uint64_t capacity, double fpr,
+                         uint64_t max_ttl, uint32_t generations, uint64_t now,
+                         uint64_t seed);
+
+/* Release a filter. Accepts NULL. Exclusive. */
+BK_API void bk_ttl_free(bk_ttl *f);
+
+/* Add a key at time `now` with time to live `ttl` (1..max_ttl): it expires
+ * at max(now, clock) + ttl (bk_ttl_expiry). Returns 1 when no live
+ * generation had the key, 0 when one may have had it (the key is then
+ * written again if no generation that had it lives as long), or
+ * BK_EINVAL, BK_EPARAM (ttl 0 or above max_ttl, or the clock so late that
+ * the expiry overflows), BK_ENOMEM, BK_ELIMIT or BK_EFULL (a new segment
+ * was needed and could not be had: nothing added). One cache line per live
+ * segment read, one written; reusing a generation clears it (O(its size)).
+ * Writer. */
+BK_API int bk_ttl_add(bk_ttl *f, const void *key, size_t len, uint64_t ttl,
+                      uint64_t now);
+
+/* Add a key that expires at the absolute time `expires_at` (what a log
+ * records, so that a replay at any later time keeps the expiry). An
+ * expiry not after max(now, clock) adds nothing and returns 0; one more
+ * than max_ttl after it returns BK_EPARAM. Otherwise as bk_ttl_add. */
+BK_API int bk_ttl_add_until(bk_ttl *f, const void *key, size_t len,
+                            uint64_t expires_at, uint64_t now);
+
+/* 1 if the key was probably added with a TTL still running at `now`, 0 if
+ * certainly not. Does not move the clock. One cache line per live
+ * segment, all prefetched at once. Reader. */
+BK_API int bk_ttl_contains(const bk_ttl *f, const void *key, size_t len,
+                           uint64_t now);
+
+/* The same on a key hashed with bk_hash_key(key, len, bk_ttl_seed(f)). */
+BK_API int bk_ttl_add_hash(bk_ttl *f, bk_hash h, uint64_t ttl, uint64_t now);
+BK_API int bk_ttl_add_until_hash(bk_ttl *f, bk_hash h, uint64_t expires_at,
+                                 uint64_t now);
+BK_API int bk_ttl_contains_hash(const bk_ttl *f, bk_hash h, uint64_t now);
+
+/* Batch add of n keys with one TTL (or one absolute expiry) at time `now`:
+ * results[i] (results may be NULL) is what the single add returned.
+ * Returns the number of keys that were new, or the first error (which
+ * stops the batch; results before it are filled). Writer. */
+BK_API int64_t bk_ttl_add_batch(bk_ttl *f, const void *const *keys,
+                                const size_t *lens, size_t n, uint64_t ttl,
+                                uint64_t now, uint8_t *results);
+BK_API int64_t bk_ttl_add_until_batch(bk_ttl *f, const void *const *keys,
+                                      const size_t *lens, size_t n,
+                                      uint64_t expires_at, uint64_t now,
+                                      uint8_t *results);
+
+/* Batch lookup at time `now`, keys hashed ahead and their lines in every
+ * live segment prefetched; results may be NULL. Returns the number found
+ * or BK_EINVAL. Reader. */
+BK_API int64_t bk_ttl_contains_batch(const bk_ttl *f, const void *const *keys,
+                                     const size_t *lens, size_t n,
+                                     uint64_t now, uint8_t *results);
+
+/* The absolute expiry an add with `ttl` at `now` gives a key:
+ * max(now, clock) + ttl (UINT64_MAX when that overflows). Reader. */
+BK_API uint64_t bk_ttl_expiry(const bk_ttl *f, uint64_t ttl, uint64_t now);
+
+/* Move the clock to `now` (no earlier than the latest time seen) and give
+ * back the extra segments of generations whose slot has ended. Returns
+ * the number of segments freed (>= 0) or BK_EINVAL. Writer. */
+BK_API int bk_ttl_advance(bk_ttl *f, uint64_t now);
+
+/* Forget every key: each generation back to one empty segment; the clock
+ * stays. O(size). Writer. */
+BK_API void bk_ttl_clear(bk_ttl *f);
+
+/* Cap the memory the filter may grow to (0: no cap): an add needing a
+ * segment beyond it answers BK_ELIMIT. Returns BK_OK or BK_EINVAL.
+ * Writer. */
+BK_API int bk_ttl_set_max_bytes(bk_ttl *f, size_t max_bytes);
+BK_API size_t bk_ttl_max_bytes(const bk_ttl *f);
+
+typedef struct bk_ttl_stats {
+    uint32_t generations;       /* g */
+    uint64_t max_ttl;           /* longest TTL */
+    uint64_t granularity;       /* gran = ceil(max_ttl / (g - 1)) */
+    uint64_t capacity;          /* live keys it was sized for */
+    uint64_t segment_capacity;  /* c = ceil(capacity / (g - 1)) */
+    double target_fpr;          /* p */
+    double segment_fpr;         /* p / (g - 1) */
+    uint64_t seed;
+    uint64_t now;               /* the clock: latest time seen */
+    uint32_t live_generations;  /* non-empty generations whose slot has not
+                                   ended at the clock */
+    uint64_t live_items;        /* new-key counts of their segments (a key
+                                   re-added with a later expiry counts in
+                                   both generations) */
+    uint64_t live_segments;     /* segments a lookup tests now */
+    uint64_t segments;          /* segments held */
+    uint64_t added;             /* adds that answered 1 since creation or
+                                   the last clear */
+    double fpr_now;             /* 1 - prod(1 - model rate of each live
+                                   segment at its count) */
+    double fpr_bound;           /* p * live_items / capacity (at most 1) */
+    size_t bytes;               /* memory held */
+} bk_ttl_stats;
+
+/* Fill *out at the filter's clock. O(segments). Returns BK_OK or
+ * BK_EINVAL. Reader. */
+BK_API int bk_ttl_get_stats(const bk_ttl *f, bk_ttl_stats *out);
+/* The same at time `now` (no earlier than the clock; the clock does not
+ * move): the live fields as a lookup at `now` sees them. */
+BK_API int bk_ttl_get_stats_at(const bk_ttl *f, uint64_t now, bk_ttl_stats *out);
+
+/* Cheap accessors. Readers. bk_ttl_now is the clock (latest time seen). */
+BK_API uint64_t bk_ttl_seed(const bk_ttl *f);
+BK_API uint32_t bk_ttl_generations(const bk_ttl *f);
+BK_API uint64_t bk_ttl_max_ttl(const bk_ttl *f);
+BK_API uint64_t bk_ttl_granularity(const bk_ttl *f);
+BK_API uint64_t bk_ttl_now(const bk_ttl *f);
+BK_API size_t bk_ttl_bytes(const bk_ttl *f);
+
+/* The generic handle (see "Any filter"): family BK_FAMILY_TTL, "ttl".
+ * bk_filter_create takes the longest TTL in cfg.window and the
+ * generations in cfg.generations, the clock starting at 0.
+ * bk_filter_add adds with the longest TTL at the filter's clock (the
+ * latest time given), bk_filter_contains looks up at it. */
+BK_API bk_filter *bk_ttl_as_filter(bk_ttl *f);
+BK_API bk_ttl *bk_filter_as_ttl(bk_filter *f);
 
 /*==========================================================================
  * Deleting and counting filters of issue 15: shared statistics

@@ -35,6 +35,7 @@ const bk__family_ops *bk__family_lookup(uint32_t family)
         bk__rbloom_family,
         bk__rcuckoo_family,
         bk__autoclear_family,
+        bk__ttl_family,
     };
     for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
         if ((uint32_t)families[i]->family == family) return families[i];

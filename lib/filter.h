@@ -183,6 +183,7 @@ extern const bk__family_ops *const bk__bumped_family;
 extern const bk__family_ops *const bk__rbloom_family;   /* rbloom.c */
 extern const bk__family_ops *const bk__rcuckoo_family;  /* rcuckoo.c */
 extern const bk__family_ops *const bk__autoclear_family; /* autoclear.c */
+extern const bk__family_ops *const bk__ttl_family;      /* ttl.c */
 
 /* A blocked filter as one part of an image, and back (blocked.c): shared
  * by the families whose stages are blocked filters. restore_part borrows

@@ -23,7 +23,7 @@
  *
  * Data types: one per bkc_kind, named by bkc_kind_type_name ("bkbloom--",
  * "bkcuckoo-", "bkcount--", "bkwindow-", "bkstatic-" (a static filter or
- * map, SF.*), "bkkeyset-" (RS.*), and "bkloading" for a *.LOADCHUNK in
+ * map, SF.*), "bkkeyset-" (RS.*), "bkttl----" (TF.*), and "bkloading" for a *.LOADCHUNK in
  * progress). Their RDB payload is the value's container
  * (bkc_value_encode, docs/COMMANDS.md "Value encoding"), the very bytes
  * bloomkit-server snapshots and SCANDUMP returns. Encoding version 2 (what
@@ -75,7 +75,7 @@
  *==========================================================================*/
 
 /* The last kind with a data type of its own (bkc_kind numbers them 1..). */
-#define BKM_LAST_KIND BKC_KIND_KEYSET
+#define BKM_LAST_KIND BKC_KIND_TTL
 
 static RedisModuleType *bkm_types[BKM_LAST_KIND + 1];
 /* RedisBloom's own types, MBbloom-- and MBbloomCF: values taken over from
@@ -560,6 +560,7 @@ BKM_RDB_LOAD(window, BKC_KIND_WINDOW)
 BKM_RDB_LOAD(loading, BKC_KIND_LOADING)
 BKM_RDB_LOAD(static, BKC_KIND_STATIC)
 BKM_RDB_LOAD(keyset, BKC_KIND_KEYSET)
+BKM_RDB_LOAD(ttl, BKC_KIND_TTL)
 #undef BKM_RDB_LOAD
 
 /* The one buffer rdb_save and digest stream through: Redis calls them from
@@ -604,6 +605,7 @@ static const char *loadchunk_name(bkc_kind kind)
     case BKC_KIND_WINDOW: return "WF.LOADCHUNK";
     case BKC_KIND_STATIC: return "SF.LOADCHUNK";
     case BKC_KIND_KEYSET: return "RS.LOADCHUNK";
+    case BKC_KIND_TTL: return "TF.LOADCHUNK";
     default: return "BF.LOADCHUNK";
     }
 }
@@ -625,7 +627,7 @@ static void aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *value)
         if (len >= 8) {
             unsigned k = (unsigned)data[6] | (unsigned)data[7] << 8;
             if ((k >= BKC_KIND_BLOOM && k <= BKC_KIND_WINDOW) || k == BKC_KIND_STATIC ||
-                k == BKC_KIND_KEYSET)
+                k == BKC_KIND_KEYSET || k == BKC_KIND_TTL)
                 kind = (bkc_kind)k;
         }
         const char *cmd = loadchunk_name(kind);
@@ -822,7 +824,8 @@ static int create_types(RedisModuleCtx *ctx)
         [BKC_KIND_BLOOM] = rdb_load_bloom,     [BKC_KIND_CUCKOO] = rdb_load_cuckoo,
         [BKC_KIND_COUNTING] = rdb_load_counting, [BKC_KIND_WINDOW] = rdb_load_window,
         [BKC_KIND_LOADING] = rdb_load_loading, [BKC_KIND_STATIC] = rdb_load_static,
-        [BKC_KIND_KEYSET] = rdb_load_keyset};
+        [BKC_KIND_KEYSET] = rdb_load_keyset,
+        [BKC_KIND_TTL] = rdb_load_ttl};
     for (int bloom = 1; bloom >= 0; bloom--) {
         RedisModuleTypeMethods tm = {
             .version = BKM_TYPE_METHOD_VERSION,

@@ -487,6 +487,8 @@ bkc_value *bks_restore_decode(const unsigned char *p, size_t len, uint64_t max_s
     }
     if (!strcmp(type, bkc_kind_type_name(BKC_KIND_KEYSET)))
         kind = BKC_KIND_KEYSET;
+    if (!strcmp(type, bkc_kind_type_name(BKC_KIND_TTL)))
+        kind = BKC_KIND_TTL;
     if (!strcmp(type, BK_RBLOOM_TYPE_NAME) || !strcmp(type, BK_RCUCKOO_TYPE_NAME))
         return restore_redisbloom(&r, !strcmp(type, BK_RBLOOM_TYPE_NAME),
                                   (unsigned)(id & 1023), err, errlen);

@@ -123,6 +123,14 @@ static void cfg_window_count(bk_filter_config *cfg)
     cfg->window = cfg->capacity; /* the last `capacity` insertions */
 }
 
+static void cfg_ttl(bk_filter_config *cfg)
+{
+    cfg->window = 60000; /* the longest TTL; the clock stays at 0, so every
+                            add takes it and all keys share one generation
+                            (the worst spread: its segments take them) */
+    cfg->generations = 9;
+}
+
 static int build_static(bk_filter **out, const tu_keyset *ks, uint32_t bits, uint64_t seed)
 {
     bk_static *s = NULL;
@@ -193,6 +201,7 @@ static const row rows[] = {
     {"autoclear-bloom",     BK_FAMILY_AUTOCLEAR, cfg_ac_bloom,     NULL,          0, 0, 0, COUNT_MEMBERSHIP, 0, 1,  1, 1,   0,  CAPACITY_EXACT,    PROMISE_TARGET,       {0.01, 0.001}},
     {"autoclear-blocked",   BK_FAMILY_AUTOCLEAR, cfg_ac_blocked,   NULL,          0, 0, 0, COUNT_MEMBERSHIP, 0, 1,  1, 1,   0,  CAPACITY_EXACT,    PROMISE_TARGET,       {0.01, 0.001}},
     {"autoclear-counting",  BK_FAMILY_AUTOCLEAR, cfg_ac_counting,  NULL,          1, 0, 0, COUNT_AT_LEAST,   0, 1,  1, 1,   0,  CAPACITY_EXACT,    PROMISE_TARGET,       {0.01, 0.001}},
+    {"ttl",                 BK_FAMILY_TTL,       cfg_ttl,          NULL,          0, 0, 0, COUNT_MEMBERSHIP, 0, 1,  1, 1,   0,  CAPACITY_EXACT,    PROMISE_TARGET,       {0.01, 0.001}},
     {"static",              BK_FAMILY_STATIC,    NULL,             build_static,  0, 0, 0, COUNT_MEMBERSHIP, 0, 0,  1, 1,   0,  CAPACITY_EXACT,    PROMISE_FINGERPRINT,  {8, 16}},
     {"bumped",              BK_FAMILY_BUMPED,    NULL,             build_bumped,  0, 0, 0, COUNT_MEMBERSHIP, 0, 0,  1, 1,   0,  CAPACITY_EXACT,    PROMISE_FINGERPRINT,  {8, 16}},
     {"map",                 BK_FAMILY_MAP,       NULL,             build_map,     0, 0, 0, COUNT_MEMBERSHIP, 0, 0,  1, 1,   0,  CAPACITY_EXACT,    PROMISE_FINGERPRINT,  {8, 12}},

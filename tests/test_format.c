@@ -204,6 +204,31 @@ static bk_filter *make_window(void)
     return bk_window_as_filter(f);
 }
 
+/* A TTL filter: 5 generations, longest TTL 400 ms (granularity 100),
+ * made at 5000 for SAMPLE_KEYS live keys (segments of 500); half the
+ * sample keys with the longest TTL at once (two segments in their
+ * generation), the rest with TTLs of 1..400 over 90 ms. */
+static bk_filter *make_ttl(void)
+{
+    bk_ttl *f;
+    assert_int_equal(bk_ttl_create(&f, SAMPLE_KEYS, 0.01, 400, 5, 5000, 48), BK_OK);
+    char key[TU_KEY_LEN];
+    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
+        tu_key(key, i, 1);
+        uint64_t ttl = i < SAMPLE_KEYS / 2 ? 400 : 1 + (i * 7919) % 400;
+        uint64_t now = i < SAMPLE_KEYS / 2 ? 5000 : 5000 + i * 90 / SAMPLE_KEYS;
+        assert_true(bk_ttl_add(f, key, sizeof(key), ttl, now) >= 0);
+    }
+    /* looked up at its clock, every sample key is still live: the ones
+     * whose TTL has run out are re-added with the longest */
+    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
+        tu_key(key, i, 1);
+        if (!bk_ttl_contains(f, key, sizeof(key), bk_ttl_now(f)))
+            assert_true(bk_ttl_add(f, key, sizeof(key), 400, bk_ttl_now(f)) >= 0);
+    }
+    return bk_ttl_as_filter(f);
+}
+
 static const sample samples[] = {
     {"bloom-v1.bkf", make_bloom},
     {"blocked-v1.bkf", make_blocked},
@@ -225,6 +250,7 @@ static const sample samples[] = {
     {"hybrid-v1.bkf", make_hybrid},
     {"morris-v1.bkf", make_morris},
     {"autoclear-v1.bkf", make_autoclear},
+    {"ttl-v1.bkf", make_ttl},
 };
 #define NSAMPLES (sizeof(samples) / sizeof(samples[0]))
 

@@ -1,0 +1,884 @@
+/*
+ * ttl.c - the per-item TTL filter: "was this key added with a time to live
+ * that has not run out yet?", each key with its own TTL.
+ *
+ * Structure
+ *   Time is the caller's (uint64_t, passed in; milliseconds in the
+ *   server). Parameters: capacity n (live keys), rate p, the longest TTL M
+ *   and g >= 2 generations. Time is cut into slots of
+ *       gran = ceil(M / (g - 1))
+ *   on a fixed grid: slot j is [j gran, (j + 1) gran), independent of when
+ *   the filter was made, so a replay at another time places keys alike.
+ *   A generation holds the keys whose expiry falls in one slot; generation
+ *   i of the ring holds slot numbers j with j mod g = i (table[2i] says
+ *   which). It is a list of cache-blocked filters (lib/blocked.c),
+ *   "segments", all of one shape: c = ceil(n / (g - 1)) keys at rate
+ *   q = p / (g - 1), hashing with the filter's seed, so a key is hashed
+ *   once for all of them and its line has the same index in each.
+ *
+ * Adds
+ *   A key added at time t (the clock: never earlier than the latest time
+ *   seen) with TTL d, 1 <= d <= M, expires at e = t + d and goes into slot
+ *       j = floor((e - 1) / gran),   whose end (j + 1) gran is in
+ *                                    [e, e + gran - 1].
+ *   With a = floor(t / gran) the current slot, j >= a (e > t) and
+ *   j <= floor((t + (g - 1) gran - 1) / gran) <= a + g - 1: the slots an
+ *   add can name are a .. a + g - 1, g of them, one per generation, so
+ *   generation i = j mod g holds either slot j already or an older slot
+ *   j' <= j - g < a, which has ended: it is then cleared (its first
+ *   segment zeroed, the others freed) and takes slot j. The key is first
+ *   looked up in every live segment: when a generation of slot >= j has
+ *   it, nothing is written (it already lives as long); otherwise it is
+ *   written into the last segment of generation i, after adding a segment
+ *   when that one already holds c new keys. The answer is 1 when no live
+ *   generation had it.
+ *
+ * Lookups
+ *   At time t, generation i is live when its slot has not ended,
+ *   table[2i] >= floor(t / gran), and it is not empty. The key is hashed
+ *   once, its line is prefetched in every segment of every live
+ *   generation, then they are tested. Lookups never write: a generation
+ *   whose slot has ended is skipped, not cleared (the next add that needs
+ *   it clears it).
+ *
+ * The guarantee
+ *   The key's generation stays live while t' < (j + 1) gran, and
+ *   (j + 1) gran >= e: found at every t' < t + d. It is only ever cleared
+ *   by an add naming slot j + g or later, which happens at a clock
+ *   >= (j + 1) gran: nothing makes it vanish earlier. From
+ *   t' >= (j + 1) gran, at most e + gran - 1, it is in no live generation:
+ *   gone, but for false positives, by t + d + gran - 1.
+ *
+ * False positives: the compound rate stays within p at n live keys
+ *   Let f(r) be a segment's rate with r keys (r <= c: a segment never
+ *   takes more). The blocked filter's rate is convex in its load while a
+ *   block is less than 1 - 1/k full (the per-block rate r_k(i) is convex
+ *   there, and the binomial mixture over blocks keeps that), far past c,
+ *   and f(0) = 0, so f(r) <= (r / c) f(c) <= (r / c) q. A lookup of an
+ *   absent key passes the live segments independently (different bits),
+ *   so with L live new keys spread in any way over the live segments,
+ *       rate <= sum_s f(r_s) <= q L / c = p L / ((g - 1) c) <= p L / n.
+ *   At most p while L <= n, whether all keys share one generation (equal
+ *   TTLs added at once: about g - 1 full segments there) or spread over
+ *   all of them. Past capacity the bound grows linearly (fpr_bound in the
+ *   statistics), never the collapse of one overfull filter.
+ *
+ * Memory
+ *   g segments from creation (each generation keeps its first), plus one
+ *   per c new keys a generation holds beyond its first c: at L live keys
+ *   at most g + floor(L / c) <= g + (g - 1) L / n segments, so between g
+ *   (keys spread evenly: a stream with TTLs near M) and 2g - 1 at
+ *   L = n. A segment costs about c log2(1/q) / ln 2 bits (blocked: a
+ *   little more), so the filter is about
+ *       g / (g - 1) * log2((g - 1) / p) / log2(1 / p)
+ *   times a plain filter of n keys at p in the even case: 1.70 at g = 17,
+ *   1.63 at g = 9, p = 1%; blocked sizing adds a little at the smaller q:
+ *   measured (test_ttl.c, test_memory_tradeoff) 1.80x one blocked filter
+ *   of n keys at p for g = 17, 1.70x for g = 9, 1.67x for g = 5.
+ *   Capacity counts a key until its slot ends, up to gran after its
+ *   expiry: a stream of r keys per time unit with TTLs near M holds about
+ *   r (M + gran) keys. Extra segments of generations
+ *   whose slot has ended are freed when the clock moves past it (any add,
+ *   or bk_ttl_advance); their first segment stays until reused.
+ *   Allocation beyond bk_ttl_set_max_bytes answers BK_ELIMIT, beyond
+ *   BK_TTL_MAX_SEGMENTS (the file format's part limit) BK_EFULL.
+ *
+ * Time going backwards: a time earlier than the latest seen is taken as
+ *   the latest: nothing expires early or late because of it.
+ *
+ * Concurrency: adds clear and allocate segments: writers, serialised by
+ *   the caller. The segments run in single-writer mode (plain stores).
+ *   Lookups and statistics only read.
+ *
+ * What it cannot do: delete a key before its time, count keys exactly
+ *   (a key re-added with a later expiry is counted in both generations),
+ *   or shrink a TTL.
+ */
+#include <math.h>   /* log1p, expm1 */
+#include <string.h> /* memset, memcpy */
+
+#include "filter.h"
+#include "hash.h"
+
+/*==========================================================================
+ * Types
+ *==========================================================================*/
+
+/* Allowance for a bk_blocked handle, whose size is private to blocked.c. */
+#define BLOCKED_HANDLE_BYTES 128
+#define BLOCK_WORDS 8   /* 64-bit words per 512-bit block (blocked.c) */
+#define BATCH_AHEAD 8   /* keys hashed and prefetched ahead in a batch */
+#define PREFETCH_MAX 256 /* live segments a batch prefetches ahead for */
+
+typedef struct segment {
+    bk_blocked *b;
+    const uint64_t *words; /* its bits, to prefetch a key's line */
+} segment;
+
+typedef struct generation {
+    segment *segs;    /* segs[0] always exists */
+    uint32_t nseg;
+    uint32_t cap;     /* room in segs */
+    int used;         /* holds a key (its first segment is not empty) */
+} generation;
+
+/* The blocked layout's in-block salts (lib/blocked.c; part of the file
+ * format, so fixed): a lookup builds the key's 512-bit mask once and
+ * compares it with its line in every live segment, instead of a call per
+ * segment. */
+static const uint32_t SALT[16] = {
+    0xe220a839u, 0x6e789e6bu, 0x06c45d19u, 0xf88bb8a9u,
+    0x1b39896bu, 0x53cb9f0du, 0x2c829abfu, 0xc584133bu,
+    0x3ee57891u, 0xf3b8488du, 0x657eecddu, 0xc2d326e1u,
+    0x8621a03fu, 0x8e1f7555u, 0xb54e0f17u, 0x84bb3f97u,
+};
+
+struct bk_ttl {
+    bk__object obj;       /* first: a bk_ttl is also a bk_filter */
+    generation *gens;     /* g generations, a ring by slot number mod g */
+    uint64_t *table;      /* 2g: slot of generation i, then its segment
+                             count (the file's last part, kept as is) */
+    uint32_t g;
+    uint32_t k;           /* hashes of every segment */
+    uint64_t nblocks;     /* blocks of every segment */
+    uint64_t capacity;    /* n */
+    double fpr;           /* p */
+    uint64_t max_ttl;     /* M */
+    uint64_t gran;        /* ceil(M / (g - 1)) */
+    uint64_t seg_capacity; /* c = ceil(n / (g - 1)) */
+    double seg_fpr;       /* q = p / (g - 1) */
+    uint64_t seed;
+    uint64_t now;         /* latest time seen */
+    uint64_t swept;       /* current slot at the last sweep */
+    uint64_t added;       /* adds that answered 1 */
+    uint64_t nsegments;   /* segments held */
+    size_t max_bytes;     /* 0: no cap */
+    size_t bytes;
+};
+
+static const bk__family_ops ttl_ops; /* at the end of this file */
+
+/*==========================================================================
+ * Internals
+ *==========================================================================*/
+
+static inline uint64_t ceil_div(uint64_t a, uint64_t b)
+{
+    return a / b + (a % b != 0);
+}
+
+static inline uint64_t effective_time(const bk_ttl *f, uint64_t now)
+{
+    return now < f->now ? f->now : now;
+}
+
+/* One segment's share of the memory: its bits, the alignment reserve, its
+ * handle and its entry in a generation's list. */
+static size_t segment_bytes(const bk_ttl *f)
+{
+    return (size_t)f->nblocks * BK_CACHE_LINE + BK_CACHE_LINE + BLOCKED_HANDLE_BYTES +
+           sizeof(segment);
+}
+
+static inline int gen_live(const bk_ttl *f, uint32_t i, uint64_t slot_now)
+{
+    return f->gens[i].used && f->table[2 * i] >= slot_now;
+}
+
+/* The k bits of x in a block, as 8 words. */
+static inline void build_mask(uint32_t x, uint32_t k, uint64_t mask[BLOCK_WORDS])
+{
+    for (int j = 0; j < BLOCK_WORDS; j++) mask[j] = 0;
+    for (uint32_t i = 0; i < k; i++) {
+        uint32_t pos = (uint32_t)(x * SALT[i]) >> 23;
+        mask[pos >> 6] |= UINT64_C(1) << (pos & 63);
+    }
+}
+
+/* Whether a line has every bit of mask (no branch on its contents). */
+static inline int line_has(const uint64_t *line, const uint64_t mask[BLOCK_WORDS])
+{
+    uint64_t missing = 0;
+    for (int j = 0; j < BLOCK_WORDS; j++) missing |= mask[j] & ~line[j];
+    return missing == 0;
+}
+
+static int segment_make(bk_ttl *f, segment *s)
+{
+    int rc = bk_blocked_create(&s->b, f->seg_capacity, f->seg_fpr, f->seed);
+    if (rc != BK_OK) return rc;
+    bk_blocked_set_single_writer(s->b, 1);
+    bk__part p;
+    bk__blocked_describe_part(s->b, &p);
+    s->words = p.data;
+    return BK_OK;
+}
+
+/* Free segments from..nseg-1 of generation i. Returns how many. */
+static uint32_t trim_generation(bk_ttl *f, uint32_t i, uint32_t from)
+{
+    generation *gen = &f->gens[i];
+    uint32_t freed = 0;
+    while (gen->nseg > from) {
+        gen->nseg--;
+        bk_blocked_free(gen->segs[gen->nseg].b);
+        gen->segs[gen->nseg].b = NULL;
+        f->nsegments--;
+        f->bytes -= segment_bytes(f);
+        freed++;
+    }
+    f->table[2 * i + 1] = gen->nseg;
+    return freed;
+}
+
+/* The clock is at slot `slot_now`: generations whose slot has ended give
+ * back their extra segments (once per slot the clock enters). */
+static int sweep(bk_ttl *f, uint64_t slot_now)
+{
+    if (slot_now <= f->swept) return 0;
+    f->swept = slot_now;
+    int freed = 0;
+    for (uint32_t i = 0; i < f->g; i++)
+        if (f->table[2 * i] < slot_now && f->gens[i].nseg > 1)
+            freed += (int)trim_generation(f, i, 1);
+    return freed;
+}
+
+/* Give generation i a new last segment. */
+static int grow_generation(bk_ttl *f, uint32_t i)
+{
+    generation *gen = &f->gens[i];
+    if (f->nsegments >= BK_TTL_MAX_SEGMENTS) return BK_EFULL;
+    if (f->max_bytes != 0 && f->bytes + segment_bytes(f) > f->max_bytes) return BK_ELIMIT;
+    if (gen->nseg == gen->cap) {
+        uint32_t cap = gen->cap * 2;
+        segment *segs = bk__calloc(cap, sizeof(*segs));
+        if (segs == NULL) return BK_ENOMEM;
+        memcpy(segs, gen->segs, gen->nseg * sizeof(*segs));
+        bk__free(gen->segs);
+        gen->segs = segs;
+        gen->cap = cap;
+    }
+    int rc = segment_make(f, &gen->segs[gen->nseg]);
+    if (rc != BK_OK) return rc == BK_ESIZE ? BK_ENOMEM : rc;
+    gen->nseg++;
+    f->table[2 * i + 1] = gen->nseg;
+    f->nsegments++;
+    f->bytes += segment_bytes(f);
+    return BK_OK;
+}
+
+/* Prefetch h's line in every live segment. */
+static inline void prefetch_live(const bk_ttl *f, bk_hash h, uint64_t slot_now)
+{
+    uint64_t offset = bk__fastrange64(h.lo, f->nblocks) * BLOCK_WORDS;
+    for (uint32_t i = 0; i < f->g; i++) {
+        if (!gen_live(f, i, slot_now)) continue;
+        const generation *gen = &f->gens[i];
+        for (uint32_t s = 0; s < gen->nseg; s++) BK_PREFETCH_READ(gen->segs[s].words + offset);
+    }
+}
+
+/* The lookup of h at time t; its lines are prefetched first unless the
+ * caller did (a batch, keys ahead). */
+static int contains_lines(const bk_ttl *f, bk_hash h, uint64_t t, int prefetched)
+{
+    uint64_t slot_now = t / f->gran;
+    uint64_t offset = bk__fastrange64(h.lo, f->nblocks) * BLOCK_WORDS;
+    if (!prefetched) prefetch_live(f, h, slot_now);
+    uint64_t mask[BLOCK_WORDS];
+    build_mask((uint32_t)h.hi, f->k, mask);
+    for (uint32_t i = 0; i < f->g; i++) {
+        if (!gen_live(f, i, slot_now)) continue;
+        const generation *gen = &f->gens[i];
+        for (uint32_t s = 0; s < gen->nseg; s++)
+            if (line_has(gen->segs[s].words + offset, mask)) return 1;
+    }
+    return 0;
+}
+
+static int contains_at(const bk_ttl *f, bk_hash h, uint64_t t)
+{
+    return contains_lines(f, h, t, 0);
+}
+
+/* The add of h expiring at e, at time `now`. */
+static int add_until_at(bk_ttl *f, bk_hash h, uint64_t e, uint64_t now)
+{
+    uint64_t t = effective_time(f, now);
+    if (t > UINT64_MAX - f->max_ttl || e > t + f->max_ttl) return BK_EPARAM;
+    f->now = t;
+    uint64_t slot_now = t / f->gran;
+    sweep(f, slot_now);
+    if (e <= t) return 0; /* expired already: nothing to keep */
+
+    uint64_t j = (e - 1) / f->gran;
+    uint32_t i = (uint32_t)(j % f->g);
+    /* Look it up everywhere first (the target generation, if stale, is
+     * not live and so not consulted). */
+    prefetch_live(f, h, slot_now);
+    uint64_t offset = bk__fastrange64(h.lo, f->nblocks) * BLOCK_WORDS;
+    uint64_t mask[BLOCK_WORDS];
+    build_mask((uint32_t)h.hi, f->k, mask);
+    int found = 0;
+    for (uint32_t x = 0; x < f->g; x++) {
+        if (!gen_live(f, x, slot_now)) continue;
+        const generation *gen = &f->gens[x];
+        for (uint32_t s = 0; s < gen->nseg; s++) {
+            if (!line_has(gen->segs[s].words + offset, mask)) continue;
+            if (f->table[2 * x] >= j) return 0; /* lives at least as long */
+            found = 1;
+            break;
+        }
+    }
+    generation *gen = &f->gens[i];
+    if (f->table[2 * i] != j) {
+        /* slot table[2i] = j - m g < slot_now: ended; reuse it */
+        trim_generation(f, i, 1);
+        bk_blocked_clear(gen->segs[0].b);
+        gen->used = 0;
+        f->table[2 * i] = j;
+    }
+    if (bk_blocked_items(gen->segs[gen->nseg - 1].b) >= f->seg_capacity) {
+        int rc = grow_generation(f, i);
+        if (rc != BK_OK) return rc;
+    }
+    bk_blocked_add_hash(gen->segs[gen->nseg - 1].b, h);
+    gen->used = 1;
+    if (!found) f->added++;
+    return !found;
+}
+
+static int add_at(bk_ttl *f, bk_hash h, uint64_t ttl, uint64_t now)
+{
+    if (ttl == 0 || ttl > f->max_ttl) return BK_EPARAM;
+    uint64_t t = effective_time(f, now);
+    if (t > UINT64_MAX - ttl) return BK_EPARAM;
+    return add_until_at(f, h, t + ttl, now);
+}
+
+/* The free of a filter in any state of construction. */
+static void free_generations(bk_ttl *f)
+{
+    if (f->gens == NULL) return;
+    for (uint32_t i = 0; i < f->g; i++) {
+        generation *gen = &f->gens[i];
+        if (gen->segs == NULL) continue;
+        for (uint32_t s = 0; s < gen->cap; s++) bk_blocked_free(gen->segs[s].b);
+        bk__free(gen->segs);
+    }
+    bk__free(f->gens);
+    f->gens = NULL;
+}
+
+/* The shape shared by create and restore: gran, c, q, and the blocked
+ * sizing of a segment. */
+static int set_shape(bk_ttl *f, uint64_t capacity, double fpr, uint64_t max_ttl, uint32_t g)
+{
+    f->g = g;
+    f->capacity = capacity;
+    f->fpr = fpr;
+    f->max_ttl = max_ttl;
+    f->gran = ceil_div(max_ttl, g - 1);
+    f->seg_capacity = ceil_div(capacity, g - 1);
+    f->seg_fpr = fpr / (double)(g - 1);
+    uint64_t bits;
+    uint32_t k;
+    int rc = bk_blocked_optimal(f->seg_capacity, f->seg_fpr, &bits, &k);
+    if (rc != BK_OK) return rc;
+    f->nblocks = bits / 512 + (bits % 512 != 0);
+    f->k = k;
+    return BK_OK;
+}
+
+/* The handle, its ring and table, with no segments yet. */
+static int alloc_handle(bk_ttl **out, uint32_t g)
+{
+    bk_ttl *f = bk__calloc(1, sizeof(*f));
+    if (f == NULL) return BK_ENOMEM;
+    bk__object_init(&f->obj, &ttl_ops);
+    f->g = g;
+    f->gens = bk__calloc(g, sizeof(*f->gens));
+    f->table = bk__calloc(2 * (size_t)g, sizeof(*f->table));
+    if (f->gens == NULL || f->table == NULL) {
+        bk_ttl_free(f);
+        return BK_ENOMEM;
+    }
+    f->bytes = sizeof(*f) + g * (sizeof(generation) + 2 * sizeof(uint64_t));
+    *out = f;
+    return BK_OK;
+}
+
+/* Room for nseg segments in generation i (at least 2). */
+static int alloc_segments(bk_ttl *f, uint32_t i, uint32_t nseg)
+{
+    uint32_t cap = nseg < 2 ? 2 : nseg;
+    f->gens[i].segs = bk__calloc(cap, sizeof(segment));
+    if (f->gens[i].segs == NULL) return BK_ENOMEM;
+    f->gens[i].cap = cap;
+    return BK_OK;
+}
+
+/*==========================================================================
+ * API: life cycle
+ *==========================================================================*/
+
+int bk_ttl_create(bk_ttl **out, uint64_t capacity, double fpr, uint64_t max_ttl,
+                  uint32_t generations, uint64_t now, uint64_t seed)
+{
+    bk_ttl *f = NULL;
+    int rc;
+    if (out == NULL) return BK_EINVAL;
+    *out = NULL;
+    if (capacity == 0) return BK_ECAPACITY;
+    if (bk__check_fpr(fpr) != BK_OK) return BK_EFPR;
+    if (generations == 0) generations = BK_TTL_DEFAULT_GENERATIONS;
+    if (max_ttl == 0 || max_ttl > BK_TTL_MAX_TTL || generations < BK_TTL_MIN_GENERATIONS ||
+        generations > BK_TTL_MAX_GENERATIONS)
+        return BK_EPARAM;
+
+    if ((rc = alloc_handle(&f, generations)) != BK_OK) return rc;
+    if ((rc = set_shape(f, capacity, fpr, max_ttl, generations)) != BK_OK) goto fail;
+    if (f->nblocks > SIZE_MAX / BK_CACHE_LINE / generations) { rc = BK_ESIZE; goto fail; }
+    f->seed = seed;
+    f->now = now;
+    f->swept = now / f->gran;
+    for (uint32_t i = 0; i < generations; i++) {
+        if ((rc = alloc_segments(f, i, 1)) != BK_OK) goto fail;
+        if ((rc = segment_make(f, &f->gens[i].segs[0])) != BK_OK) goto fail;
+        f->gens[i].nseg = 1;
+        f->table[2 * i] = i; /* slot i: ended (or empty) */
+        f->table[2 * i + 1] = 1;
+        f->nsegments++;
+        f->bytes += segment_bytes(f);
+    }
+    *out = f;
+    return BK_OK;
+
+fail:
+    bk_ttl_free(f);
+    return rc;
+}
+
+void bk_ttl_free(bk_ttl *f)
+{
+    if (f == NULL) return;
+    free_generations(f);
+    bk__free(f->table);
+    bk__object_release(&f->obj);
+    bk__free(f);
+}
+
+void bk_ttl_clear(bk_ttl *f)
+{
+    if (f == NULL) return;
+    for (uint32_t i = 0; i < f->g; i++) {
+        trim_generation(f, i, 1);
+        bk_blocked_clear(f->gens[i].segs[0].b);
+        f->gens[i].used = 0;
+        f->table[2 * i] = i;
+    }
+    f->added = 0;
+}
+
+int bk_ttl_advance(bk_ttl *f, uint64_t now)
+{
+    if (f == NULL) return BK_EINVAL;
+    f->now = effective_time(f, now);
+    return sweep(f, f->now / f->gran);
+}
+
+int bk_ttl_set_max_bytes(bk_ttl *f, size_t max_bytes)
+{
+    if (f == NULL) return BK_EINVAL;
+    f->max_bytes = max_bytes;
+    return BK_OK;
+}
+
+size_t bk_ttl_max_bytes(const bk_ttl *f) { return f ? f->max_bytes : 0; }
+
+/*==========================================================================
+ * API: keys
+ *==========================================================================*/
+
+int bk_ttl_add_hash(bk_ttl *f, bk_hash h, uint64_t ttl, uint64_t now)
+{
+    if (f == NULL) return BK_EINVAL;
+    return add_at(f, h, ttl, now);
+}
+
+int bk_ttl_add_until_hash(bk_ttl *f, bk_hash h, uint64_t expires_at, uint64_t now)
+{
+    if (f == NULL) return BK_EINVAL;
+    return add_until_at(f, h, expires_at, now);
+}
+
+int bk_ttl_contains_hash(const bk_ttl *f, bk_hash h, uint64_t now)
+{
+    if (f == NULL) return 0;
+    return contains_at(f, h, effective_time(f, now));
+}
+
+int bk_ttl_add(bk_ttl *f, const void *key, size_t len, uint64_t ttl, uint64_t now)
+{
+    if (f == NULL) return BK_EINVAL;
+    return add_at(f, bk__hash(key, len, f->seed), ttl, now);
+}
+
+int bk_ttl_add_until(bk_ttl *f, const void *key, size_t len, uint64_t expires_at,
+                     uint64_t now)
+{
+    if (f == NULL) return BK_EINVAL;
+    return add_until_at(f, bk__hash(key, len, f->seed), expires_at, now);
+}
+
+int bk_ttl_contains(const bk_ttl *f, const void *key, size_t len, uint64_t now)
+{
+    if (f == NULL) return 0;
+    return contains_at(f, bk__hash(key, len, f->seed), effective_time(f, now));
+}
+
+uint64_t bk_ttl_expiry(const bk_ttl *f, uint64_t ttl, uint64_t now)
+{
+    if (f == NULL) return UINT64_MAX;
+    uint64_t t = effective_time(f, now);
+    return t > UINT64_MAX - ttl ? UINT64_MAX : t + ttl;
+}
+
+/* Both batch adds: absolute (ttl 0: expires_at given) or relative. */
+static int64_t add_batch(bk_ttl *f, const void *const *keys, const size_t *lens, size_t n,
+                         uint64_t ttl, uint64_t expires_at, uint64_t now, uint8_t *results)
+{
+    int64_t added = 0;
+    if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        bk_hash h = bk__hash(keys[i], lens[i], f->seed);
+        int r = ttl ? add_at(f, h, ttl, now) : add_until_at(f, h, expires_at, now);
+        if (r < 0) return r;
+        added += r;
+        if (results != NULL) results[i] = (uint8_t)r;
+    }
+    return added;
+}
+
+int64_t bk_ttl_add_batch(bk_ttl *f, const void *const *keys, const size_t *lens, size_t n,
+                         uint64_t ttl, uint64_t now, uint8_t *results)
+{
+    if (ttl == 0 && f != NULL) return BK_EPARAM;
+    return add_batch(f, keys, lens, n, ttl, 0, now, results);
+}
+
+int64_t bk_ttl_add_until_batch(bk_ttl *f, const void *const *keys, const size_t *lens,
+                               size_t n, uint64_t expires_at, uint64_t now,
+                               uint8_t *results)
+{
+    return add_batch(f, keys, lens, n, 0, expires_at, now, results);
+}
+
+int64_t bk_ttl_contains_batch(const bk_ttl *f, const void *const *keys, const size_t *lens,
+                              size_t n, uint64_t now, uint8_t *results)
+{
+    if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
+    uint64_t t = effective_time(f, now);
+    uint64_t slot_now = t / f->gran;
+    /* the live segments' bits, listed once for the batch */
+    const uint64_t *live[PREFETCH_MAX];
+    uint32_t nlive = 0;
+    for (uint32_t i = 0; i < f->g; i++) {
+        if (!gen_live(f, i, slot_now)) continue;
+        for (uint32_t s = 0; s < f->gens[i].nseg && nlive < PREFETCH_MAX; s++)
+            live[nlive++] = f->gens[i].segs[s].words;
+    }
+    bk_hash ring[BATCH_AHEAD];
+    int64_t found = 0;
+    size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
+    for (size_t i = 0; i < n + ahead; i++) {
+        if (i >= ahead) { /* answer key i - ahead, hashed and prefetched before */
+            int r = contains_lines(f, ring[(i - ahead) % BATCH_AHEAD], t,
+                                   nlive < PREFETCH_MAX);
+            found += r;
+            if (results != NULL) results[i - ahead] = (uint8_t)r;
+        }
+        if (i < n) { /* hash key i and prefetch its lines */
+            bk_hash h = bk__hash(keys[i], lens[i], f->seed);
+            uint64_t offset = bk__fastrange64(h.lo, f->nblocks) * BLOCK_WORDS;
+            for (uint32_t s = 0; s < nlive; s++) BK_PREFETCH_READ(live[s] + offset);
+            ring[i % BATCH_AHEAD] = h;
+        }
+    }
+    return found;
+}
+
+/*==========================================================================
+ * API: statistics
+ *==========================================================================*/
+
+uint64_t bk_ttl_seed(const bk_ttl *f) { return f->seed; }
+uint32_t bk_ttl_generations(const bk_ttl *f) { return f->g; }
+uint64_t bk_ttl_max_ttl(const bk_ttl *f) { return f->max_ttl; }
+uint64_t bk_ttl_granularity(const bk_ttl *f) { return f->gran; }
+uint64_t bk_ttl_now(const bk_ttl *f) { return f->now; }
+size_t bk_ttl_bytes(const bk_ttl *f) { return f->bytes; }
+
+int bk_ttl_get_stats(const bk_ttl *f, bk_ttl_stats *out)
+{
+    if (f == NULL) return BK_EINVAL;
+    return bk_ttl_get_stats_at(f, f->now, out);
+}
+
+int bk_ttl_get_stats_at(const bk_ttl *f, uint64_t now, bk_ttl_stats *out)
+{
+    if (f == NULL || out == NULL) return BK_EINVAL;
+    memset(out, 0, sizeof(*out));
+    out->generations = f->g;
+    out->max_ttl = f->max_ttl;
+    out->granularity = f->gran;
+    out->capacity = f->capacity;
+    out->segment_capacity = f->seg_capacity;
+    out->target_fpr = f->fpr;
+    out->segment_fpr = f->seg_fpr;
+    out->seed = f->seed;
+    out->now = f->now;
+    out->segments = f->nsegments;
+    out->added = f->added;
+    out->bytes = f->bytes;
+    uint64_t slot_now = effective_time(f, now) / f->gran;
+    uint64_t bits = f->nblocks * 512;
+    double log_pass = 0.0;
+    for (uint32_t i = 0; i < f->g; i++) {
+        if (!gen_live(f, i, slot_now)) continue;
+        out->live_generations++;
+        for (uint32_t s = 0; s < f->gens[i].nseg; s++) {
+            uint64_t items = bk_blocked_items(f->gens[i].segs[s].b);
+            out->live_items += items;
+            out->live_segments++;
+            double r = bk_blocked_fpr(items, bits, f->k);
+            if (r > 0 && r < 1) log_pass += log1p(-r);
+            else if (r >= 1) log_pass = -INFINITY;
+        }
+    }
+    out->fpr_now = 0.0 - expm1(log_pass); /* +0, not -0, when empty */
+    double bound = f->fpr * (double)out->live_items / (double)f->capacity;
+    out->fpr_bound = bound < 1.0 ? bound : 1.0;
+    return BK_OK;
+}
+
+/*==========================================================================
+ * The generic filter
+ *
+ * add uses the longest TTL, add and contains the filter's clock. The file
+ * format is below (ops_describe); clone goes through it (filter.c); no
+ * merge.
+ *==========================================================================*/
+
+BK__FAMILY_CASTS(ttl, ttl_ops)
+
+/* From the generic config: cfg->window is the longest TTL; the clock
+ * starts at 0. */
+static int ops_create(const bk_filter_config *cfg, void **out)
+{
+    bk_ttl *f;
+    int rc = bk_ttl_create(&f, cfg->capacity, cfg->fpr, cfg->window, cfg->generations, 0,
+                           cfg->seed);
+    if (rc == BK_OK) *out = f;
+    return rc;
+}
+
+static int ops_add(void *vf, bk_hash h)
+{
+    bk_ttl *f = vf;
+    return add_at(f, h, f->max_ttl, f->now);
+}
+
+static int ops_contains(const void *vf, bk_hash h)
+{
+    const bk_ttl *f = vf;
+    return contains_at(f, h, f->now);
+}
+
+static int64_t ops_add_batch(void *vf, const void *const *keys, const size_t *lens, size_t n,
+                             uint8_t *results)
+{
+    bk_ttl *f = vf;
+    return bk_ttl_add_batch(f, keys, lens, n, f->max_ttl, f->now, results);
+}
+
+static int64_t ops_contains_batch(const void *vf, const void *const *keys,
+                                  const size_t *lens, size_t n, uint8_t *results)
+{
+    const bk_ttl *f = vf;
+    return bk_ttl_contains_batch(f, keys, lens, n, f->now, results);
+}
+
+static void ops_clear(void *f) { bk_ttl_clear(f); }
+static uint64_t ops_seed(const void *f) { return ((const bk_ttl *)f)->seed; }
+static void ops_destroy(void *f) { bk_ttl_free(f); }
+
+/* Capacity, target, live keys and the model rate from the statistics;
+ * fill and the estimate from the live segments' bits (O(size)). */
+static int ops_info(const void *vf, bk_filter_info *out)
+{
+    const bk_ttl *f = vf;
+    bk_ttl_stats st;
+    int rc = bk_ttl_get_stats(f, &st);
+    if (rc != BK_OK) return rc;
+    out->seed = st.seed;
+    out->capacity = st.capacity;
+    out->target_fpr = st.target_fpr;
+    out->items = st.live_items;
+    out->fpr_now = st.fpr_now;
+    out->fpr_at_capacity = st.target_fpr;
+    out->bytes = st.bytes;
+    out->parts = (uint32_t)st.segments;
+    double set = 0.0, bits = 0.0, estimate = 0.0;
+    uint64_t slot_now = f->now / f->gran;
+    for (uint32_t i = 0; i < f->g; i++) {
+        if (!gen_live(f, i, slot_now)) continue;
+        for (uint32_t s = 0; s < f->gens[i].nseg; s++) {
+            bk_blocked_stats bs;
+            if ((rc = bk_blocked_get_stats(f->gens[i].segs[s].b, &bs)) != BK_OK) return rc;
+            set += (double)bs.bits_set;
+            bits += (double)bs.bits;
+            estimate += bs.estimated_items;
+        }
+    }
+    out->fill = bits > 0 ? set / bits : 0.0;
+    out->estimated_items = estimate;
+    return BK_OK;
+}
+
+/* Image: parts 0 .. S-1 are the segments (blocked filters), generation by
+ * generation in ring order, each generation's in order; part S is the
+ * table: 2g 64-bit little-endian integers, slot then segment count of
+ * each generation (m = g). Header: capacity = n, fpr = p, items = the sum
+ * of the segments' counts, param[0] = M, param[1] = the clock,
+ * param[2] = adds that answered 1, param[3] = g, flags 0. The shape (gran,
+ * c, q, the segments' size) is recomputed as at creation and checked
+ * against every part. */
+static uint32_t ops_nparts(const void *vf)
+{
+    const bk_ttl *f = vf;
+    return (uint32_t)f->nsegments + 1;
+}
+
+static int ops_describe(const void *vf, bk__image *img)
+{
+    const bk_ttl *f = vf;
+    if (img->nparts != f->nsegments + 1) return BK_EINVAL;
+    img->seed = f->seed;
+    img->capacity = f->capacity;
+    img->fpr = f->fpr;
+    img->items = 0;
+    img->param[0] = f->max_ttl;
+    img->param[1] = f->now;
+    img->param[2] = f->added;
+    img->param[3] = f->g;
+    img->flags = 0;
+    uint32_t part = 0;
+    for (uint32_t i = 0; i < f->g; i++)
+        for (uint32_t s = 0; s < f->gens[i].nseg; s++) {
+            bk__blocked_describe_part(f->gens[i].segs[s].b, &img->parts[part]);
+            img->items += img->parts[part].items;
+            part++;
+        }
+    bk__part *table = &img->parts[part];
+    table->m = f->g;
+    table->data = f->table;
+    table->length = 2 * (uint64_t)f->g * sizeof(uint64_t);
+    return BK_OK;
+}
+
+static int ops_restore(const bk__image *img, void **out)
+{
+    bk_ttl *f = NULL;
+    int rc = BK_ECORRUPT;
+    uint64_t g = img->param[3];
+    if (g < BK_TTL_MIN_GENERATIONS || g > BK_TTL_MAX_GENERATIONS || img->flags != 0)
+        return BK_ECORRUPT;
+    if (img->nparts < g + 1 || img->nparts - 1 > BK_TTL_MAX_SEGMENTS) return BK_ECORRUPT;
+    if (img->capacity == 0 || !(img->fpr > 0.0 && img->fpr < 1.0)) return BK_ECORRUPT;
+    uint64_t max_ttl = img->param[0], clock = img->param[1];
+    if (max_ttl == 0 || max_ttl > BK_TTL_MAX_TTL || clock > UINT64_MAX - max_ttl)
+        return BK_ECORRUPT;
+    const bk__part *tp = &img->parts[img->nparts - 1];
+    if (tp->m != g || tp->length != 2 * g * sizeof(uint64_t)) return BK_ECORRUPT;
+
+    if ((rc = alloc_handle(&f, (uint32_t)g)) != BK_OK) return rc;
+    rc = BK_ECORRUPT;
+    if (set_shape(f, img->capacity, img->fpr, max_ttl, (uint32_t)g) != BK_OK) goto fail;
+    memcpy(f->table, tp->data, (size_t)tp->length);
+    f->seed = img->seed;
+    f->now = clock;
+    f->swept = 0; /* the first add or advance gives back what ended */
+    f->added = img->param[2];
+    /* the latest slot an add at the clock can name */
+    uint64_t last_slot = (clock + max_ttl - 1) / f->gran;
+    uint64_t total = 0, items = 0;
+    for (uint32_t i = 0; i < g; i++) {
+        uint64_t slot = f->table[2 * i], nseg = f->table[2 * i + 1];
+        if (slot % g != i || nseg == 0 || nseg > img->nparts - 1 - total) goto fail;
+        total += nseg;
+    }
+    if (total != img->nparts - 1) goto fail;
+    uint32_t part = 0;
+    for (uint32_t i = 0; i < g; i++) {
+        uint32_t nseg = (uint32_t)f->table[2 * i + 1];
+        /* a generation holding keys has a slot an add at the clock could
+         * name (an empty one may keep its initial slot, i) */
+        if (img->parts[part].items > 0 && f->table[2 * i] > last_slot) goto fail;
+        if ((rc = alloc_segments(f, i, nseg)) != BK_OK) goto fail;
+        rc = BK_ECORRUPT;
+        for (uint32_t s = 0; s < nseg; s++, part++) {
+            const bk__part *p = &img->parts[part];
+            /* every segment of the one shape; all but a generation's last
+             * full (a segment is added when its last one fills) */
+            if (p->capacity != f->seg_capacity || p->fpr != f->seg_fpr ||
+                p->m != f->nblocks * 512 || p->k != f->k ||
+                p->items > f->seg_capacity || (s + 1 < nseg && p->items != f->seg_capacity))
+                goto fail;
+            segment *sg = &f->gens[i].segs[s];
+            if ((rc = bk__blocked_restore_part(p, f->seed, 0, &sg->b)) != BK_OK) goto fail;
+            rc = BK_ECORRUPT;
+            bk_blocked_set_single_writer(sg->b, 1);
+            sg->words = p->data;
+            f->gens[i].nseg++;
+            f->gens[i].used |= p->items > 0;
+            f->nsegments++;
+            f->bytes += segment_bytes(f);
+            items += p->items;
+        }
+    }
+    if (items != img->items) goto fail;
+    *out = f;
+    return BK_OK;
+
+fail:
+    bk_ttl_free(f);
+    return rc;
+}
+
+/* The handle, the ring and the table, each generation's list and each
+ * segment (a blocked filter). */
+static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
+{
+    const bk_ttl *f = vf;
+    visit(ctx, f, sizeof(*f));
+    visit(ctx, f->gens, f->g * sizeof(*f->gens));
+    visit(ctx, f->table, 2 * (size_t)f->g * sizeof(*f->table));
+    for (uint32_t i = 0; i < f->g; i++) {
+        visit(ctx, f->gens[i].segs, f->gens[i].cap * sizeof(segment));
+        for (uint32_t s = 0; s < f->gens[i].nseg; s++)
+            bk__blocked_allocations(f->gens[i].segs[s].b, visit, ctx);
+    }
+}
+
+static const bk__family_ops ttl_ops = {
+    .family = BK_FAMILY_TTL,
+    .name = "ttl",
+    BK__OPS_STANDARD,
+    .add_batch = ops_add_batch, .contains_batch = ops_contains_batch, .clear = ops_clear,
+    /* lockfree_add 0: adds clear and allocate segments */
+    /* no clone: one goes through the file format (filter.c) */
+};
+
+const bk__family_ops *const bk__ttl_family = &ttl_ops;
