@@ -1826,6 +1826,11 @@ static void ops_allocations(const void *f, bk__visit_fn visit, void *ctx)
     bk__blocked_allocations(f, visit, ctx);
 }
 
+void bk__blocked_key_mask(uint32_t x, uint32_t k, uint64_t mask[BLOCK_WORDS])
+{
+    mask_scalar(x, k, mask);
+}
+
 /* Auto-clear's view (filter.h): bits, and adds that count the bits they
  * set. Plain stores: the auto-clear filter is the only writer. It wraps
  * the default layout only (its files hash with XXH3-128). */

@@ -196,6 +196,10 @@ BK_HIDDEN int bk__blocked_restore_part(const bk__part *p, uint64_t seed,
 /* The blocks a blocked filter holds (its handle; its bits unless they are
  * borrowed), for the families that embed blocked filters. */
 BK_HIDDEN void bk__blocked_allocations(const bk_blocked *f, bk__visit_fn visit, void *ctx);
+/* The 512-bit mask of a key's k bits in its line (x: the low 32 bits of
+ * h.hi), for the families that test one key against many blocked filters'
+ * lines (ttl.c): built once, compared with each line. */
+BK_HIDDEN void bk__blocked_key_mask(uint32_t x, uint32_t k, uint64_t mask[8]);
 
 /* The two public casts of a family, bk_<fam>_as_filter and
  * bk_filter_as_<fam> (NULL when f is of another family): the family struct

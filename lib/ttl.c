@@ -122,17 +122,6 @@ typedef struct generation {
     int used;         /* holds a key (its first segment is not empty) */
 } generation;
 
-/* The blocked layout's in-block salts (lib/blocked.c; part of the file
- * format, so fixed): a lookup builds the key's 512-bit mask once and
- * compares it with its line in every live segment, instead of a call per
- * segment. */
-static const uint32_t SALT[16] = {
-    0xe220a839u, 0x6e789e6bu, 0x06c45d19u, 0xf88bb8a9u,
-    0x1b39896bu, 0x53cb9f0du, 0x2c829abfu, 0xc584133bu,
-    0x3ee57891u, 0xf3b8488du, 0x657eecddu, 0xc2d326e1u,
-    0x8621a03fu, 0x8e1f7555u, 0xb54e0f17u, 0x84bb3f97u,
-};
-
 struct bk_ttl {
     bk__object obj;       /* first: a bk_ttl is also a bk_filter */
     generation *gens;     /* g generations, a ring by slot number mod g */
@@ -183,16 +172,6 @@ static size_t segment_bytes(const bk_ttl *f)
 static inline int gen_live(const bk_ttl *f, uint32_t i, uint64_t slot_now)
 {
     return f->gens[i].used && f->table[2 * i] >= slot_now;
-}
-
-/* The k bits of x in a block, as 8 words. */
-static inline void build_mask(uint32_t x, uint32_t k, uint64_t mask[BLOCK_WORDS])
-{
-    for (int j = 0; j < BLOCK_WORDS; j++) mask[j] = 0;
-    for (uint32_t i = 0; i < k; i++) {
-        uint32_t pos = (uint32_t)(x * SALT[i]) >> 23;
-        mask[pos >> 6] |= UINT64_C(1) << (pos & 63);
-    }
 }
 
 /* Whether a line has every bit of mask (no branch on its contents). */
@@ -287,7 +266,7 @@ static int contains_lines(const bk_ttl *f, bk_hash h, uint64_t t, int prefetched
     uint64_t offset = bk__fastrange64(h.lo, f->nblocks) * BLOCK_WORDS;
     if (!prefetched) prefetch_live(f, h, slot_now);
     uint64_t mask[BLOCK_WORDS];
-    build_mask((uint32_t)h.hi, f->k, mask);
+    bk__blocked_key_mask((uint32_t)h.hi, f->k, mask);
     for (uint32_t i = 0; i < f->g; i++) {
         if (!gen_live(f, i, slot_now)) continue;
         const generation *gen = &f->gens[i];
@@ -319,7 +298,7 @@ static int add_until_at(bk_ttl *f, bk_hash h, uint64_t e, uint64_t now)
     prefetch_live(f, h, slot_now);
     uint64_t offset = bk__fastrange64(h.lo, f->nblocks) * BLOCK_WORDS;
     uint64_t mask[BLOCK_WORDS];
-    build_mask((uint32_t)h.hi, f->k, mask);
+    bk__blocked_key_mask((uint32_t)h.hi, f->k, mask);
     int found = 0;
     for (uint32_t x = 0; x < f->g; x++) {
         if (!gen_live(f, x, slot_now)) continue;
