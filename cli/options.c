@@ -99,12 +99,14 @@ static const struct {
     {"bumped", BK_FAMILY_BUMPED},
 };
 
+/* The --type name of a family, else the library's name (autoclear,
+ * ttl, rbloom, rcuckoo: families --type does not make), else "unknown". */
 const char *cli_family_name(bk_family family)
 {
-    if (family == BK_FAMILY_AUTOCLEAR) return "autoclear"; /* --auto-clear */
     for (size_t i = 0; i < sizeof(type_names) / sizeof(type_names[0]); i++)
         if (type_names[i].family == family) return type_names[i].name;
-    return "unknown";
+    const char *name = bk_family_name(family);
+    return name != NULL ? name : "unknown";
 }
 
 /*==========================================================================
