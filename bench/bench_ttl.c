@@ -40,9 +40,11 @@ static inline void key_of(uint64_t id, uint64_t *out) { *out = id * UINT64_C(0x9
 
 typedef double (*run_fn)(void *f, const probe *pr, uint64_t now, int batched, uint64_t *found);
 
-static double run_ttl(void *vf, const probe *pr, uint64_t now, int batched, uint64_t *found)
+/* ns per lookup of pr's keys in f, a TTL filter at `now` (ttl) or a
+ * blocked filter, by single calls or batches; *found = the hits. */
+static double run_lookups(const void *f, int ttl, const probe *pr, uint64_t now, int batched,
+                          uint64_t *found)
 {
-    const bk_ttl *f = vf;
     uint64_t keys[BATCH];
     const void *ptrs[BATCH];
     size_t lens[BATCH];
@@ -55,40 +57,28 @@ static double run_ttl(void *vf, const probe *pr, uint64_t now, int batched, uint
             ptrs[i] = &keys[i];
             lens[i] = 8;
         }
-        if (batched) {
+        if (batched && ttl) {
             hits += (uint64_t)bk_ttl_contains_batch(f, ptrs, lens, m, now, NULL);
-        } else {
-            for (size_t i = 0; i < m; i++) hits += (uint64_t)bk_ttl_contains(f, ptrs[i], 8, now);
-        }
-    }
-    *found = hits;
-    return (now_ns() - t0) / (double)pr->n;
-}
-
-static double run_blocked(void *vf, const probe *pr, uint64_t now, int batched, uint64_t *found)
-{
-    (void)now;
-    const bk_blocked *f = vf;
-    uint64_t keys[BATCH];
-    const void *ptrs[BATCH];
-    size_t lens[BATCH];
-    uint64_t hits = 0;
-    double t0 = now_ns();
-    for (uint64_t at = 0; at < pr->n; at += BATCH) {
-        size_t m = pr->n - at < BATCH ? (size_t)(pr->n - at) : BATCH;
-        for (size_t i = 0; i < m; i++) {
-            key_of(pr->ids[at + i], &keys[i]);
-            ptrs[i] = &keys[i];
-            lens[i] = 8;
-        }
-        if (batched) {
+        } else if (batched) {
             hits += (uint64_t)bk_blocked_contains_batch(f, ptrs, lens, m, NULL);
+        } else if (ttl) {
+            for (size_t i = 0; i < m; i++) hits += (uint64_t)bk_ttl_contains(f, ptrs[i], 8, now);
         } else {
             for (size_t i = 0; i < m; i++) hits += (uint64_t)bk_blocked_contains(f, ptrs[i], 8);
         }
     }
     *found = hits;
     return (now_ns() - t0) / (double)pr->n;
+}
+
+static double run_ttl(void *f, const probe *pr, uint64_t now, int batched, uint64_t *found)
+{
+    return run_lookups(f, 1, pr, now, batched, found);
+}
+
+static double run_blocked(void *f, const probe *pr, uint64_t now, int batched, uint64_t *found)
+{
+    return run_lookups(f, 0, pr, now, batched, found);
 }
 
 static double run_hash(void *vf, const probe *pr, uint64_t now, int batched, uint64_t *found)

@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import modutil  # noqa: E402
 
 modutil.require()
-from harness import Runner, Server  # noqa: E402
+from harness import Runner, Server, stop_to_aof  # noqa: E402
 import test_ttl as tt  # noqa: E402  (tests/server, on the path via modutil)
 
 AOF = ("--appendonly", "yes", "--aof-use-rdb-preamble", "no", "--appendfsync", "always")
@@ -31,12 +31,7 @@ def from_aof(srv, r):
     """Stop without a snapshot; start from the AOF alone."""
     logged = tt.log_records(srv)
     assert b"TF.ADDAT" in logged and b"TF.ADD\r\n" not in logged, logged[-400:]
-    assert srv.stop(nosave=True) == 0
-    rdb = os.path.join(srv.dir, "dump.rdb")
-    if os.path.exists(rdb):
-        os.unlink(rdb)
-    srv.start()
-    return srv.client()
+    return from_aof_unchecked(srv)
 
 
 def from_rewritten_aof(srv, r):
@@ -47,10 +42,7 @@ def from_rewritten_aof(srv, r):
 
 
 def from_aof_unchecked(srv):
-    assert srv.stop(nosave=True) == 0
-    rdb = os.path.join(srv.dir, "dump.rdb")
-    if os.path.exists(rdb):
-        os.unlink(rdb)
+    stop_to_aof(srv)
     srv.start()
     return srv.client()
 

@@ -82,6 +82,18 @@ class Timed:
                 gone += 1
         return alive, gone
 
+    def watch(self, r, key, ms, step):
+        """check() every `step` seconds for `ms` milliseconds: the summed
+        (alive, gone) counts."""
+        start = now_ms()
+        alive = gone = 0
+        while now_ms() - start < ms:
+            a, g = self.check(r, key)
+            alive += a
+            gone += g
+            time.sleep(step)
+        return alive, gone
+
 
 def mixed_ttls(srv, r):
     reserve(r, "t")
@@ -93,13 +105,7 @@ def mixed_ttls(srv, r):
     assert t.madd(r, "t", 800, "m1", "m2", "m3") == [1, 1, 1]
     # re-adding with a shorter TTL keeps the longer life (0: present)
     assert r.execute_command("TF.ADD", "t", "i1500:0", 100) == 0
-    start = now_ms()
-    alive = gone = 0
-    while now_ms() - start < 1800:
-        a, g = t.check(r, "t")
-        alive += a
-        gone += g
-        time.sleep(0.04)
+    alive, gone = t.watch(r, "t", 1800, 0.04)
     # every item was seen alive and gone at least once
     assert alive >= len(t.items) * 2 and gone >= len(t.items), (alive, gone)
     assert r.execute_command("TF.EXISTS", "t", "never") == 0
@@ -242,13 +248,7 @@ def restart_keeps_expiry(restart, *flags):
             time.sleep(0.3)
             r = restart(srv, r)
             assert r.execute_command("TF.MEXISTS", "rp", "one-second", "long") == [1, 1]
-            start = now_ms()
-            alive = gone = 0
-            while now_ms() - start < 1200:
-                a, g = t.check(r, "rp")
-                alive += a
-                gone += g
-                time.sleep(0.02)
+            alive, gone = t.watch(r, "rp", 1200, 0.02)
             assert alive > 0 and gone > 0, (alive, gone)
     return run
 
