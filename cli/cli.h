@@ -84,6 +84,7 @@ enum cli_opt {
     OPT_SKIP_EMPTY, OPT_JOBS, OPT_INVERT, OPT_COUNT, OPT_TOTAL, OPT_JSON,
     OPT_FORCE, OPT_SAVE, OPT_NODES, OPT_SHARDS, OPT_CLUSTER_TYPE,
     OPT_STRICT, OPT_NO_DECOMPRESS, OPT_SPLIT, OPT_AUTO_CLEAR, OPT_ROTATE,
+    OPT_MAX_TTL, OPT_TTL,
     OPT__COUNT
 };
 
@@ -96,7 +97,7 @@ enum cli_opt {
      OPTBIT(OPT_MAX_KICKS) | OPTBIT(OPT_EXPANSION) | OPTBIT(OPT_NONSCALING) |  \
      OPTBIT(OPT_WINDOW) | OPTBIT(OPT_GENERATIONS) |                            \
      OPTBIT(OPT_WINDOW_BY_COUNT) | OPTBIT(OPT_SPLIT) | OPTBIT(OPT_FORCE) |     \
-     OPTBIT(OPT_AUTO_CLEAR) | OPTBIT(OPT_ROTATE))
+     OPTBIT(OPT_AUTO_CLEAR) | OPTBIT(OPT_ROTATE) | OPTBIT(OPT_MAX_TTL))
 /* The key-input flags of add, check, dedup and remove. */
 #define OPTS_INPUT                                                             \
     (OPTBIT(OPT_NUL) | OPTBIT(OPT_FIELD) | OPTBIT(OPT_DELIMITER) |             \
@@ -115,6 +116,8 @@ typedef struct cli_options {
     int strict;                /* add --strict: over capacity is an error */
     int no_decompress;         /* --no-decompress: compressed input as bytes */
     const char *window_arg;    /* --window as given (clock.c parses it) */
+    uint64_t ttl_ms;           /* add/dedup --ttl D into a ttl filter; 0:
+                                  the filter's max TTL */
     const char *save;          /* dedup --save FILE */
     const char *nodes;         /* cluster --nodes HOST:PORT,... */
     uint32_t shards;           /* cluster --shards S, 0: not given */
@@ -154,14 +157,27 @@ uint64_t cli_now_ms(void);
  * ("10m") or, with --window-by-count, a number. Prints the problem. */
 int cli_parse_window(const char *cmd, cli_options *opts);
 
-/* bk_filter_create, except that a time window's clock starts now. */
+/* A duration with a unit, ms, s, m, h or d ("10m", "250ms"), in
+ * milliseconds, 1ms to 36525d: 0, or -1 after printing the problem
+ * (cmd: option name). */
+int cli_parse_duration(const char *cmd, const char *option, const char *s, uint64_t *ms);
+
+/* bk_filter_create, except that a time window's or a TTL filter's clock
+ * starts now (a TTL filter's max TTL is config.window). */
 int cli_window_create(const bk_filter_config *c, bk_filter **out);
 
-/* Move a time window's clock to now (nothing for other filters). */
+/* Move a time window's or a TTL filter's clock to now (nothing for other
+ * filters). */
 void cli_window_tick(bk_filter *f);
 
-/* Lookups at the present: a time window answers for now, without moving
- * its clock; other filters as bk_filter_contains_batch / bk_filter_count. */
+/* Adds at the present: a TTL filter's keys live ttl_ms (0: its max TTL)
+ * from now; other filters as bk_filter_add_batch. */
+int64_t cli_add_batch(bk_filter *f, const void *const *keys, const size_t *lens, size_t n,
+                      uint8_t *results, uint64_t ttl_ms);
+
+/* Lookups at the present: a time window and a TTL filter answer for now,
+ * without moving their clock; other filters as bk_filter_contains_batch /
+ * bk_filter_count. */
 int64_t cli_contains_batch(bk_filter *f, const void *const *keys,
                            const size_t *lens, size_t n, uint8_t *results);
 int64_t cli_count(bk_filter *f, const void *key, size_t len);

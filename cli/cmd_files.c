@@ -49,6 +49,13 @@ static size_t family_params(bk_filter *f, param *out)
         out[n++] = (param){"units_set", "units set", st.units_set};
         out[n++] = (param){"clear_at", "clears at", st.clear_at};
     }
+    bk_ttl *ttl = bk_filter_as_ttl(f);
+    if (ttl != NULL) { /* the CLI's clock: wall-clock milliseconds (clock.c) */
+        out[n++] = (param){"max_ttl_ms", "max TTL (ms)", bk_ttl_max_ttl(ttl)};
+        out[n++] = (param){"granularity_ms", "granularity (ms)", bk_ttl_granularity(ttl)};
+        out[n++] = (param){"generations", "generations", bk_ttl_generations(ttl)};
+        out[n++] = (param){"clock_ms", "clock (ms)", bk_ttl_now(ttl)};
+    }
     bk_window *window = bk_filter_as_window(f);
     if (window != NULL) {
         /* time mode: wall-clock milliseconds (clock.c); count mode: adds */

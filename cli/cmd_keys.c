@@ -67,7 +67,9 @@ static int add_tells_new(bk_family family)
     case BK_FAMILY_BLOOM:
     case BK_FAMILY_BLOCKED:
     case BK_FAMILY_COUNTING:
-    case BK_FAMILY_DELETABLE: return 1;
+    case BK_FAMILY_DELETABLE:
+    case BK_FAMILY_TTL: /* 1: found in no live generation */
+        return 1;
     default: return 0;
     }
 }
@@ -135,6 +137,7 @@ typedef struct add_job {
     int stop;          /* input exhausted or an error: threads finish */
     int failed;        /* an error was reported */
     uint64_t keys;     /* keys handed to the threads */
+    uint64_t ttl_ms;   /* --ttl: a TTL filter's keys live this long */
 } add_job;
 
 static void *add_worker(void *arg)
@@ -162,7 +165,7 @@ static void *add_worker(void *arg)
         int stop = j->stop;
         pthread_mutex_unlock(&j->lock);
         if (stop) break;
-        int64_t rc = bk_filter_add_batch(j->f, b.keys, b.lens, b.n, NULL);
+        int64_t rc = cli_add_batch(j->f, b.keys, b.lens, b.n, NULL, j->ttl_ms);
         if (rc < 0) {
             pthread_mutex_lock(&j->lock);
             if (!j->failed)
@@ -198,7 +201,9 @@ static int over_capacity(const char *path, bk_filter *f, int strict)
     bk_filter_info in;
     if (bk_filter_get_info(f, &in) != BK_OK || in.capacity == 0) return 0;
     if (in.family == BK_FAMILY_AUTOCLEAR) return 0; /* it clears instead of filling */
-    int items_over = in.family != BK_FAMILY_WINDOW && in.items > in.capacity;
+    /* a window's and a TTL filter's items count keys they have let go */
+    int items_over = in.family != BK_FAMILY_WINDOW && in.family != BK_FAMILY_TTL &&
+                     in.items > in.capacity;
     int rate_over = in.target_fpr > 0 && in.fpr_now > 1.5 * in.target_fpr;
     if (!items_over && !rate_over) return 0;
     char what[200];
@@ -219,6 +224,25 @@ static int over_capacity(const char *path, bk_filter *f, int strict)
         cli_error("%s: warning: %s: create a larger filter or use --type "
                   "scalable (--strict refuses such adds)", path, what);
     return strict;
+}
+
+/* --ttl given for a filter that is not a TTL filter, or longer than its
+ * max TTL: says so (where: the file, or NULL). */
+static int ttl_misplaced(const char *cmd, const char *where, const cli_options *o, bk_filter *f)
+{
+    if (!(o->given & OPTBIT(OPT_TTL))) return 0;
+    bk_ttl *t = bk_filter_as_ttl(f);
+    char at[PATH_MAX + 4] = "";
+    if (where != NULL) snprintf(at, sizeof(at), " %s:", where);
+    if (t == NULL)
+        cli_error("%s:%s --ttl applies to a ttl filter (create --type ttl --max-ttl D), "
+                  "not %s", cmd, at, cli_family_name(bk_filter_family(f)));
+    else if (o->ttl_ms > bk_ttl_max_ttl(t))
+        cli_error("%s:%s --ttl %llu ms is longer than the filter's max TTL, %llu ms", cmd, at,
+                  (unsigned long long)o->ttl_ms, (unsigned long long)bk_ttl_max_ttl(t));
+    else
+        return 0;
+    return 1;
 }
 
 /* Load path, or create it when it is missing and sizing flags were given. */
@@ -249,7 +273,7 @@ int cmd_add(int argc, char **argv)
     int lock = -1;
     if (cli_parse_options("add", argc, argv,
                           (OPTS_SIZING & ~OPTBIT(OPT_FORCE)) | OPTS_INPUT |
-                              OPTBIT(OPT_JOBS) | OPTBIT(OPT_STRICT),
+                              OPTBIT(OPT_JOBS) | OPTBIT(OPT_STRICT) | OPTBIT(OPT_TTL),
                           &o) != 0)
         goto done;
     if (wants_help(&o, "add")) {
@@ -267,6 +291,8 @@ int cmd_add(int argc, char **argv)
     if (cli_check_target(j.path) != 0) goto done;
     if (cli_lock_file(j.path, &lock) != 0) goto done;
     if (open_or_create("add", j.path, &o, &j.f) != 0) goto done;
+    if (ttl_misplaced("add", j.path, &o, j.f)) goto done;
+    j.ttl_ms = o.ttl_ms;
     if (key_reader_open(&j.reader, o.args + 1, o.nargs - 1, &o) != 0) goto done;
 
     bk_filter_info info;
@@ -476,7 +502,7 @@ int cmd_dedup(int argc, char **argv)
     key_batch b = {0};
     int status = CLI_EXIT_ERROR;
     uint64_t allowed = (OPTS_SIZING & ~OPTBIT(OPT_FORCE)) | OPTS_INPUT |
-                       OPTBIT(OPT_SAVE);
+                       OPTBIT(OPT_SAVE) | OPTBIT(OPT_TTL);
     if (cli_parse_options("dedup", argc, argv, allowed, &o) != 0) goto done;
     if (wants_help(&o, "dedup")) {
         status = CLI_EXIT_OK;
@@ -488,6 +514,7 @@ int cmd_dedup(int argc, char **argv)
         goto done;
     if (o.save != NULL && cli_check_target(o.save) != 0) goto done;
     if (create_filter(o.save ? o.save : "dedup", &o, &f) != BK_OK) goto done;
+    if (ttl_misplaced("dedup", NULL, &o, f)) goto done;
     bk_filter_set_single_writer(f, 1); /* one thread owns it: plain stores */
     if (key_reader_open(&r, o.args, o.nargs, &o) != 0) goto done;
     if (key_batch_init(&b) != 0) goto done;
@@ -503,7 +530,7 @@ int cmd_dedup(int argc, char **argv)
         cli_window_tick(f);
         int64_t rc = 0;
         if (batched) {
-            rc = bk_filter_add_batch(f, b.keys, b.lens, b.n, b.results);
+            rc = cli_add_batch(f, b.keys, b.lens, b.n, b.results, o.ttl_ms);
         } else {
             for (size_t i = 0; i < b.n && rc >= 0; i++) {
                 b.results[i] = 0;

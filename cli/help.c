@@ -13,7 +13,8 @@
     "  -e, --error P        target false-positive rate, in (0, 1)\n"           \
     "  -t, --type TYPE      blocked (default), classic, counting, deletable,\n" \
     "                       cuckoo, scalable, growable (grows, one cache line\n" \
-    "                       per lookup; rates from 0.071%), window, or the\n" \
+    "                       per lookup; rates from 0.071%), window, ttl (each\n" \
+    "                       key forgotten after its own TTL), or the\n"     \
     "                       counting kinds dleft, varcount, hier, hybrid,\n" \
     "                       morris (remove: all but morris; see docs/CLI.md)\n" \
     "      --seed S         64-bit hash seed, decimal or 0x-hex (filters are\n" \
@@ -40,7 +41,11 @@
     "                               never saturates it (seed 003)\n"           \
     "      --rotate                 with --auto-clear: keep the previous\n"     \
     "                               generation for lookups until the next\n"   \
-    "                               clear (twice the memory)\n"
+    "                               clear (twice the memory)\n"                \
+    "      --max-ttl D              ttl: the longest TTL a key may have, a\n"  \
+    "                               duration (30s, 10m, 1h); --generations N\n" \
+    "                               (default 17) sets the granularity,\n"     \
+    "                               max TTL / (N - 1)\n"
 
 #define INPUT_OPTIONS                                                          \
     "  -0, --null           keys end in NUL instead of newline (find -print0)\n" \
@@ -177,6 +182,8 @@ HELP_SECTION
 "  -j, --jobs N         threads (default 0: one per core)\n"
 "      --strict         refuse (exit 2, FILE unchanged) an add that takes\n"
 "                       the filter past its capacity or target rate\n"
+"      --ttl D          ttl filters: the keys live D from now (30s, 10m,\n"
+"                       1h; at most the filter's max TTL; default: it)\n"
 INPUT_OPTIONS
 SIZING_OPTIONS
 HELP_SECTION
@@ -189,7 +196,8 @@ KEYS_SECTION
 "EXAMPLES\n"
 "  bloomkit add seen.bkf urls.txt\n"
 "  cut -f2 log.tsv | bloomkit add ids.bkf -n 1M -e 0.001\n"
-"  bloomkit add users.bkf --field 3 --delimiter , users.csv\n"},
+"  bloomkit add users.bkf --field 3 --delimiter , users.csv\n"
+"  bloomkit add sessions.bkf --ttl 15m tokens.txt    (a --type ttl file)\n"},
 
 {"check",
 "NAME\n"
@@ -205,7 +213,7 @@ KEYS_SECTION
 "\n"
 "  A FILE over 16 MiB is mapped, not read: a few keys cost a few pages,\n"
 "  whatever its size, and its payload checksum is not read (bloomkit info\n"
-"  checks it). A time-window filter answers for the present moment.\n"
+"  checks it). A time-window or TTL filter answers for the present moment.\n"
 "\n"
 "OPTIONS\n"
 "  -v, --invert         print the keys that are certainly absent\n"
@@ -243,6 +251,7 @@ KEYS_SECTION
 "\n"
 "OPTIONS\n"
 "      --save FILE      save the filter to FILE at the end\n"
+"      --ttl D          with --type ttl: a key counts as seen for D\n"
 INPUT_OPTIONS
 SIZING_OPTIONS
 HELP_SECTION

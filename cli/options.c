@@ -61,6 +61,8 @@ static const optdef optdefs[] = {
     {OPT_SPLIT, "split", 0, 0},
     {OPT_AUTO_CLEAR, "auto-clear", 0, 1},
     {OPT_ROTATE, "rotate", 0, 0},
+    {OPT_MAX_TTL, "max-ttl", 0, 1},
+    {OPT_TTL, "ttl", 0, 1},
 };
 #define NOPTDEFS (sizeof(optdefs) / sizeof(optdefs[0]))
 
@@ -80,6 +82,8 @@ static const struct {
     {OPT_WINDOW, BK_FAMILY_WINDOW},
     {OPT_GENERATIONS, BK_FAMILY_WINDOW},
     {OPT_WINDOW_BY_COUNT, BK_FAMILY_WINDOW},
+    {OPT_MAX_TTL, BK_FAMILY_TTL},
+    {OPT_GENERATIONS, BK_FAMILY_TTL},
 };
 #define NFAMILY_OPTIONS (sizeof(family_options) / sizeof(family_options[0]))
 
@@ -96,7 +100,7 @@ static const struct {
     {"dleft", BK_FAMILY_DLEFT},         {"varcount", BK_FAMILY_VARCOUNT},
     {"hier", BK_FAMILY_HIER},           {"hybrid", BK_FAMILY_HYBRID},
     {"morris", BK_FAMILY_MORRIS},       {"growable", BK_FAMILY_GROWABLE},
-    {"bumped", BK_FAMILY_BUMPED},
+    {"bumped", BK_FAMILY_BUMPED},       {"ttl", BK_FAMILY_TTL},
 };
 
 /* The --type name of a family, else the library's name (autoclear,
@@ -223,6 +227,8 @@ static int set_option(const char *cmd, const optdef *d, const char *shown,
                   shown, value);
         return -1;
     case OPT_ROTATE: c->auto_clear_mode = BK_AUTOCLEAR_ROTATE; return 0;
+    case OPT_MAX_TTL: return cli_parse_duration(cmd, d->name, value, &c->window);
+    case OPT_TTL: return cli_parse_duration(cmd, d->name, value, &o->ttl_ms);
     case OPT_AUTO_CLEAR:
         if (parse_double(value, &c->auto_clear) != 0 ||
             !(c->auto_clear > 0 && c->auto_clear <= 1)) {
@@ -249,7 +255,7 @@ static int set_option(const char *cmd, const optdef *d, const char *shown,
                 return 0;
             }
         cli_error("%s: %s: unknown filter type '%s' (blocked, classic, "
-                  "counting, deletable, cuckoo, scalable, window, dleft, "
+                  "counting, deletable, cuckoo, scalable, window, ttl, dleft, "
                   "varcount, hier, hybrid, morris)",
                   cmd, shown, value);
         return -1;
@@ -408,6 +414,11 @@ int cli_check_sizing(const char *cmd, const cli_options *o)
         cli_error("%s: --error is required to create a filter", cmd);
         return -1;
     }
+    if (o->config.family == BK_FAMILY_TTL && !(o->given & OPTBIT(OPT_MAX_TTL))) {
+        cli_error("%s: --type ttl needs --max-ttl DURATION (the longest TTL a key may "
+                  "have, e.g. --max-ttl 1h)", cmd);
+        return -1;
+    }
     if (o->config.family == BK_FAMILY_WINDOW &&
         !(o->given & OPTBIT(OPT_WINDOW))) {
         cli_error("%s: --type window needs --window DURATION (e.g. --window "
@@ -429,7 +440,11 @@ int cli_check_sizing(const char *cmd, const cli_options *o)
     }
     for (size_t i = 0; i < NFAMILY_OPTIONS; i++) {
         if (!(o->given & OPTBIT(family_options[i].opt))) continue;
-        if (family_options[i].family == o->config.family) continue;
+        int fits = 0; /* an option may belong to several families */
+        for (size_t j = 0; j < NFAMILY_OPTIONS; j++)
+            fits |= family_options[j].opt == family_options[i].opt &&
+                    family_options[j].family == o->config.family;
+        if (fits) continue;
         const optdef *d = NULL;
         for (size_t j = 0; j < NOPTDEFS; j++)
             if (optdefs[j].id == family_options[i].opt) d = &optdefs[j];
