@@ -730,13 +730,6 @@ static int ops_add(void *f, bk_hash h)
 
 static int ops_contains(const void *f, bk_hash h) { return contains_h(f, h.lo); }
 
-static int64_t ops_add_batch(void *f, const void *const *keys, const size_t *lens,
-                             size_t n, uint8_t *results)
-{
-    (void)f, (void)keys, (void)lens, (void)n, (void)results;
-    return BK_ESTATIC;
-}
-
 static int64_t ops_contains_batch(const void *f, const void *const *keys,
                                   const size_t *lens, size_t n, uint8_t *results)
 {
@@ -863,7 +856,7 @@ static const bk__family_ops bumped_ops = {
     .family = BK_FAMILY_BUMPED,
     .name = "bumped",
     BK__OPS_STANDARD,
-    .hash = ops_hash, .add_batch = ops_add_batch, .contains_batch = ops_contains_batch,
+    .hash = ops_hash, .add_batch = bk__static_add_batch, .contains_batch = ops_contains_batch,
     /* no clone: one goes through the file format (filter.c) */
 };
 
