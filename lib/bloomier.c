@@ -326,8 +326,10 @@ static int ops_create(const bk_filter_config *cfg, void **out)
 static int ops_info(const void *vf, bk_filter_info *out)
 {
     const bk_map *m = vf;
-    bk__fuse_table_info(&m->t, check_fpr(m), m->t.items ? ldexp(1.0, -(int)m->check_bits) : 0.0,
-                        sizeof(*m) + table_bytes(&m->t.shape, m->t.width), out);
+    bk__static_info(m->t.seed, m->t.items, check_fpr(m),
+                    m->t.items ? ldexp(1.0, -(int)m->check_bits) : 0.0,
+                    m->t.shape.array_length, sizeof(*m) + table_bytes(&m->t.shape, m->t.width), 1,
+                    out);
     return BK_OK;
 }
 

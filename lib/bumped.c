@@ -751,16 +751,8 @@ static int ops_info(const void *vf, bk_filter_info *out)
     const bk_bumped *f = vf;
     double fpr = f->items ? ldexp(1.0, -(int)f->width) : 0.0;
     uint64_t lines = total_lines(f);
-    out->seed = f->seed;
-    out->capacity = f->items;
-    out->target_fpr = fpr;
-    out->items = f->items;
-    out->estimated_items = (double)f->items;
-    out->fpr_now = fpr;
-    out->fpr_at_capacity = fpr;
-    out->fill = (double)f->items / ((double)lines * rows_of(f->width));
-    out->bytes = sizeof(*f) + (size_t)lines * LINE;
-    out->parts = f->layers;
+    bk__static_info(f->seed, f->items, fpr, fpr, (double)lines * rows_of(f->width),
+                    sizeof(*f) + (size_t)lines * LINE, f->layers, out);
     return BK_OK;
 }
 

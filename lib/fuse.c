@@ -301,7 +301,7 @@ static int ops_info(const void *vf, bk_filter_info *out)
     bk_static_stats st;
     int rc = bk_static_get_stats(f, &st);
     if (rc != BK_OK) return rc;
-    bk__fuse_table_info(&f->t, st.fpr, st.fpr, st.bytes, out);
+    bk__static_info(f->t.seed, f->t.items, st.fpr, st.fpr, st.cells, st.bytes, 1, out);
     return BK_OK;
 }
 

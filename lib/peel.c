@@ -471,20 +471,19 @@ int bk__fuse_table_restore(const bk__image *img, uint32_t padding, double fpr,
     return BK_OK;
 }
 
-void bk__fuse_table_info(const bk__fuse_table *t, double target_fpr, double fpr,
-                         size_t bytes, bk_filter_info *out)
+void bk__static_info(uint64_t seed, uint64_t items, double target_fpr, double fpr,
+                     double cells, size_t bytes, uint32_t parts, bk_filter_info *out)
 {
-    out->seed = t->seed;
-    out->capacity = t->items;
+    out->seed = seed;
+    out->capacity = items;
     out->target_fpr = target_fpr;
-    out->items = t->items;
-    out->estimated_items = (double)t->items;
+    out->items = items;
+    out->estimated_items = (double)items;
     out->fpr_now = fpr;
     out->fpr_at_capacity = fpr;
-    /* a shape has at least 3 segments of 4 cells */
-    out->fill = (double)t->items / (double)t->shape.array_length;
+    out->fill = (double)items / cells; /* a table has 12 cells or more */
     out->bytes = bytes;
-    out->parts = 1;
+    out->parts = parts;
 }
 
 void bk__fuse_table_allocations(const bk__fuse_table *t, uint32_t padding,

@@ -243,9 +243,12 @@ BK_HIDDEN void bk__fuse_table_describe(const bk__fuse_table *t, uint32_t padding
 BK_HIDDEN int bk__fuse_table_restore(const bk__image *img, uint32_t padding, double fpr,
                                      bk__fuse_table *t);
 
-/* The generic info of a table held by a handle of `bytes` bytes in all. */
-BK_HIDDEN void bk__fuse_table_info(const bk__fuse_table *t, double target_fpr,
-                                   double fpr, size_t bytes, bk_filter_info *out);
+/* The generic info of a static filter or map (fuse.c, bloomier.c,
+ * bumped.c): `items` keys in `cells` cells (or rows), which is also its
+ * capacity and its estimate; one rate now and at capacity; `bytes` in all. */
+BK_HIDDEN void bk__static_info(uint64_t seed, uint64_t items, double target_fpr, double fpr,
+                               double cells, size_t bytes, uint32_t parts,
+                               bk_filter_info *out);
 
 /* The handle of handle_size bytes and, unless borrowed, the cells. */
 BK_HIDDEN void bk__fuse_table_allocations(const bk__fuse_table *t, uint32_t padding,
