@@ -685,6 +685,24 @@ static redisReply *rs_call(const char *cmd, rside *s, const char *name, const vo
     return c.reply;
 }
 
+/* rs_call for a command that answers a string: a copy of its bytes (to
+ * free) and *len, or NULL after reporting (an error reply, anything but a
+ * string, or no memory for the copy). */
+static unsigned char *rs_call_bytes(const char *cmd, rside *s, const char *name,
+                                    const void *arg, size_t arglen, size_t *len)
+{
+    redisReply *r = rs_call(cmd, s, name, arg, arglen, 0);
+    if (r == NULL) return NULL;
+    unsigned char *bytes = NULL;
+    if (r->type == REDIS_REPLY_STRING && (bytes = malloc(r->len ? r->len : 1)) != NULL) {
+        memcpy(bytes, r->str, r->len);
+        *len = r->len;
+    }
+    freeReplyObject(r);
+    if (bytes == NULL) cli_error("%s: %s: %s: unexpected reply", cmd, s->arg, name);
+    return bytes;
+}
+
 /* Connect and find the key (RS.INFO key SEED). */
 static int rside_open(const char *cmd, rside *s)
 {
@@ -1069,17 +1087,8 @@ static int reconcile_remote(const char *cmd, const cli_options *o, int apply)
             goto done;
         }
     } else {
-        redisReply *r = rs_call(cmd, A, "RS.STRATA", NULL, 0, 0);
-        if (r == NULL) goto done;
-        if (r->type == REDIS_REPLY_STRING && (strata = malloc(r->len ? r->len : 1)) != NULL) {
-            memcpy(strata, r->str, r->len);
-            strata_len = r->len;
-        }
-        freeReplyObject(r);
-        if (strata == NULL) {
-            cli_error("%s: %s: RS.STRATA: unexpected reply", cmd, A->arg);
-            goto done;
-        }
+        strata = rs_call_bytes(cmd, A, "RS.STRATA", NULL, 0, &strata_len);
+        if (strata == NULL) goto done;
     }
     if (rs_local(B)) {
         bk_strata *theirs = NULL;
@@ -1129,17 +1138,8 @@ static int reconcile_remote(const char *cmd, const cli_options *o, int apply)
         } else {
             char num[24];
             int nl = snprintf(num, sizeof num, "%llu", (unsigned long long)cells);
-            redisReply *r = rs_call(cmd, B, "RS.IBLT", num, (size_t)nl, 0);
-            if (r == NULL) goto done;
-            if (r->type == REDIS_REPLY_STRING && (table = malloc(r->len ? r->len : 1)) != NULL) {
-                memcpy(table, r->str, r->len);
-                table_len = r->len;
-            }
-            freeReplyObject(r);
-            if (table == NULL) {
-                cli_error("%s: %s: RS.IBLT: unexpected reply", cmd, B->arg);
-                goto done;
-            }
+            table = rs_call_bytes(cmd, B, "RS.IBLT", num, (size_t)nl, &table_len);
+            if (table == NULL) goto done;
         }
         rounds++;
         iblt_bytes += table_len;

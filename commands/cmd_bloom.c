@@ -271,6 +271,20 @@ static int parse_valkey_option(bkc_ctx *c, int argc, const bkc_str *argv, int *i
     return parse(c, argv[++*i], o) ? 1 : -1;
 }
 
+/* parse_valkey_option, with any other word an unknown argument: 1 parsed,
+ * 0 replied. */
+static int valkey_option_or_unknown(bkc_ctx *c, int argc, const bkc_str *argv, int *i,
+                                    bf_opts *o)
+{
+    int got = parse_valkey_option(c, argc, argv, i, o);
+    if (got < 0) return 0;
+    if (got == 0) {
+        bkc__err(c, BKC_ERR_UNKNOWN_ARG);
+        return 0;
+    }
+    return 1;
+}
+
 /*==========================================================================
  * Creating and adding
  *==========================================================================*/
@@ -799,13 +813,8 @@ void bkc_cmd_bf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
                 return;
             }
             if (!parse_expansion(c, argv[++i], &o)) return;
-        } else {
-            int got = parse_valkey_option(c, argc, argv, &i, &o);
-            if (got < 0) return;
-            if (got == 0) {
-                bkc__err(c, BKC_ERR_UNKNOWN_ARG);
-                return;
-            }
+        } else if (!valkey_option_or_unknown(c, argc, argv, &i, &o)) {
+            return;
         }
     }
     if (!opts_valid(c, &o)) return;
@@ -828,47 +837,41 @@ void bkc_cmd_bf_madd(bkc_ctx *c, int argc, const bkc_str *argv)
     add_items(c, argc, argv, argv[1], &o, 0, &argv[2], (size_t)(argc - 2), 0);
 }
 
+/* One of BF.INSERT's options before ITEMS (bkc__option_fn). */
+static int insert_option(bkc_ctx *c, int argc, const bkc_str *argv, int *ip, void *vo)
+{
+    bf_opts *o = vo;
+    int i = *ip;
+    if (bkc_streq(argv[i], "NONSCALING")) {
+        o->nonscaling = 1;
+    } else if (bkc_streq(argv[i], "GROWABLE")) {
+        o->growable = 1;
+    } else if (bkc_streq(argv[i], "CAPACITY") || bkc_streq(argv[i], "ERROR") ||
+               bkc_streq(argv[i], "EXPANSION")) {
+        if (i + 1 >= argc) {
+            bkc__arity_error(c, argv);
+            return 0;
+        }
+        int ok = bkc_streq(argv[i], "CAPACITY") ? parse_capacity(c, argv[i + 1], &o->capacity)
+                 : bkc_streq(argv[i], "ERROR")  ? parse_error_rate(c, argv[i + 1], &o->error)
+                                                : parse_expansion(c, argv[i + 1], o);
+        if (!ok) return 0;
+        if (bkc_streq(argv[i], "CAPACITY")) o->capacity_given = 1;
+        i++;
+    } else if (!valkey_option_or_unknown(c, argc, argv, &i, o)) {
+        return 0;
+    }
+    *ip = i;
+    return 1;
+}
+
 void bkc_cmd_bf_insert(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     bf_opts o;
-    int nocreate = 0, i;
+    int nocreate;
     opts_default(&o);
-    for (i = 2; i < argc; i++) {
-        if (bkc_streq(argv[i], "ITEMS")) {
-            i++;
-            break;
-        }
-        if (bkc_streq(argv[i], "NOCREATE")) {
-            nocreate = 1;
-        } else if (bkc_streq(argv[i], "NONSCALING")) {
-            o.nonscaling = 1;
-        } else if (bkc_streq(argv[i], "GROWABLE")) {
-            o.growable = 1;
-        } else if (bkc_streq(argv[i], "CAPACITY") || bkc_streq(argv[i], "ERROR") ||
-                   bkc_streq(argv[i], "EXPANSION")) {
-            if (i + 1 >= argc) {
-                bkc__arity_error(c, argv);
-                return;
-            }
-            int ok = bkc_streq(argv[i], "CAPACITY") ? parse_capacity(c, argv[i + 1], &o.capacity)
-                     : bkc_streq(argv[i], "ERROR")  ? parse_error_rate(c, argv[i + 1], &o.error)
-                                                    : parse_expansion(c, argv[i + 1], &o);
-            if (!ok) return;
-            if (bkc_streq(argv[i], "CAPACITY")) o.capacity_given = 1;
-            i++;
-        } else {
-            int got = parse_valkey_option(c, argc, argv, &i, &o);
-            if (got < 0) return;
-            if (got == 0) {
-                bkc__err(c, BKC_ERR_UNKNOWN_ARG);
-                return;
-            }
-        }
-    }
-    if (i >= argc || !bkc_streq(argv[i - 1], "ITEMS")) {
-        bkc__arity_error(c, argv); /* no ITEMS, or nothing after it */
-        return;
-    }
+    int i = bkc__insert_options(c, argc, argv, &nocreate, insert_option, &o);
+    if (i == 0) return;
     if (!opts_valid(c, &o)) return;
     add_items(c, argc, argv, argv[1], &o, nocreate, &argv[i], (size_t)(argc - i), 0);
 }

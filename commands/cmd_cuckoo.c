@@ -640,42 +640,40 @@ void bkc_cmd_cf_addnx(bkc_ctx *c, int argc, const bkc_str *argv)
     add_single(c, argc, argv, 1);
 }
 
+/* One of CF.INSERT's options before ITEMS (bkc__option_fn). */
+static int insert_option(bkc_ctx *c, int argc, const bkc_str *argv, int *i, void *vo)
+{
+    cf_opts *o = vo;
+    if (bkc_streq(argv[*i], "GROWABLE")) {
+        o->growable = 1;
+        return 1;
+    }
+    if (!bkc_streq(argv[*i], "CAPACITY")) {
+        bkc__err(c, BKC_ERR_UNKNOWN_ARG);
+        return 0;
+    }
+    if (*i + 1 >= argc) {
+        bkc__arity_error(c, argv);
+        return 0;
+    }
+    if (!parse_capacity(c, argv[++*i], &o->capacity)) return 0;
+    o->capacity_given = 1;
+    /* RedisBloom checks this before looking at the key, so an existing key
+     * answers it too */
+    if (o->capacity < 2ull * o->bucket_size) {
+        bkc__err(c, ERR_SMALL_CAPACITY);
+        return 0;
+    }
+    return 1;
+}
+
 static void insert(bkc_ctx *c, int argc, const bkc_str *argv, int nx)
 {
     cf_opts o;
-    int nocreate = 0, i;
+    int nocreate;
     opts_default(&o);
-    for (i = 2; i < argc; i++) {
-        if (bkc_streq(argv[i], "ITEMS")) {
-            i++;
-            break;
-        }
-        if (bkc_streq(argv[i], "NOCREATE")) {
-            nocreate = 1;
-        } else if (bkc_streq(argv[i], "GROWABLE")) {
-            o.growable = 1;
-        } else if (bkc_streq(argv[i], "CAPACITY")) {
-            if (i + 1 >= argc) {
-                bkc__arity_error(c, argv);
-                return;
-            }
-            if (!parse_capacity(c, argv[++i], &o.capacity)) return;
-            o.capacity_given = 1;
-            /* RedisBloom checks this before looking at the key, so an
-             * existing key answers it too */
-            if (o.capacity < 2ull * o.bucket_size) {
-                bkc__err(c, ERR_SMALL_CAPACITY);
-                return;
-            }
-        } else {
-            bkc__err(c, BKC_ERR_UNKNOWN_ARG);
-            return;
-        }
-    }
-    if (i >= argc || !bkc_streq(argv[i - 1], "ITEMS")) {
-        bkc__arity_error(c, argv);
-        return;
-    }
+    int i = bkc__insert_options(c, argc, argv, &nocreate, insert_option, &o);
+    if (i == 0) return;
     bkc_key *k;
     int created, attempted = 0;
     size_t n = (size_t)(argc - i);
@@ -822,18 +820,27 @@ static void figures_of(const bkc_value *v, cf_figures *out)
     }
 }
 
+/* CF.INFO's and CF.DEBUG's start: argv[1] opened for reading and its
+ * figures taken; the value, or NULL after replying (missing or another
+ * kind). */
+static bkc_value *open_figures(bkc_ctx *c, const bkc_str *argv, bkc_key **k, cf_figures *f)
+{
+    bkc_value *v = bkc__open_found(c, argv[1], BKC_OPEN_READ, BKC_KIND_CUCKOO, k);
+    if (v != NULL) figures_of(v, f);
+    return v;
+}
+
 void bkc_cmd_cf_info(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     static const char *const labels[8] = {
         "Size", "Number of buckets", "Number of filters", "Number of items inserted",
         "Number of items deleted", "Bucket size", "Expansion rate", "Max iterations"};
     bkc_key *k;
-    (void)argc;
-    bkc_value *v = bkc__open_found(c, argv[1], BKC_OPEN_READ, BKC_KIND_CUCKOO, &k);
-    if (v == NULL) return;
     cf_figures f;
+    (void)argc;
+    bkc_value *v = open_figures(c, argv, &k, &f);
+    if (v == NULL) return;
     char note[200];
-    figures_of(v, &f);
     int noted = cf_of(v) != NULL && waste_note(v, note, sizeof(note));
     long long vals[8] = {(long long)f.size,    (long long)f.buckets,  f.filters,
                          (long long)f.items,   (long long)f.deleted,  f.bucket_size,
@@ -865,12 +872,11 @@ void bkc_cmd_cf_loadchunk(bkc_ctx *c, int argc, const bkc_str *argv)
 void bkc_cmd_cf_debug(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     bkc_key *k;
-    (void)argc;
-    bkc_value *v = bkc__open_found(c, argv[1], BKC_OPEN_READ, BKC_KIND_CUCKOO, &k);
-    if (v == NULL) return;
     cf_figures f;
+    (void)argc;
+    bkc_value *v = open_figures(c, argv, &k, &f);
+    if (v == NULL) return;
     char line[200];
-    figures_of(v, &f);
     int n = snprintf(line, sizeof(line),
                      "bktsize:%u buckets:%llu items:%llu deletes:%llu filters:%u "
                      "max_iterations:%u expansion:%u",

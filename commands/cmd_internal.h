@@ -98,6 +98,18 @@ int bkc__arg_capacity(bkc_ctx *c, bkc_str s, uint64_t *out);
 /* The wrong-arity error of argv[0]'s table entry. */
 void bkc__arity_error(bkc_ctx *c, const bkc_str *argv);
 
+/* One option of a command at argv[*i]: moves *i past the option's values
+ * and returns 1, or replies an error and returns 0. */
+typedef int (*bkc__option_fn)(bkc_ctx *c, int argc, const bkc_str *argv, int *i, void *opts);
+
+/* The options of an INSERT-style command (BF.INSERT, CF.INSERT[NX]): the
+ * words from argv[2] up to ITEMS. NOCREATE sets *nocreate; every other word
+ * goes to option(). Returns the index of the first item, or 0 after
+ * replying (an option's error, or arity: no ITEMS, or nothing after it).
+ * cmd_common.c. */
+int bkc__insert_options(bkc_ctx *c, int argc, const bkc_str *argv, int *nocreate,
+                        bkc__option_fn option, void *opts);
+
 /* Auto-clear (lib/autoclear.c) on BF.RESERVE, BF.INSERT and CBF.RESERVE:
  * `AUTOCLEAR ratio` (in (0, 1]) and `ROTATE`. */
 typedef struct bkc__autoclear_opts {

@@ -97,7 +97,7 @@
 #include <stdio.h>  /* snprintf */
 #include <string.h> /* memset, memcpy */
 
-#include "filter.h"
+#include "family_util.h"
 #include "hash.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -1463,9 +1463,7 @@ int bk_blocked_create_mk(bk_blocked **out, uint64_t m_bits, uint32_t k,
 void bk_blocked_free(bk_blocked *f)
 {
     if (f == NULL) return;
-    if (f->owns_words) bk__free_aligned(f->words);
-    bk__object_release(&f->obj);
-    bk__free(f);
+    bk__free_handle(&f->obj, f->owns_words, f->words);
 }
 
 int bk_blocked_clone(bk_blocked **out, const bk_blocked *src)
@@ -1712,38 +1710,17 @@ static bk_hash ops_hash(const void *f, const void *key, size_t len)
     return hash_of(f, key, len);
 }
 static int ops_contains(const void *f, bk_hash h) { return bk_blocked_contains_hash(f, h); }
-static uint64_t ops_seed(const void *f) { return ((const bk_blocked *)f)->seed; }
-static void ops_destroy(void *f) { bk_blocked_free(f); }
-static uint32_t ops_nparts(const void *f) { (void)f; return 1; }
-static void ops_clear(void *f) { bk_blocked_clear(f); }
-
-static int64_t ops_add_batch(void *f, const void *const *keys, const size_t *lens,
-                             size_t n, uint8_t *results)
-{
-    return bk_blocked_add_batch(f, keys, lens, n, results);
-}
-
-static int64_t ops_contains_batch(const void *f, const void *const *keys,
-                                  const size_t *lens, size_t n, uint8_t *results)
-{
-    return bk_blocked_contains_batch(f, keys, lens, n, results);
-}
+BK__OPS_SEED_DESTROY(blocked)
+BK__OPS_ONE_PART
+BK__OPS_CLEAR_CLONE(blocked)
+BK__OPS_BATCHES(blocked)
 
 static int ops_info(const void *vf, bk_filter_info *out)
 {
     bk_blocked_stats st;
     int rc = bk_blocked_get_stats(vf, &st);
     if (rc != BK_OK) return rc;
-    out->seed = st.seed;
-    out->capacity = st.capacity;
-    out->target_fpr = st.target_fpr;
-    out->items = st.items;
-    out->estimated_items = st.estimated_items;
-    out->fpr_now = st.fpr_now;
-    out->fpr_at_capacity = st.fpr_at_capacity;
-    out->fill = st.fill;
-    out->bytes = st.bytes;
-    out->parts = 1;
+    BK__INFO_FROM_STATS(out, st, st.estimated_items);
     out->single_writer = ((const bk_blocked *)vf)->single_writer;
     return BK_OK;
 }
@@ -1760,15 +1737,7 @@ static int ops_create(const bk_filter_config *cfg, void **out)
     return bk_blocked_create((bk_blocked **)out, cfg->capacity, cfg->fpr, cfg->seed);
 }
 
-static int ops_clone(const void *f, void **out)
-{
-    return bk_blocked_clone((bk_blocked **)out, f);
-}
-
-static int ops_merge(void *dst, const void *src, int op)
-{
-    return op ? bk_blocked_intersect(dst, src) : bk_blocked_union(dst, src);
-}
+BK__OPS_MERGE(blocked)
 
 static int ops_incompatibility(const void *va, const void *vb, char *buf, size_t cap)
 {
@@ -1814,10 +1783,8 @@ static int ops_restore(const bk__image *img, void **out)
 
 void bk__blocked_allocations(const bk_blocked *f, bk__visit_fn visit, void *ctx)
 {
-    visit(ctx, f, sizeof(*f));
-    if (f->owns_words)
-        visit(ctx, bk__aligned_raw(f->words),
-              bk__aligned_asked((size_t)f->nblocks * BK_CACHE_LINE));
+    bk__visit_handle(f, sizeof(*f), f->owns_words, f->words,
+                     (size_t)f->nblocks * BK_CACHE_LINE, visit, ctx);
 }
 
 /* The handle and, unless borrowed from a loaded block, the bits. */

@@ -32,7 +32,7 @@
 #include <string.h> /* memset, memcpy */
 
 #include "batch.h"
-#include "filter.h"
+#include "family_util.h"
 #include "hash.h"
 
 /*==========================================================================
@@ -186,9 +186,7 @@ int bk_bloom_create_mk(bk_bloom **out, uint64_t m_bits, uint32_t k,
 void bk_bloom_free(bk_bloom *f)
 {
     if (f == NULL) return;
-    if (f->owns_words) bk__free_aligned(f->words);
-    bk__object_release(&f->obj);
-    bk__free(f);
+    bk__free_handle(&f->obj, f->owns_words, f->words);
 }
 
 int bk_bloom_clone(bk_bloom **out, const bk_bloom *src)
@@ -360,37 +358,17 @@ BK__FAMILY_CASTS(bloom, bloom_ops)
 
 static int ops_add(void *f, bk_hash h) { return add_hash(f, h); }
 static int ops_contains(const void *f, bk_hash h) { return contains_hash(f, h); }
-static int64_t ops_add_batch(void *f, const void *const *keys, const size_t *lens,
-                             size_t n, uint8_t *results)
-{
-    return bk_bloom_add_batch(f, keys, lens, n, results);
-}
-
-static int64_t ops_contains_batch(const void *f, const void *const *keys,
-                                  const size_t *lens, size_t n, uint8_t *results)
-{
-    return bk_bloom_contains_batch(f, keys, lens, n, results);
-}
-
-static uint64_t ops_seed(const void *f) { return ((const bk_bloom *)f)->seed; }
-static void ops_destroy(void *f) { bk_bloom_free(f); }
-static uint32_t ops_nparts(const void *f) { (void)f; return 1; }
+BK__OPS_BATCHES(bloom)
+BK__OPS_SEED_DESTROY(bloom)
+BK__OPS_ONE_PART
+BK__OPS_CLEAR_CLONE(bloom)
 
 static int ops_info(const void *vf, bk_filter_info *out)
 {
     bk_bloom_stats st;
     int rc = bk_bloom_get_stats(vf, &st);
     if (rc != BK_OK) return rc;
-    out->seed = st.seed;
-    out->capacity = st.capacity;
-    out->target_fpr = st.target_fpr;
-    out->items = st.items;
-    out->estimated_items = st.estimated_items;
-    out->fpr_now = st.fpr_now;
-    out->fpr_at_capacity = st.fpr_at_capacity;
-    out->fill = st.fill;
-    out->bytes = st.bytes;
-    out->parts = 1;
+    BK__INFO_FROM_STATS(out, st, st.estimated_items);
     return BK_OK;
 }
 
@@ -447,17 +425,7 @@ static int ops_create(const bk_filter_config *cfg, void **out)
     return bk_bloom_create((bk_bloom **)out, cfg->capacity, cfg->fpr, cfg->seed);
 }
 
-static int ops_clone(const void *f, void **out)
-{
-    return bk_bloom_clone((bk_bloom **)out, f);
-}
-
-static void ops_clear(void *f) { bk_bloom_clear(f); }
-
-static int ops_merge(void *dst, const void *src, int op)
-{
-    return op ? bk_bloom_intersect(dst, src) : bk_bloom_union(dst, src);
-}
+BK__OPS_MERGE(bloom)
 
 static int ops_incompatibility(const void *va, const void *vb, char *buf, size_t cap)
 {
@@ -477,10 +445,8 @@ static int ops_incompatibility(const void *va, const void *vb, char *buf, size_t
 static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
 {
     const bk_bloom *f = vf;
-    visit(ctx, f, sizeof(*f));
-    if (f->owns_words)
-        visit(ctx, bk__aligned_raw(f->words),
-              bk__aligned_asked((size_t)f->nwords * sizeof(uint64_t)));
+    bk__visit_handle(f, sizeof(*f), f->owns_words, f->words,
+                     (size_t)f->nwords * sizeof(uint64_t), visit, ctx);
 }
 
 /* Auto-clear's view (filter.h): bits, and adds that count the bits they

@@ -46,18 +46,11 @@
 
 struct bk_map {
     bk__object obj;         /* first: a bk_map is also a bk_filter */
-    bk__fuse_shape shape;
+    bk__fuse_table t;       /* width: r + c; the cells are followed by
+                               PADDING zero bytes */
     uint32_t value_bits;    /* r */
     uint32_t check_bits;    /* c */
-    uint32_t width;         /* r + c */
     uint64_t cell_mask;     /* 2^w - 1 */
-    unsigned char *cells;   /* packed cells and 8 zero bytes, 64-byte aligned */
-    int owns_cells;
-    uint64_t seed;
-    uint64_t items;
-    uint64_t duplicates;
-    uint32_t attempts;
-    uint64_t temp_bytes;
 };
 
 static const bk__family_ops map_ops; /* at the end of this file */
@@ -75,32 +68,33 @@ static inline uint64_t check_of(uint64_t h)
 
 static size_t table_bytes(const bk__fuse_shape *s, uint32_t width)
 {
-    return (size_t)(((uint64_t)s->array_length * width + 7) / 8) + PADDING;
+    return bk__fuse_table_bytes(s, width, PADDING);
 }
 
 static inline uint64_t load_cell(const bk_map *m, uint32_t i)
 {
-    uint64_t bit = (uint64_t)i * m->width;
+    uint64_t bit = (uint64_t)i * m->t.width;
     uint64_t word;
-    memcpy(&word, m->cells + (bit >> 3), sizeof(word)); /* little-endian host */
+    memcpy(&word, (const unsigned char *)m->t.cells + (bit >> 3), sizeof(word)); /* little-endian host */
     return (word >> (bit & 7)) & m->cell_mask;
 }
 
 /* XOR v (at most w bits) into cell i. */
 static inline void xor_cell(bk_map *m, uint32_t i, uint64_t v)
 {
-    uint64_t bit = (uint64_t)i * m->width;
+    uint64_t bit = (uint64_t)i * m->t.width;
     uint64_t word;
-    memcpy(&word, m->cells + (bit >> 3), sizeof(word));
+    unsigned char *at = (unsigned char *)m->t.cells + (bit >> 3);
+    memcpy(&word, at, sizeof(word));
     word ^= v << (bit & 7);
-    memcpy(m->cells + (bit >> 3), &word, sizeof(word));
+    memcpy(at, &word, sizeof(word));
 }
 
 /* The value of the key of hash h, whose cells are c: 1 and *value when its
  * check bits match, else 0. */
 static inline int get_cells(const bk_map *m, uint64_t h, const uint32_t c[3], uint32_t *value)
 {
-    if (BK_UNLIKELY(m->items == 0)) return 0;
+    if (BK_UNLIKELY(m->t.items == 0)) return 0;
     uint64_t x = load_cell(m, c[0]) ^ load_cell(m, c[1]) ^ load_cell(m, c[2]);
     uint64_t check_mask = (UINT64_C(1) << m->check_bits) - 1;
     if ((x & check_mask) != (check_of(h) & check_mask)) return 0;
@@ -111,7 +105,7 @@ static inline int get_cells(const bk_map *m, uint64_t h, const uint32_t c[3], ui
 static inline int get_hash(const bk_map *m, bk_hash key_hash, uint32_t *value)
 {
     uint32_t c[3];
-    bk__fuse_cells(&m->shape, key_hash.lo, c);
+    bk__fuse_cells(&m->t.shape, key_hash.lo, c);
     return get_cells(m, key_hash.lo, c, value);
 }
 
@@ -124,7 +118,7 @@ static void assign(bk_map *m, const bk__peel *p)
         uint64_t want = (check_of(h) & check_mask) |
                         ((uint64_t)bk__peel_value(p, lone) << m->check_bits);
         uint32_t c[3];
-        bk__fuse_cells(&m->shape, h, c);
+        bk__fuse_cells(&m->t.shape, h, c);
         /* the lone cell is still 0: XOR of all three = XOR of the others */
         uint64_t have = load_cell(m, c[0]) ^ load_cell(m, c[1]) ^ load_cell(m, c[2]);
         xor_cell(m, lone, want ^ have);
@@ -135,8 +129,8 @@ static void set_widths(bk_map *m, uint32_t value_bits, uint32_t check_bits)
 {
     m->value_bits = value_bits;
     m->check_bits = check_bits;
-    m->width = value_bits + check_bits;
-    m->cell_mask = (UINT64_C(1) << m->width) - 1;
+    m->t.width = value_bits + check_bits;
+    m->cell_mask = (UINT64_C(1) << m->t.width) - 1;
 }
 
 /* The index of a key whose hash under `seed` is h (a conflict report). */
@@ -188,19 +182,13 @@ int bk_map_build(bk_map **out, const void *const *keys, const size_t *lens,
     if (m == NULL) { rc = BK_ENOMEM; goto fail; }
     bk__object_init(&m->obj, &map_ops);
     set_widths(m, value_bits, check_bits);
-    m->temp_bytes = p.temp_bytes;
 
     uint64_t conflict_hash = 0;
-    rc = bk__peel_search(&p, keys, lens, values, n, seed, &most, &m->shape, &m->seed,
-                         &m->attempts, &conflict_hash);
+    rc = bk__fuse_table_build(&m->t, &p, PADDING, keys, lens, values, n, seed, &most,
+                              &conflict_hash);
     if (rc == BK_ECONFLICT && conflict)
-        *conflict = find_key(keys, lens, n, m->seed, conflict_hash);
+        *conflict = find_key(keys, lens, n, m->t.seed, conflict_hash);
     if (rc != BK_OK) goto fail;
-    m->cells = bk__calloc_aligned(table_bytes(&m->shape, m->width));
-    if (m->cells == NULL) { rc = BK_ENOMEM; goto fail; }
-    m->owns_cells = 1;
-    m->items = p.n;
-    m->duplicates = p.duplicates;
     assign(m, &p);
     bk__peel_free(&p);
     *out = m;
@@ -215,7 +203,7 @@ fail:
 void bk_map_free(bk_map *m)
 {
     if (m == NULL) return;
-    if (m->owns_cells) bk__free_aligned(m->cells);
+    bk__fuse_table_release(&m->t);
     bk__object_release(&m->obj);
     bk__free(m);
 }
@@ -231,7 +219,7 @@ int bk_map_get_hash(const bk_map *m, bk_hash h, uint32_t *value)
 
 int bk_map_get(const bk_map *m, const void *key, size_t len, uint32_t *value)
 {
-    return get_hash(m, bk_hash_key(key, len, m->seed), value);
+    return get_hash(m, bk_hash_key(key, len, m->t.seed), value);
 }
 
 int64_t bk_map_get_batch(const bk_map *m, const void *const *keys,
@@ -244,14 +232,14 @@ int64_t bk_map_get_batch(const bk_map *m, const void *const *keys,
     if (m == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
     size_t ahead = n < window ? n : window;
     for (size_t i = 0; i < ahead; i++)
-        ring[i] = bk__fuse_probe_of(&m->shape, bk_hash_key(keys[i], lens[i], m->seed).lo,
-                                    m->cells, m->width);
+        ring[i] = bk__fuse_probe_of(&m->t.shape, bk_hash_key(keys[i], lens[i], m->t.seed).lo,
+                                    m->t.cells, m->t.width);
     for (size_t i = 0; i < n; i++) {
         bk__fuse_probe p = ring[i % window];
         size_t next = i + window;
         if (next < n)
             ring[i % window] = bk__fuse_probe_of(
-                &m->shape, bk_hash_key(keys[next], lens[next], m->seed).lo, m->cells, m->width);
+                &m->t.shape, bk_hash_key(keys[next], lens[next], m->t.seed).lo, m->t.cells, m->t.width);
         uint32_t v = 0;
         int r = get_cells(m, p.h, p.c, &v);
         hits += r;
@@ -265,12 +253,12 @@ int64_t bk_map_get_batch(const bk_map *m, const void *const *keys,
  * API: statistics
  *==========================================================================*/
 
-uint64_t bk_map_seed(const bk_map *m) { return m->seed; }
-uint64_t bk_map_items(const bk_map *m) { return m->items; }
+uint64_t bk_map_seed(const bk_map *m) { return m->t.seed; }
+uint64_t bk_map_items(const bk_map *m) { return m->t.items; }
 
 static double check_fpr(const bk_map *m)
 {
-    if (m->items == 0 || m->check_bits == 0) return 0.0;
+    if (m->t.items == 0 || m->check_bits == 0) return 0.0;
     return ldexp(1.0, -(int)m->check_bits);
 }
 
@@ -278,24 +266,23 @@ int bk_map_get_stats(const bk_map *m, bk_map_stats *out)
 {
     if (m == NULL || out == NULL) return BK_EINVAL;
     memset(out, 0, sizeof(*out));
-    out->items = m->items;
-    out->duplicates = m->duplicates;
+    out->items = m->t.items;
+    out->duplicates = m->t.duplicates;
     out->value_bits = m->value_bits;
     out->check_bits = m->check_bits;
-    out->cells = m->shape.array_length;
-    out->segment_length = m->shape.segment_length;
-    out->seed = m->seed;
-    out->fpr = m->items == 0 ? 0.0 : ldexp(1.0, -(int)m->check_bits);
-    if (m->items) {
-        double cells = (double)m->shape.array_length, items = (double)m->items;
-        out->bits_per_key = cells * m->width / items;
+    out->cells = m->t.shape.array_length;
+    out->segment_length = m->t.shape.segment_length;
+    out->seed = m->t.seed;
+    out->fpr = m->t.items == 0 ? 0.0 : ldexp(1.0, -(int)m->check_bits);
+    if (m->t.items) {
+        double cells = (double)m->t.shape.array_length, items = (double)m->t.items;
+        out->bits_per_key = cells * m->t.width / items;
         out->value_bits_per_key = cells * m->value_bits / items;
         out->check_bits_per_key = cells * m->check_bits / items;
     }
-    out->attempts = m->attempts;
-    out->build_memory = m->temp_bytes;
-    out->bytes = sizeof(*m) + table_bytes(&m->shape, m->width) + BK_CACHE_LINE +
-                 sizeof(void *);
+    out->attempts = m->t.attempts;
+    out->build_memory = m->t.temp_bytes;
+    out->bytes = sizeof(*m) + bk__aligned_asked(table_bytes(&m->t.shape, m->t.width));
     return BK_OK;
 }
 
@@ -319,20 +306,13 @@ static int ops_add(void *f, bk_hash h)
 
 static int ops_contains(const void *f, bk_hash h) { return get_hash(f, h, NULL); }
 
-static int64_t ops_add_batch(void *f, const void *const *keys, const size_t *lens,
-                             size_t n, uint8_t *results)
-{
-    (void)f, (void)keys, (void)lens, (void)n, (void)results;
-    return BK_ESTATIC;
-}
-
 static int64_t ops_contains_batch(const void *f, const void *const *keys,
                                   const size_t *lens, size_t n, uint8_t *results)
 {
     return bk_map_get_batch(f, keys, lens, n, NULL, results);
 }
 
-static uint64_t ops_seed(const void *f) { return ((const bk_map *)f)->seed; }
+static uint64_t ops_seed(const void *f) { return ((const bk_map *)f)->t.seed; }
 static void ops_destroy(void *f) { bk_map_free(f); }
 static uint32_t ops_nparts(const void *f) { (void)f; return 1; }
 
@@ -346,62 +326,36 @@ static int ops_create(const bk_filter_config *cfg, void **out)
 static int ops_info(const void *vf, bk_filter_info *out)
 {
     const bk_map *m = vf;
-    out->seed = m->seed;
-    out->capacity = m->items;
-    out->target_fpr = check_fpr(m);
-    out->items = m->items;
-    out->estimated_items = (double)m->items;
-    out->fpr_now = m->items ? ldexp(1.0, -(int)m->check_bits) : 0.0;
-    out->fpr_at_capacity = out->fpr_now;
-    out->fill = (double)m->items / (double)m->shape.array_length;
-    out->bytes = sizeof(*m) + table_bytes(&m->shape, m->width);
-    out->parts = 1;
+    bk__static_info(m->t.seed, m->t.items, check_fpr(m),
+                    m->t.items ? ldexp(1.0, -(int)m->check_bits) : 0.0,
+                    m->t.shape.array_length, sizeof(*m) + table_bytes(&m->t.shape, m->t.width), 1,
+                    out);
     return BK_OK;
 }
 
 static int ops_describe(const void *vf, bk__image *img)
 {
     const bk_map *m = vf;
-    bk__part *p = &img->parts[0];
-    img->seed = m->seed;
-    img->capacity = m->items;
-    img->fpr = check_fpr(m);
-    img->items = m->items;
+    bk__fuse_table_describe(&m->t, PADDING, check_fpr(m), img);
     img->param[0] = m->value_bits;
     img->param[1] = m->check_bits;
-    p->m = m->shape.array_length;
-    p->k = 3;
-    p->width = (uint8_t)m->width;
-    p->param = m->shape.segment_length;
-    p->capacity = m->items;
-    p->fpr = img->fpr;
-    p->items = m->items;
-    p->data = m->cells;
-    p->length = table_bytes(&m->shape, m->width);
     return BK_OK;
 }
 
 static int ops_restore(const bk__image *img, void **out)
 {
-    const bk__part *p = &img->parts[0];
-    bk__fuse_shape shape;
-    if (img->nparts != 1 || p->k != 3) return BK_ECORRUPT;
+    bk__fuse_table t;
     uint64_t r = img->param[0], c = img->param[1];
     if (r < 1 || r > BK_MAP_MAX_VALUE_BITS || c > BK_MAP_MAX_CHECK_BITS ||
-        p->width != r + c || img->param[2] != 0 || img->param[3] != 0)
-        return BK_ECORRUPT;
-    if (bk__fuse_shape_from(p->param, p->m, &shape) != BK_OK) return BK_ECORRUPT;
-    uint64_t length = table_bytes(&shape, (uint32_t)p->width);
-    if (p->length != length) return BK_ECORRUPT;
-    if (img->items > shape.array_length || p->items != img->items ||
-        img->capacity != img->items || p->capacity != img->items)
+        img->param[2] != 0 || img->param[3] != 0)
         return BK_ECORRUPT;
     double fpr = (img->items == 0 || c == 0) ? 0.0 : ldexp(1.0, -(int)c);
-    if (img->fpr != fpr || p->fpr != fpr) return BK_ECORRUPT;
-    if (img->flags != 0 || p->flags != 0 || p->slots != 0) return BK_ECORRUPT;
+    if (bk__fuse_table_restore(img, PADDING, fpr, &t) != BK_OK || t.width != r + c)
+        return BK_ECORRUPT;
     /* canonical: the bits after the last cell and the padding are zero */
-    const unsigned char *bytes = p->data;
-    uint64_t used_bits = (uint64_t)shape.array_length * p->width;
+    const unsigned char *bytes = t.cells;
+    uint64_t length = table_bytes(&t.shape, t.width);
+    uint64_t used_bits = (uint64_t)t.shape.array_length * t.width;
     if ((used_bits & 7) != 0 && (bytes[used_bits >> 3] >> (used_bits & 7)) != 0)
         return BK_ECORRUPT;
     for (uint64_t i = (used_bits + 7) / 8; i < length; i++)
@@ -410,32 +364,25 @@ static int ops_restore(const bk__image *img, void **out)
     bk_map *m = bk__calloc(1, sizeof(*m));
     if (m == NULL) return BK_ENOMEM;
     bk__object_init(&m->obj, &map_ops);
-    m->shape = shape;
+    m->t = t;
     set_widths(m, (uint32_t)r, (uint32_t)c);
-    m->cells = p->data;
-    m->owns_cells = 0;
-    m->seed = img->seed;
-    m->items = img->items;
     *out = m;
     return BK_OK;
 }
-
 
 /* The handle and, unless borrowed from a loaded block or a mapping, the
  * cells. */
 static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
 {
     const bk_map *m = vf;
-    visit(ctx, m, sizeof(*m));
-    if (m->owns_cells)
-        visit(ctx, bk__aligned_raw(m->cells), bk__aligned_asked(table_bytes(&m->shape, m->width)));
+    bk__fuse_table_allocations(&m->t, PADDING, m, sizeof(*m), visit, ctx);
 }
 
 static const bk__family_ops map_ops = {
     .family = BK_FAMILY_MAP,
     .name = "map",
     BK__OPS_STANDARD,
-    .add_batch = ops_add_batch, .contains_batch = ops_contains_batch,
+    .add_batch = bk__static_add_batch, .contains_batch = ops_contains_batch,
     /* no clone: one goes through the file format (filter.c) */
 };
 

@@ -730,13 +730,6 @@ static int ops_add(void *f, bk_hash h)
 
 static int ops_contains(const void *f, bk_hash h) { return contains_h(f, h.lo); }
 
-static int64_t ops_add_batch(void *f, const void *const *keys, const size_t *lens,
-                             size_t n, uint8_t *results)
-{
-    (void)f, (void)keys, (void)lens, (void)n, (void)results;
-    return BK_ESTATIC;
-}
-
 static int64_t ops_contains_batch(const void *f, const void *const *keys,
                                   const size_t *lens, size_t n, uint8_t *results)
 {
@@ -758,16 +751,8 @@ static int ops_info(const void *vf, bk_filter_info *out)
     const bk_bumped *f = vf;
     double fpr = f->items ? ldexp(1.0, -(int)f->width) : 0.0;
     uint64_t lines = total_lines(f);
-    out->seed = f->seed;
-    out->capacity = f->items;
-    out->target_fpr = fpr;
-    out->items = f->items;
-    out->estimated_items = (double)f->items;
-    out->fpr_now = fpr;
-    out->fpr_at_capacity = fpr;
-    out->fill = (double)f->items / ((double)lines * rows_of(f->width));
-    out->bytes = sizeof(*f) + (size_t)lines * LINE;
-    out->parts = f->layers;
+    bk__static_info(f->seed, f->items, fpr, fpr, (double)lines * rows_of(f->width),
+                    sizeof(*f) + (size_t)lines * LINE, f->layers, out);
     return BK_OK;
 }
 
@@ -863,7 +848,7 @@ static const bk__family_ops bumped_ops = {
     .family = BK_FAMILY_BUMPED,
     .name = "bumped",
     BK__OPS_STANDARD,
-    .hash = ops_hash, .add_batch = ops_add_batch, .contains_batch = ops_contains_batch,
+    .hash = ops_hash, .add_batch = bk__static_add_batch, .contains_batch = ops_contains_batch,
     /* no clone: one goes through the file format (filter.c) */
 };
 

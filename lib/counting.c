@@ -70,7 +70,7 @@
 #include <string.h> /* memset, memcpy */
 
 #include "batch.h"
-#include "filter.h"
+#include "family_util.h"
 #include "hash.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -750,9 +750,7 @@ int bk_counting_create_params(bk_counting **out, uint64_t blocks,
 void bk_counting_free(bk_counting *f)
 {
     if (f == NULL) return;
-    if (f->owns_mem) bk__free_aligned(f->words);
-    bk__object_release(&f->obj);
-    bk__free(f);
+    bk__free_handle(&f->obj, f->owns_mem, f->words);
 }
 
 int bk_counting_clone(bk_counting **out, const bk_counting *src)
@@ -1078,23 +1076,10 @@ int bk_counting_get_stats(const bk_counting *f, bk_counting_stats *out)
 
 BK__FAMILY_CASTS(counting, counting_ops)
 
-static uint64_t ops_seed(const void *f) { return ((const bk_counting *)f)->seed; }
-static void ops_destroy(void *f) { bk_counting_free(f); }
-static uint32_t ops_nparts(const void *f) { (void)f; return 1; }
-static void ops_clear(void *f) { bk_counting_clear(f); }
-static int ops_clone(const void *f, void **out) { return bk_counting_clone((bk_counting **)out, f); }
-
-static int64_t ops_add_batch(void *f, const void *const *keys, const size_t *lens,
-                             size_t n, uint8_t *results)
-{
-    return bk_counting_add_batch(f, keys, lens, n, results);
-}
-
-static int64_t ops_contains_batch(const void *f, const void *const *keys,
-                                  const size_t *lens, size_t n, uint8_t *results)
-{
-    return bk_counting_contains_batch(f, keys, lens, n, results);
-}
+BK__OPS_SEED_DESTROY(counting)
+BK__OPS_ONE_PART
+BK__OPS_CLEAR_CLONE(counting)
+BK__OPS_BATCHES(counting)
 
 /* Image: one part; m = blocks, k, width = counter bits, the counters as
  * 64-bit little-endian words (blocks * 8 of them). */
@@ -1128,16 +1113,7 @@ static int ops_info(const void *vf, bk_filter_info *out)
     bk_counting_stats st;
     int rc = bk_counting_get_stats(vf, &st);
     if (rc != BK_OK) return rc;
-    out->seed = st.seed;
-    out->capacity = st.capacity;
-    out->target_fpr = st.target_fpr;
-    out->items = st.items;
-    out->estimated_items = (double)st.items;
-    out->fpr_now = st.fpr_now;
-    out->fpr_at_capacity = st.fpr_at_capacity;
-    out->fill = st.fill;
-    out->bytes = st.bytes;
-    out->parts = 1;
+    BK__INFO_FROM_STATS(out, st, (double)st.items);
     out->single_writer = ((const bk_counting *)vf)->single_writer;
     return BK_OK;
 }
@@ -1203,10 +1179,8 @@ static int ops_restore(const bk__image *img, void **out)
 static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
 {
     const bk_counting *f = vf;
-    visit(ctx, f, sizeof(*f));
-    if (f->owns_mem)
-        visit(ctx, bk__aligned_raw(f->words),
-              bk__aligned_asked((size_t)f->blocks * BK_COUNTING_BLOCK_BYTES));
+    bk__visit_handle(f, sizeof(*f), f->owns_mem, f->words,
+                     (size_t)f->blocks * BK_COUNTING_BLOCK_BYTES, visit, ctx);
 }
 
 /* Auto-clear's view (filter.h): counters, and updates that count the

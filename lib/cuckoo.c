@@ -90,7 +90,7 @@
 #include <math.h>   /* expm1, log1p */
 #include <string.h> /* memset, memcpy */
 
-#include "filter.h"
+#include "family_util.h"
 #include "hash.h"
 
 /*==========================================================================
@@ -1075,11 +1075,9 @@ int bk_cuckoo_get_stats(const bk_cuckoo *f, bk_cuckoo_stats *out)
 
 BK__FAMILY_CASTS(cuckoo, cuckoo_ops)
 
-static uint64_t ops_seed(const void *f) { return ((const bk_cuckoo *)f)->seed; }
-static void ops_destroy(void *f) { bk_cuckoo_free(f); }
+BK__OPS_SEED_DESTROY(cuckoo)
+BK__OPS_CLEAR_CLONE(cuckoo)
 static uint32_t ops_nparts(const void *f) { return ((const bk_cuckoo *)f)->nstages; }
-static void ops_clear(void *f) { bk_cuckoo_clear(f); }
-static int ops_clone(const void *f, void **out) { return bk_cuckoo_clone((bk_cuckoo **)out, f); }
 
 /* The generic batch stops at the first error (a full table) */
 static int64_t ops_add_batch(void *vf, const void *const *keys, const size_t *lens,

@@ -56,7 +56,7 @@
 #include <string.h> /* memset, memcpy */
 
 #include "batch.h"
-#include "filter.h"
+#include "family_util.h"
 #include "hash.h"
 
 /*==========================================================================
@@ -255,9 +255,7 @@ int bk_deletable_create_params(bk_deletable **out, uint64_t m_bits,
 void bk_deletable_free(bk_deletable *f)
 {
     if (f == NULL) return;
-    if (f->owns_mem) bk__free_aligned(f->words);
-    bk__object_release(&f->obj);
-    bk__free(f);
+    bk__free_handle(&f->obj, f->owns_mem, f->words);
 }
 
 int bk_deletable_clone(bk_deletable **out, const bk_deletable *src)
@@ -409,23 +407,10 @@ int bk_deletable_get_stats(const bk_deletable *f, bk_deletable_stats *out)
 
 BK__FAMILY_CASTS(deletable, deletable_ops)
 
-static uint64_t ops_seed(const void *f) { return ((const bk_deletable *)f)->seed; }
-static void ops_destroy(void *f) { bk_deletable_free(f); }
-static uint32_t ops_nparts(const void *f) { (void)f; return 1; }
-static void ops_clear(void *f) { bk_deletable_clear(f); }
-static int ops_clone(const void *f, void **out) { return bk_deletable_clone((bk_deletable **)out, f); }
-
-static int64_t ops_add_batch(void *f, const void *const *keys, const size_t *lens,
-                             size_t n, uint8_t *results)
-{
-    return bk_deletable_add_batch(f, keys, lens, n, results);
-}
-
-static int64_t ops_contains_batch(const void *f, const void *const *keys,
-                                  const size_t *lens, size_t n, uint8_t *results)
-{
-    return bk_deletable_contains_batch(f, keys, lens, n, results);
-}
+BK__OPS_SEED_DESTROY(deletable)
+BK__OPS_ONE_PART
+BK__OPS_CLEAR_CLONE(deletable)
+BK__OPS_BATCHES(deletable)
 
 /* Image: one part; m = bits, k, param = bits per region; the data is the
  * bit words followed by the collision-flag words, 64-bit little-endian.
@@ -443,20 +428,12 @@ static int ops_info(const void *vf, bk_filter_info *out)
     bk_deletable_stats st;
     int rc = bk_deletable_get_stats(vf, &st);
     if (rc != BK_OK) return rc;
-    out->seed = st.seed;
-    out->capacity = st.capacity;
-    out->target_fpr = st.target_fpr;
-    out->items = st.items;
     /* -(m/k) ln(1 - t/m), as for the classic filter */
-    out->estimated_items =
-        st.bits_set >= st.bits ? INFINITY
-                               : -((double)st.bits / st.hashes) *
-                                     log1p(-(double)st.bits_set / (double)st.bits);
-    out->fpr_now = st.fpr_now;
-    out->fpr_at_capacity = st.fpr_at_capacity;
-    out->fill = st.fill;
-    out->bytes = st.bytes;
-    out->parts = 1;
+    double estimated = st.bits_set >= st.bits
+                           ? INFINITY
+                           : -((double)st.bits / st.hashes) *
+                                 log1p(-(double)st.bits_set / (double)st.bits);
+    BK__INFO_FROM_STATS(out, st, estimated);
     return BK_OK;
 }
 
@@ -525,10 +502,8 @@ static int ops_restore(const bk__image *img, void **out)
 static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
 {
     const bk_deletable *f = vf;
-    visit(ctx, f, sizeof(*f));
-    if (f->owns_mem)
-        visit(ctx, bk__aligned_raw(f->words),
-              bk__aligned_asked((size_t)(f->nwords + f->nflag_words) * sizeof(uint64_t)));
+    bk__visit_handle(f, sizeof(*f), f->owns_mem, f->words,
+                     (size_t)(f->nwords + f->nflag_words) * sizeof(uint64_t), visit, ctx);
 }
 
 static const bk__family_ops deletable_ops = {

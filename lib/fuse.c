@@ -43,15 +43,7 @@
 
 struct bk_static {
     bk__object obj;         /* first: a bk_static is also a bk_filter */
-    bk__fuse_shape shape;
-    uint32_t width;         /* fingerprint bits: 8, 12 or 16 */
-    void *cells;            /* array_length fingerprints, 64-byte aligned */
-    int owns_cells;         /* 0 when they live in a loaded block or mapping */
-    uint64_t seed;          /* of the key hash (the successful attempt's) */
-    uint64_t items;         /* distinct keys */
-    uint64_t duplicates;    /* keys dropped as duplicates at construction */
-    uint32_t attempts;      /* construction attempts (0 when loaded) */
-    uint64_t temp_bytes;    /* construction's temporary memory (0 when loaded) */
+    bk__fuse_table t;       /* width: fingerprint bits, 8, 12 or 16 */
 };
 
 static const bk__family_ops static_ops; /* at the end of this file */
@@ -87,36 +79,40 @@ static inline void xor12(unsigned char *t, uint32_t i, uint32_t v)
 /* Whether the key of hash h, whose cells are c, passes. */
 static inline int contains_cells(const bk_static *f, uint64_t h, const uint32_t c[3])
 {
-    if (f->width == 8) {
-        const uint8_t *t = f->cells;
+    if (f->t.width == 8) {
+        const uint8_t *t = f->t.cells;
         return (uint8_t)fingerprint(h) == (uint8_t)(t[c[0]] ^ t[c[1]] ^ t[c[2]]) &&
-               f->items != 0;
+               f->t.items != 0;
     }
-    if (f->width == 12) {
-        const unsigned char *t = f->cells;
+    if (f->t.width == 12) {
+        const unsigned char *t = f->t.cells;
         return (fingerprint(h) & 0xFFF) == (load12(t, c[0]) ^ load12(t, c[1]) ^ load12(t, c[2])) &&
-               f->items != 0;
+               f->t.items != 0;
     }
-    const uint16_t *t = f->cells;
+    const uint16_t *t = f->t.cells;
     return (uint16_t)fingerprint(h) == (uint16_t)(t[c[0]] ^ t[c[1]] ^ t[c[2]]) &&
-           f->items != 0;
+           f->t.items != 0;
 }
 
 static inline int contains_hash(const bk_static *f, bk_hash key_hash)
 {
     uint32_t c[3];
-    bk__fuse_cells(&f->shape, key_hash.lo, c);
+    bk__fuse_cells(&f->t.shape, key_hash.lo, c);
     return contains_cells(f, key_hash.lo, c);
 }
 
 static inline bk__fuse_probe probe_key(const bk_static *f, const void *key, size_t len)
 {
-    return bk__fuse_probe_of(&f->shape, bk_hash_key(key, len, f->seed).lo, f->cells, f->width);
+    return bk__fuse_probe_of(&f->t.shape, bk_hash_key(key, len, f->t.seed).lo, f->t.cells, f->t.width);
 }
 
-static size_t cells_bytes(const bk__fuse_shape *s, uint32_t width)
+/* The cells are packed, with nothing after them. */
+#define PADDING 0
+
+/* The rate of a table of items keys, w-bit fingerprints: 2^-w. */
+static double fpr_of(uint64_t items, uint32_t width)
 {
-    return (size_t)(((uint64_t)s->array_length * width + 7) / 8);
+    return items ? ldexp(1.0, -(int)width) : 0.0;
 }
 
 /* Fill the table from a completed peel: reverse stack order, each lone
@@ -125,21 +121,21 @@ static size_t cells_bytes(const bk__fuse_shape *s, uint32_t width)
  * two). */
 static void assign(bk_static *f, const bk__peel *p)
 {
-    const bk__fuse_shape *s = &f->shape;
+    const bk__fuse_shape *s = &f->t.shape;
     for (uint64_t i = p->peeled; i-- > 0;) {
         uint32_t lone = p->stack[i];
         uint64_t h = bk__peel_hash(p, lone);
         uint32_t c[3];
         bk__fuse_cells(s, h, c);
-        if (f->width == 8) {
-            uint8_t *t = f->cells;
+        if (f->t.width == 8) {
+            uint8_t *t = f->t.cells;
             t[lone] = (uint8_t)(fingerprint(h) ^ t[c[0]] ^ t[c[1]] ^ t[c[2]]);
-        } else if (f->width == 12) {
-            unsigned char *t = f->cells;
+        } else if (f->t.width == 12) {
+            unsigned char *t = f->t.cells;
             uint32_t have = load12(t, c[0]) ^ load12(t, c[1]) ^ load12(t, c[2]);
             xor12(t, lone, ((uint32_t)fingerprint(h) ^ have) & 0xFFF);
         } else {
-            uint16_t *t = f->cells;
+            uint16_t *t = f->t.cells;
             t[lone] = (uint16_t)(fingerprint(h) ^ t[c[0]] ^ t[c[1]] ^ t[c[2]]);
         }
     }
@@ -178,17 +174,9 @@ int bk_static_build(bk_static **out, const void *const *keys,
     f = bk__calloc(1, sizeof(*f));
     if (f == NULL) { rc = BK_ENOMEM; goto fail; }
     bk__object_init(&f->obj, &static_ops);
-    f->width = fingerprint_bits;
-    f->temp_bytes = p.temp_bytes;
-
-    rc = bk__peel_search(&p, keys, lens, NULL, n, seed, &most, &f->shape, &f->seed,
-                         &f->attempts, NULL);
+    f->t.width = fingerprint_bits;
+    rc = bk__fuse_table_build(&f->t, &p, PADDING, keys, lens, NULL, n, seed, &most, NULL);
     if (rc != BK_OK) goto fail;
-    f->cells = bk__calloc_aligned(cells_bytes(&f->shape, f->width));
-    if (f->cells == NULL) { rc = BK_ENOMEM; goto fail; }
-    f->owns_cells = 1;
-    f->items = p.n;
-    f->duplicates = p.duplicates;
     assign(f, &p);
     bk__peel_free(&p);
     *out = f;
@@ -203,7 +191,7 @@ fail:
 void bk_static_free(bk_static *f)
 {
     if (f == NULL) return;
-    if (f->owns_cells) bk__free_aligned(f->cells);
+    bk__fuse_table_release(&f->t);
     bk__object_release(&f->obj);
     bk__free(f);
 }
@@ -219,7 +207,7 @@ int bk_static_contains_hash(const bk_static *f, bk_hash h)
 
 int bk_static_contains(const bk_static *f, const void *key, size_t len)
 {
-    return contains_hash(f, bk_hash_key(key, len, f->seed));
+    return contains_hash(f, bk_hash_key(key, len, f->t.seed));
 }
 
 int64_t bk_static_contains_batch(const bk_static *f, const void *const *keys,
@@ -247,27 +235,27 @@ int64_t bk_static_contains_batch(const bk_static *f, const void *const *keys,
  * API: statistics
  *==========================================================================*/
 
-uint64_t bk_static_seed(const bk_static *f) { return f->seed; }
-uint64_t bk_static_items(const bk_static *f) { return f->items; }
+uint64_t bk_static_seed(const bk_static *f) { return f->t.seed; }
+uint64_t bk_static_items(const bk_static *f) { return f->t.items; }
 
 int bk_static_get_stats(const bk_static *f, bk_static_stats *out)
 {
     if (f == NULL || out == NULL) return BK_EINVAL;
     memset(out, 0, sizeof(*out));
-    out->items = f->items;
-    out->duplicates = f->duplicates;
-    out->fingerprint_bits = f->width;
-    out->cells = f->shape.array_length;
-    out->segment_length = f->shape.segment_length;
-    out->seed = f->seed;
-    out->fpr = f->items ? ldexp(1.0, -(int)f->width) : 0.0;
-    out->bits_per_key = f->items ? (double)f->shape.array_length * f->width /
-                                       (double)f->items
+    out->items = f->t.items;
+    out->duplicates = f->t.duplicates;
+    out->fingerprint_bits = f->t.width;
+    out->cells = f->t.shape.array_length;
+    out->segment_length = f->t.shape.segment_length;
+    out->seed = f->t.seed;
+    out->fpr = fpr_of(f->t.items, f->t.width);
+    out->bits_per_key = f->t.items ? (double)f->t.shape.array_length * f->t.width /
+                                       (double)f->t.items
                                  : 0.0;
-    out->attempts = f->attempts;
-    out->build_memory = f->temp_bytes;
-    out->bytes = sizeof(*f) + cells_bytes(&f->shape, f->width) + BK_CACHE_LINE +
-                 sizeof(void *);
+    out->attempts = f->t.attempts;
+    out->build_memory = f->t.temp_bytes;
+    out->bytes = sizeof(*f) + bk__aligned_asked(bk__fuse_table_bytes(&f->t.shape, f->t.width,
+                                                                      PADDING));
     return BK_OK;
 }
 
@@ -290,20 +278,13 @@ static int ops_add(void *f, bk_hash h)
 
 static int ops_contains(const void *f, bk_hash h) { return contains_hash(f, h); }
 
-static int64_t ops_add_batch(void *f, const void *const *keys, const size_t *lens,
-                             size_t n, uint8_t *results)
-{
-    (void)f, (void)keys, (void)lens, (void)n, (void)results;
-    return BK_ESTATIC;
-}
-
 static int64_t ops_contains_batch(const void *f, const void *const *keys,
                                   const size_t *lens, size_t n, uint8_t *results)
 {
     return bk_static_contains_batch(f, keys, lens, n, results);
 }
 
-static uint64_t ops_seed(const void *f) { return ((const bk_static *)f)->seed; }
+static uint64_t ops_seed(const void *f) { return ((const bk_static *)f)->t.seed; }
 static void ops_destroy(void *f) { bk_static_free(f); }
 static uint32_t ops_nparts(const void *f) { (void)f; return 1; }
 
@@ -320,92 +301,53 @@ static int ops_info(const void *vf, bk_filter_info *out)
     bk_static_stats st;
     int rc = bk_static_get_stats(f, &st);
     if (rc != BK_OK) return rc;
-    out->seed = st.seed;
-    out->capacity = st.items;
-    out->target_fpr = st.fpr;
-    out->items = st.items;
-    out->estimated_items = (double)st.items;
-    out->fpr_now = st.fpr;
-    out->fpr_at_capacity = st.fpr;
-    out->fill = st.cells ? (double)st.items / (double)st.cells : 0.0;
-    out->bytes = st.bytes;
-    out->parts = 1;
+    bk__static_info(f->t.seed, f->t.items, st.fpr, st.fpr, st.cells, st.bytes, 1, out);
     return BK_OK;
 }
 
 static int ops_describe(const void *vf, bk__image *img)
 {
     const bk_static *f = vf;
-    bk__part *p = &img->parts[0];
-    double fpr = f->items ? ldexp(1.0, -(int)f->width) : 0.0;
-    img->seed = f->seed;
-    img->capacity = f->items;
-    img->fpr = fpr;
-    img->items = f->items;
-    p->m = f->shape.array_length;
-    p->k = 3;
-    p->width = (uint8_t)f->width;
-    p->param = f->shape.segment_length;
-    p->capacity = f->items;
-    p->fpr = fpr;
-    p->items = f->items;
-    p->data = f->cells;
-    p->length = cells_bytes(&f->shape, f->width);
+    bk__fuse_table_describe(&f->t, PADDING, fpr_of(f->t.items, f->t.width), img);
     return BK_OK;
 }
 
 static int ops_restore(const bk__image *img, void **out)
 {
+    bk__fuse_table t;
     const bk__part *p = &img->parts[0];
-    bk__fuse_shape shape;
-    if (img->nparts != 1 || p->k != 3 ||
-        (p->width != 8 && p->width != 12 && p->width != 16))
+    if (img->nparts != 1 || (p->width != 8 && p->width != 12 && p->width != 16))
         return BK_ECORRUPT;
-    if (bk__fuse_shape_from(p->param, p->m, &shape) != BK_OK) return BK_ECORRUPT;
-    if (p->length != cells_bytes(&shape, p->width)) return BK_ECORRUPT;
-    /* canonical: the 4 bits after an odd number of 12-bit cells are 0 */
-    if (p->width == 12 && (shape.array_length & 1) &&
-        (((const unsigned char *)p->data)[p->length - 1] >> 4) != 0)
-        return BK_ECORRUPT;
-    /* a table holds at most one key per cell */
-    if (img->items > shape.array_length || p->items != img->items ||
-        img->capacity != img->items || p->capacity != img->items)
-        return BK_ECORRUPT;
-    double fpr = img->items ? ldexp(1.0, -(int)p->width) : 0.0;
-    if (img->fpr != fpr || p->fpr != fpr) return BK_ECORRUPT;
     for (int i = 0; i < BK__IMAGE_PARAMS; i++)
         if (img->param[i] != 0) return BK_ECORRUPT;
-    if (img->flags != 0 || p->flags != 0 || p->slots != 0) return BK_ECORRUPT;
+    if (bk__fuse_table_restore(img, PADDING, fpr_of(img->items, p->width), &t) != BK_OK)
+        return BK_ECORRUPT;
+    /* canonical: the 4 bits after an odd number of 12-bit cells are 0 */
+    if (t.width == 12 && (t.shape.array_length & 1) &&
+        (((const unsigned char *)t.cells)[p->length - 1] >> 4) != 0)
+        return BK_ECORRUPT;
 
     bk_static *f = bk__calloc(1, sizeof(*f));
     if (f == NULL) return BK_ENOMEM;
     bk__object_init(&f->obj, &static_ops);
-    f->shape = shape;
-    f->width = p->width;
-    f->cells = p->data;
-    f->owns_cells = 0;
-    f->seed = img->seed;
-    f->items = img->items;
+    f->t = t;
     *out = f;
     return BK_OK;
 }
-
 
 /* The handle and, unless borrowed from a loaded block or a mapping, the
  * cells. */
 static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
 {
     const bk_static *f = vf;
-    visit(ctx, f, sizeof(*f));
-    if (f->owns_cells)
-        visit(ctx, bk__aligned_raw(f->cells), bk__aligned_asked(cells_bytes(&f->shape, f->width)));
+    bk__fuse_table_allocations(&f->t, PADDING, f, sizeof(*f), visit, ctx);
 }
 
 static const bk__family_ops static_ops = {
     .family = BK_FAMILY_STATIC,
     .name = "static",
     BK__OPS_STANDARD,
-    .add_batch = ops_add_batch, .contains_batch = ops_contains_batch,
+    .add_batch = bk__static_add_batch, .contains_batch = ops_contains_batch,
     /* no clone: one goes through the file format (filter.c) */
 };
 

@@ -401,3 +401,104 @@ int bk__peel_search(bk__peel *p, const void *const *keys, const size_t *lens,
     }
     return BK_EBUILD;
 }
+
+/*==========================================================================
+ * The table of a static family (see peel.h)
+ *==========================================================================*/
+
+int bk__fuse_table_build(bk__fuse_table *t, bk__peel *p, uint32_t padding,
+                         const void *const *keys, const size_t *lens,
+                         const uint32_t *values, uint64_t n, uint64_t seed,
+                         const bk__fuse_shape *most, uint64_t *conflict_hash)
+{
+    t->temp_bytes = p->temp_bytes;
+    int rc = bk__peel_search(p, keys, lens, values, n, seed, most, &t->shape, &t->seed,
+                             &t->attempts, conflict_hash);
+    if (rc != BK_OK) return rc;
+    t->cells = bk__calloc_aligned(bk__fuse_table_bytes(&t->shape, t->width, padding));
+    if (t->cells == NULL) return BK_ENOMEM;
+    t->owns_cells = 1;
+    t->items = p->n;
+    t->duplicates = p->duplicates;
+    return BK_OK;
+}
+
+void bk__fuse_table_release(bk__fuse_table *t)
+{
+    if (t->owns_cells) bk__free_aligned(t->cells);
+}
+
+void bk__fuse_table_describe(const bk__fuse_table *t, uint32_t padding, double fpr,
+                             bk__image *img)
+{
+    bk__part *p = &img->parts[0];
+    img->seed = t->seed;
+    img->capacity = t->items;
+    img->fpr = fpr;
+    img->items = t->items;
+    p->m = t->shape.array_length;
+    p->k = 3;
+    p->width = (uint8_t)t->width;
+    p->param = t->shape.segment_length;
+    p->capacity = t->items;
+    p->fpr = fpr;
+    p->items = t->items;
+    p->data = t->cells;
+    p->length = bk__fuse_table_bytes(&t->shape, t->width, padding);
+}
+
+int bk__fuse_table_restore(const bk__image *img, uint32_t padding, double fpr,
+                           bk__fuse_table *t)
+{
+    const bk__part *p = &img->parts[0];
+    bk__fuse_shape shape;
+    if (img->nparts != 1 || p->k != 3) return BK_ECORRUPT;
+    if (bk__fuse_shape_from(p->param, p->m, &shape) != BK_OK) return BK_ECORRUPT;
+    if (p->length != bk__fuse_table_bytes(&shape, p->width, padding)) return BK_ECORRUPT;
+    /* a table holds at most one key per cell */
+    if (img->items > shape.array_length || p->items != img->items ||
+        img->capacity != img->items || p->capacity != img->items)
+        return BK_ECORRUPT;
+    if (img->fpr != fpr || p->fpr != fpr) return BK_ECORRUPT;
+    if (img->flags != 0 || p->flags != 0 || p->slots != 0) return BK_ECORRUPT;
+    memset(t, 0, sizeof(*t));
+    t->shape = shape;
+    t->width = p->width;
+    t->cells = p->data;
+    t->owns_cells = 0;
+    t->seed = img->seed;
+    t->items = img->items;
+    return BK_OK;
+}
+
+void bk__static_info(uint64_t seed, uint64_t items, double target_fpr, double fpr,
+                     double cells, size_t bytes, uint32_t parts, bk_filter_info *out)
+{
+    out->seed = seed;
+    out->capacity = items;
+    out->target_fpr = target_fpr;
+    out->items = items;
+    out->estimated_items = (double)items;
+    out->fpr_now = fpr;
+    out->fpr_at_capacity = fpr;
+    out->fill = (double)items / cells; /* a table has 12 cells or more */
+    out->bytes = bytes;
+    out->parts = parts;
+}
+
+void bk__fuse_table_allocations(const bk__fuse_table *t, uint32_t padding,
+                                const void *handle, size_t handle_size,
+                                bk__visit_fn visit, void *ctx)
+{
+    visit(ctx, handle, handle_size);
+    if (t->owns_cells)
+        visit(ctx, bk__aligned_raw(t->cells),
+              bk__aligned_asked(bk__fuse_table_bytes(&t->shape, t->width, padding)));
+}
+
+int64_t bk__static_add_batch(void *f, const void *const *keys, const size_t *lens,
+                             size_t n, uint8_t *results)
+{
+    (void)f, (void)keys, (void)lens, (void)n, (void)results;
+    return BK_ESTATIC;
+}

@@ -49,7 +49,7 @@
 #ifndef BK_PEEL_H
 #define BK_PEEL_H
 
-#include "internal.h"
+#include "filter.h"
 
 /* Largest segment length (the paper's cap), and cells per table: cell
  * indexes are 32-bit. */
@@ -190,5 +190,74 @@ static inline uint64_t bk__peel_attempt_seed(uint64_t seed, uint32_t attempt)
  * probability well under 1/2 at every size, so 64 failures in a row mean
  * something other than bad luck. */
 #define BK__PEEL_MAX_ATTEMPTS 64
+
+/*--------------------------------------------------------------------------
+ * The table of a static family built by peeling: the static filter
+ * (fuse.c, fingerprints of 8, 12 or 16 bits) and the static map
+ * (bloomier.c, value and check bits, then 8 zero bytes). Both keep the same
+ * fields, size, describe, restore and account for them the same way; each
+ * keeps what its cells mean. Nothing here is on a key's path.
+ *--------------------------------------------------------------------------*/
+
+typedef struct bk__fuse_table {
+    bk__fuse_shape shape;
+    uint32_t width;         /* bits a cell */
+    void *cells;            /* array_length packed cells, 64-byte aligned */
+    int owns_cells;         /* 0 when they live in a loaded block or mapping */
+    uint64_t seed;          /* of the key hash (the successful attempt's) */
+    uint64_t items;         /* distinct keys */
+    uint64_t duplicates;    /* keys dropped as duplicates at construction */
+    uint32_t attempts;      /* construction attempts (0 when loaded) */
+    uint64_t temp_bytes;    /* construction's temporary memory (0 when loaded) */
+} bk__fuse_table;
+
+/* Bytes of a table of cells of `width` bits on shape s, and `padding` zero
+ * bytes after them. */
+static inline size_t bk__fuse_table_bytes(const bk__fuse_shape *s, uint32_t width,
+                                          uint32_t padding)
+{
+    return (size_t)(((uint64_t)s->array_length * width + 7) / 8) + padding;
+}
+
+/* The construction after bk__peel_alloc (t->width set): search for a seed
+ * that peels (values[] alongside for a map), then allocate the zeroed
+ * cells; the caller assigns them from p and frees p. Errors as
+ * bk__peel_search, or BK_ENOMEM. */
+BK_HIDDEN int bk__fuse_table_build(bk__fuse_table *t, bk__peel *p, uint32_t padding,
+                                   const void *const *keys, const size_t *lens,
+                                   const uint32_t *values, uint64_t n, uint64_t seed,
+                                   const bk__fuse_shape *most, uint64_t *conflict_hash);
+
+/* Free the cells when they are the table's own. */
+BK_HIDDEN void bk__fuse_table_release(bk__fuse_table *t);
+
+/* The image of a table: header and part 0 (items = capacity, the rate
+ * `fpr`); the family adds its header params. */
+BK_HIDDEN void bk__fuse_table_describe(const bk__fuse_table *t, uint32_t padding,
+                                       double fpr, bk__image *img);
+
+/* Check an image's one part as a table with `padding` bytes after its
+ * cells whose stored rate must be `fpr`, and set *t to borrow its cells
+ * (construction fields 0). BK_ECORRUPT on any mismatch: the family checks
+ * its header params, the width and the bits past the last cell itself. */
+BK_HIDDEN int bk__fuse_table_restore(const bk__image *img, uint32_t padding, double fpr,
+                                     bk__fuse_table *t);
+
+/* The generic info of a static filter or map (fuse.c, bloomier.c,
+ * bumped.c): `items` keys in `cells` cells (or rows), which is also its
+ * capacity and its estimate; one rate now and at capacity; `bytes` in all. */
+BK_HIDDEN void bk__static_info(uint64_t seed, uint64_t items, double target_fpr, double fpr,
+                               double cells, size_t bytes, uint32_t parts,
+                               bk_filter_info *out);
+
+/* The handle of handle_size bytes and, unless borrowed, the cells. */
+BK_HIDDEN void bk__fuse_table_allocations(const bk__fuse_table *t, uint32_t padding,
+                                          const void *handle, size_t handle_size,
+                                          bk__visit_fn visit, void *ctx);
+
+/* What a static family's ops table says to adds (BK_ESTATIC): it is built
+ * once from its keys (fuse.c, bloomier.c, bumped.c). */
+BK_HIDDEN int64_t bk__static_add_batch(void *f, const void *const *keys, const size_t *lens,
+                                       size_t n, uint8_t *results);
 
 #endif /* BK_PEEL_H */

@@ -114,7 +114,7 @@
 #include <stdio.h>  /* snprintf */
 #include <string.h> /* memset, memcpy */
 
-#include "filter.h"
+#include "family_util.h"
 #include "hash.h"
 
 /* The AVX-512 stage test (a vector load of the line: not under TSan,
@@ -1193,8 +1193,7 @@ static int64_t ops_contains_batch(const void *f, const void *const *keys,
 static void ops_clear(void *f) { bk_scalable_clear(f); }
 static int ops_add(void *f, bk_hash h) { return add_hash(f, h, 1); }
 static int ops_contains(const void *f, bk_hash h) { return contains_hash(f, h); }
-static uint64_t ops_seed(const void *f) { return ((const bk_scalable *)f)->seed; }
-static void ops_destroy(void *f) { bk_scalable_free(f); }
+BK__OPS_SEED_DESTROY(scalable)
 
 static int ops_info(const void *vf, bk_filter_info *out)
 {

@@ -83,7 +83,7 @@
 #include <math.h>   /* log1p, expm1 */
 #include <string.h> /* memset */
 
-#include "filter.h"
+#include "family_util.h"
 #include "hash.h"
 
 /*==========================================================================
@@ -499,8 +499,7 @@ static int ops_contains(const void *vf, bk_hash h)
     return contains_at(f, h, f->now);
 }
 
-static uint64_t ops_seed(const void *f) { return ((const bk_window *)f)->seed; }
-static void ops_destroy(void *f) { bk_window_free(f); }
+BK__OPS_SEED_DESTROY(window)
 
 static int ops_info(const void *vf, bk_filter_info *out)
 {
