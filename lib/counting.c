@@ -543,22 +543,24 @@ static inline int all_nonzero(const bk_counting *f, const key_counters *kc)
 
 /* Single-writer +1 (delta > 0) or -1 on each counter with plain loads and
  * stores; saturated counters stay, and -1 is only applied after
- * all_nonzero (the counters are distinct, so none is zero). Returns 1 when
- * a counter was zero before. */
-static inline int update_plain(const bk_counting *f, const key_counters *kc,
-                               int delta)
+ * all_nonzero (the counters are distinct, so none is zero). Returns how
+ * many counters crossed zero: were zero before +1, or one before -1 (so
+ * nonzero when an add found a counter at zero). */
+static inline uint32_t update_plain(const bk_counting *f, const key_counters *kc,
+                                    int delta)
 {
     const width_info *w = f->width;
-    uint64_t was_zero = 0;
+    const uint64_t crossing = delta > 0 ? 0 : 1;
+    uint32_t crossed = 0;
     for (uint32_t i = 0; i < f->k; i++) {
         uint32_t at = kc->offset[i];
         uint64_t *word = &kc->block[at >> 6];
         uint64_t v = *word, field = field_at(w, v, at);
         uint64_t step = (uint64_t)(field != w->max) << (at & 63);
-        was_zero |= field == 0;
+        crossed += field == crossing;
         *word = delta > 0 ? v + step : v - step;
     }
-    return was_zero != 0;
+    return crossed;
 }
 
 /* Concurrent +1 or -1: the touched fields of each word (their lowest
@@ -578,7 +580,7 @@ static int update_atomic(const bk_counting *f, const key_counters *kc,
 
 static inline int update(const bk_counting *f, const key_counters *kc, int delta)
 {
-    return f->single_writer ? update_plain(f, kc, delta)
+    return f->single_writer ? update_plain(f, kc, delta) != 0
                             : update_atomic(f, kc, delta);
 }
 
@@ -1201,25 +1203,12 @@ static uint64_t fill_count_set(const void *vf)
     return t;
 }
 
-/* How many of the key's counters hold `value` (0: an add will make them
- * nonzero; 1: a remove will make them zero). */
-static uint64_t counters_at(const bk_counting *f, const key_counters *kc, uint64_t value)
-{
-    uint64_t n = 0;
-    for (uint32_t i = 0; i < f->k; i++) {
-        uint32_t at = kc->offset[i];
-        n += field_at(f->width, kc->block[at >> 6], at) == value;
-    }
-    return n;
-}
-
 static int fill_add(void *vf, bk_hash h, uint64_t *newly_set)
 {
     bk_counting *f = vf;
     key_counters kc;
     draw(f, h, &kc);
-    uint64_t n = counters_at(f, &kc, 0);
-    update_plain(f, &kc, +1);
+    uint64_t n = update_plain(f, &kc, +1);
     f->items += n != 0;
     *newly_set = n;
     return n != 0;
@@ -1232,8 +1221,7 @@ static int fill_remove(void *vf, bk_hash h, uint64_t *newly_clear)
     draw(f, h, &kc);
     *newly_clear = 0;
     if (!all_nonzero(f, &kc)) return BK_ENOTFOUND;
-    *newly_clear = counters_at(f, &kc, 1);
-    update_plain(f, &kc, -1);
+    *newly_clear = update_plain(f, &kc, -1);
     f->items -= f->items > 0;
     return BK_OK;
 }
