@@ -1,6 +1,6 @@
 /*
- * cmd_common.c - argument parsing that more than one kind's commands share
- * (declared in cmd_internal.h).
+ * cmd_common.c - argument parsing and creation steps that more than one
+ * kind's commands share (declared in cmd_internal.h).
  */
 #include "cmd_internal.h"
 
@@ -24,4 +24,21 @@ int bkc__insert_options(bkc_ctx *c, int argc, const bkc_str *argv, int *nocreate
         return 0;
     }
     return i;
+}
+
+int bkc__may_make(bkc_ctx *c, uint64_t bytes)
+{
+    if (bytes == UINT64_MAX) {
+        bkc__err(c, BKC_ERR_TOO_LARGE);
+        return 0;
+    }
+    return bkc__fits(c, bytes);
+}
+
+bkc_value *bkc__made(bkc_ctx *c, int rc, bkc_kind kind, bk_filter *f)
+{
+    if (rc == BK_OK) return bkc__value_of(c, kind, f);
+    if (rc == BK_ESIZE) bkc__err(c, BKC_ERR_TOO_LARGE);
+    else bkc__lib_error(c, rc);
+    return NULL;
 }

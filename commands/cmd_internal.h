@@ -59,7 +59,8 @@ typedef struct bkc__info_field {
  * writes field i of src. */
 /* n replies, booleans (as_bool) or integers 0/1: whether f (NULL: an
  * empty key) may hold each item, looked up in batches (the library
- * overlaps their cache misses). */
+ * overlaps their cache misses); a time-window or TTL filter at the
+ * command's clock (c->now_ms). */
 void bkc__reply_contains_many(bkc_ctx *c, const bk_filter *f, const bkc_str *items, size_t n,
                               int as_bool);
 
@@ -67,6 +68,10 @@ void bkc__reply_contains_many(bkc_ctx *c, const bk_filter *f, const bkc_str *ite
  * `kind` (a missing key, or one of another kind, answers 0 for each item,
  * as the single lookups do). */
 void bkc__cmd_mexists(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind, int as_bool);
+/* The same for *.EXISTS key item (array 0: one reply, not an array) and
+ * *.MEXISTS (array 1). */
+void bkc__cmd_lookups(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind, int array,
+                      int as_bool);
 
 /* *.COUNT key item: the copies a key of `kind` counts (0: missing key,
  * another kind, or none). */
@@ -217,6 +222,12 @@ int bkc__fits(bkc_ctx *c, uint64_t bytes);
 /* The same for a BF/CF filter being created: BKC_ERR_CREATE_MEM for
  * either limit (RedisBloom's text). */
 int bkc__fits_create(bkc_ctx *c, uint64_t bytes);
+/* Whether a new filter of `bytes` (UINT64_MAX: too large to make at all)
+ * may be made now: 1, or 0 after replying (cmd_common.c). */
+int bkc__may_make(bkc_ctx *c, uint64_t bytes);
+/* The value of a filter the library made with result rc, or NULL after
+ * replying rc's error (BK_ESIZE: BKC_ERR_TOO_LARGE). */
+bkc_value *bkc__made(bkc_ctx *c, int rc, bkc_kind kind, bk_filter *f);
 
 /*==========================================================================
  * Values

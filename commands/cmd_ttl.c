@@ -58,20 +58,10 @@ static uint64_t ttl_bytes(uint64_t capacity, double fpr, uint32_t g)
 static bkc_value *tf_create(bkc_ctx *c, uint64_t capacity, double error, uint64_t max_ttl,
                             uint32_t g)
 {
-    uint64_t bytes = ttl_bytes(capacity, error, g);
-    if (bytes == UINT64_MAX) {
-        bkc__err(c, BKC_ERR_TOO_LARGE);
-        return NULL;
-    }
-    if (!bkc__fits(c, bytes)) return NULL;
+    if (!bkc__may_make(c, ttl_bytes(capacity, error, g))) return NULL;
     bk_ttl *f = NULL;
     int rc = bk_ttl_create(&f, capacity, error, max_ttl, g, c->now_ms, BK_DEFAULT_SEED);
-    if (rc != BK_OK) {
-        if (rc == BK_ESIZE) bkc__err(c, BKC_ERR_TOO_LARGE);
-        else bkc__lib_error(c, rc);
-        return NULL;
-    }
-    return bkc__value_of(c, BKC_KIND_TTL, bk_ttl_as_filter(f));
+    return bkc__made(c, rc, BKC_KIND_TTL, bk_ttl_as_filter(f));
 }
 
 void bkc_cmd_tf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
@@ -232,41 +222,15 @@ void bkc_cmd_tf_addat(bkc_ctx *c, int argc, const bkc_str *argv)
     bkc__close(c, k);
 }
 
-/* TF.EXISTS (array 0) and TF.MEXISTS (array 1): at the command's clock. */
-static void lookups(bkc_ctx *c, int argc, const bkc_str *argv, int array)
-{
-    bkc_key *k;
-    int st;
-    bkc_value *v = bkc__open_lookup(c, argv[1], BKC_KIND_TTL, &k, &st);
-    if (st == BKC__FAILED) return;
-    const bk_ttl *f = v ? bk_filter_as_ttl(v->filters[0]) : NULL;
-    size_t n = array ? (size_t)(argc - 2) : 1;
-    if (array) bkc__array(c, n);
-    enum { CHUNK = 64 }; /* keys hashed and prefetched ahead together */
-    const void *keys[CHUNK];
-    size_t lens[CHUNK];
-    uint8_t found[CHUNK];
-    for (size_t at = 0; at < n; at += CHUNK) {
-        size_t m = n - at < CHUNK ? n - at : CHUNK;
-        for (size_t i = 0; i < m; i++) {
-            keys[i] = argv[2 + at + i].ptr;
-            lens[i] = argv[2 + at + i].len;
-            found[i] = 0;
-        }
-        if (f != NULL) bk_ttl_contains_batch(f, keys, lens, m, c->now_ms, found);
-        for (size_t i = 0; i < m; i++) bkc__int(c, found[i]);
-    }
-    bkc__close(c, k);
-}
-
+/* At the command's clock (bkc__reply_contains_many). */
 void bkc_cmd_tf_exists(bkc_ctx *c, int argc, const bkc_str *argv)
 {
-    lookups(c, argc, argv, 0);
+    bkc__cmd_lookups(c, argc, argv, BKC_KIND_TTL, 0, 0);
 }
 
 void bkc_cmd_tf_mexists(bkc_ctx *c, int argc, const bkc_str *argv)
 {
-    lookups(c, argc, argv, 1);
+    bkc__cmd_lookups(c, argc, argv, BKC_KIND_TTL, 1, 0);
 }
 
 enum {

@@ -52,20 +52,10 @@ static uint64_t window_bytes(uint64_t items, double fpr, uint64_t window, uint32
 static bkc_value *wf_create(bkc_ctx *c, uint64_t capacity, double error, uint64_t window,
                             uint32_t g)
 {
-    uint64_t bytes = window_bytes(capacity, error, window, g);
-    if (bytes == UINT64_MAX) {
-        bkc__err(c, BKC_ERR_TOO_LARGE);
-        return NULL;
-    }
-    if (!bkc__fits(c, bytes)) return NULL;
+    if (!bkc__may_make(c, window_bytes(capacity, error, window, g))) return NULL;
     bk_window *wf = NULL;
     int rc = bk_window_create(&wf, capacity, error, window, g, c->now_ms, BK_DEFAULT_SEED);
-    if (rc != BK_OK) {
-        if (rc == BK_ESIZE) bkc__err(c, BKC_ERR_TOO_LARGE);
-        else bkc__lib_error(c, rc);
-        return NULL;
-    }
-    return bkc__value_of(c, BKC_KIND_WINDOW, bk_window_as_filter(wf));
+    return bkc__made(c, rc, BKC_KIND_WINDOW, bk_window_as_filter(wf));
 }
 
 void bkc_cmd_wf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
@@ -130,28 +120,15 @@ void bkc_cmd_wf_madd(bkc_ctx *c, int argc, const bkc_str *argv)
     add_items(c, argc, argv, 1);
 }
 
-/* WF.EXISTS (array 0) and WF.MEXISTS (array 1): at the command's clock. */
-static void lookups(bkc_ctx *c, int argc, const bkc_str *argv, int array)
-{
-    bkc_key *k;
-    int st;
-    bkc_value *v = bkc__open_lookup(c, argv[1], BKC_KIND_WINDOW, &k, &st);
-    if (st == BKC__FAILED) return;
-    bk_window *w = v ? bk_filter_as_window(v->filters[0]) : NULL;
-    if (array) bkc__array(c, (size_t)(argc - 2));
-    for (int i = 2; i < (array ? argc : 3); i++)
-        bkc__int(c, w ? bk_window_contains(w, argv[i].ptr, argv[i].len, c->now_ms) == 1 : 0);
-    bkc__close(c, k);
-}
-
+/* At the command's clock (bkc__reply_contains_many). */
 void bkc_cmd_wf_exists(bkc_ctx *c, int argc, const bkc_str *argv)
 {
-    lookups(c, argc, argv, 0);
+    bkc__cmd_lookups(c, argc, argv, BKC_KIND_WINDOW, 0, 0);
 }
 
 void bkc_cmd_wf_mexists(bkc_ctx *c, int argc, const bkc_str *argv)
 {
-    lookups(c, argc, argv, 1);
+    bkc__cmd_lookups(c, argc, argv, BKC_KIND_WINDOW, 1, 0);
 }
 
 enum { F_CAPACITY, F_SIZE, F_ITEMS, F_ERROR, F_WINDOW, F_GENERATIONS, F_COUNT };

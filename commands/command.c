@@ -807,7 +807,12 @@ void bkc__reply_contains_many(bkc_ctx *c, const bk_filter *f, const bkc_str *ite
             lens[i] = items[at + i].len;
             found[i] = 0;
         }
-        if (f != NULL && bk_filter_contains_batch(f, keys, lens, m, found) < 0)
+        /* the time-window and TTL filters answer at the command's clock */
+        const bk_window *w = bk_filter_as_window((bk_filter *)f);
+        const bk_ttl *t = bk_filter_as_ttl((bk_filter *)f);
+        if (w != NULL) bk_window_contains_batch(w, keys, lens, m, c->now_ms, found);
+        else if (t != NULL) bk_ttl_contains_batch(t, keys, lens, m, c->now_ms, found);
+        else if (f != NULL && bk_filter_contains_batch(f, keys, lens, m, found) < 0)
             for (size_t i = 0; i < m; i++)
                 found[i] = bk_filter_contains(f, keys[i], lens[i]) == 1;
         for (size_t i = 0; i < m; i++) {
@@ -831,12 +836,19 @@ void bkc__cmd_count(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind)
 
 void bkc__cmd_mexists(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind, int as_bool)
 {
+    bkc__cmd_lookups(c, argc, argv, kind, 1, as_bool);
+}
+
+void bkc__cmd_lookups(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind, int array,
+                      int as_bool)
+{
     bkc_key *k;
     int st;
     bkc_value *v = bkc__open_lookup(c, argv[1], kind, &k, &st);
     if (st == BKC__FAILED) return;
-    bkc__array(c, (size_t)(argc - 2));
-    bkc__reply_contains_many(c, v ? v->filters[0] : NULL, argv + 2, (size_t)(argc - 2), as_bool);
+    size_t n = array ? (size_t)(argc - 2) : 1;
+    if (array) bkc__array(c, n);
+    bkc__reply_contains_many(c, v ? v->filters[0] : NULL, argv + 2, n, as_bool);
     bkc__close(c, k);
 }
 
