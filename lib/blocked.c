@@ -1828,9 +1828,10 @@ static uint64_t fill_line_scalar(uint64_t *line, uint32_t x, uint32_t k)
     return n;
 }
 
-#if BK_BLOCKED_X86
+#if BK_BLOCKED_X86 && !BK_BLOCKED_TSAN
 /* With AVX2: the key's mask as the plain add builds it, the missing bits
- * counted with POPCNT (every AVX2 CPU has it). */
+ * counted with POPCNT (every AVX2 CPU has it). ThreadSanitizer builds take
+ * the scalar way, as they read lines through atomics only. */
 __attribute__((target("avx2,popcnt")))
 static uint64_t fill_line_avx2(uint64_t *line, uint32_t x, uint32_t k)
 {
