@@ -10,7 +10,8 @@
  *     callback checks every pointer against the record),
  *   - with a NULL callback, sum the bytes asked for them.
  * A family that fell back to its nominal bytes, forgot a block, or counted
- * one twice fails here.
+ * one twice fails here. The auto-clear and TTL filters (families made of
+ * other families' filters) are checked the same way.
  */
 #include <malloc.h> /* malloc_usable_size */
 
@@ -176,6 +177,55 @@ static void test_created_families(void **state)
     }
 }
 
+/* Auto-clear filters (their wrapped generations: both with rotate, after
+ * clears) and TTL filters (a generation grown past its first segment: every
+ * key at the filter's clock with the max TTL lands in one generation). */
+static bk_filter *make_config(bk_family family, uint64_t capacity, double auto_clear, int rotate)
+{
+    bk_filter_config cfg;
+    bk_filter_config_init(&cfg);
+    cfg.family = family;
+    cfg.capacity = capacity;
+    cfg.fpr = 0.01;
+    cfg.auto_clear = auto_clear;
+    cfg.auto_clear_mode = rotate ? BK_AUTOCLEAR_ROTATE : BK_AUTOCLEAR_CLEAR;
+    if (family == BK_FAMILY_TTL) {
+        cfg.window = 60000; /* the max TTL */
+        cfg.generations = 5;
+    }
+    bk_filter *f = NULL;
+    assert_int_equal(bk_filter_create(&f, &cfg), BK_OK);
+    return f;
+}
+
+static void test_autoclear_and_ttl(void **state)
+{
+    (void)state;
+    static const struct {
+        bk_family family;
+        double auto_clear;
+        int rotate;
+        uint64_t adds;
+    } rows[] = {
+        {BK_FAMILY_BLOOM, 0.5, 0, 5000},
+        {BK_FAMILY_BLOCKED, 0.5, 1, 5000},
+        {BK_FAMILY_COUNTING, 0.4, 1, 5000},
+        {BK_FAMILY_TTL, 0, 0, 500},
+        {BK_FAMILY_TTL, 0, 0, 5000},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        uint64_t since = mark();
+        bk_filter *f = make_config(rows[i].family, 1000, rows[i].auto_clear, rows[i].rotate);
+        tu_add_keys(f, 0, rows[i].adds, 1);
+        if (rows[i].auto_clear != 0) {
+            bk_autoclear_stats st;
+            assert_int_equal(bk_autoclear_get_stats(bk_filter_as_autoclear(f), &st), BK_OK);
+            assert_true(st.clears > 0);
+        }
+        check_made(f, since);
+    }
+}
+
 static void test_cuckoo_stages(void **state)
 {
     (void)state;
@@ -225,6 +275,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_created_families, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cuckoo_stages, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_autoclear_and_ttl, setup, teardown),
         cmocka_unit_test_setup_teardown(test_static_families, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
