@@ -2,6 +2,8 @@
  * cmd_common.c - argument parsing and creation steps that more than one
  * kind's commands share (declared in cmd_internal.h).
  */
+#include <stdio.h> /* snprintf */
+
 #include "cmd_internal.h"
 
 int bkc__insert_options(bkc_ctx *c, int argc, const bkc_str *argv, int *nocreate,
@@ -41,4 +43,26 @@ bkc_value *bkc__made(bkc_ctx *c, int rc, bkc_kind kind, bk_filter *f)
     if (rc == BK_ESIZE) bkc__err(c, BKC_ERR_TOO_LARGE);
     else bkc__lib_error(c, rc);
     return NULL;
+}
+
+int bkc__arg_generations(bkc_ctx *c, int argc, const bkc_str *argv, int from, long long min,
+                         long long max, long long *g)
+{
+    char msg[64];
+    for (int i = from; i < argc; i += 2) {
+        if (!bkc_streq(argv[i], "GENERATIONS")) {
+            bkc__err(c, BKC_ERR_UNKNOWN_ARG);
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            bkc__arity_error(c, argv);
+            return 0;
+        }
+        if (!bkc_parse_ll(argv[i + 1], g) || *g < min || *g > max) {
+            snprintf(msg, sizeof(msg), "ERR generations must be between %lld and %lld", min, max);
+            bkc__err(c, msg);
+            return 0;
+        }
+    }
+    return 1;
 }

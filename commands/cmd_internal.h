@@ -225,6 +225,10 @@ int bkc__fits_create(bkc_ctx *c, uint64_t bytes);
 /* Whether a new filter of `bytes` (UINT64_MAX: too large to make at all)
  * may be made now: 1, or 0 after replying (cmd_common.c). */
 int bkc__may_make(bkc_ctx *c, uint64_t bytes);
+/* The `[GENERATIONS g]` options from argv[from] on (WF.RESERVE,
+ * TF.RESERVE): *g in [min, max], or 0 after replying. */
+int bkc__arg_generations(bkc_ctx *c, int argc, const bkc_str *argv, int from, long long min,
+                         long long max, long long *g);
 /* The value of a filter the library made with result rc, or NULL after
  * replying rc's error (BK_ESIZE: BKC_ERR_TOO_LARGE). */
 bkc_value *bkc__made(bkc_ctx *c, int rc, bkc_kind kind, bk_filter *f);

@@ -37,7 +37,6 @@
  * surely a unit mistake, and now_ms + max TTL must not overflow. */
 #define MAX_TTL_MS 315360000000LL
 #define ERR_MAX_TTL_RANGE "ERR bad max TTL: at most 315360000000 ms (10 years)"
-#define ERR_BAD_GENERATIONS "ERR generations must be between 2 and 64"
 #define ERR_BAD_TTL "ERR bad TTL: a whole number of milliseconds, at least 1"
 #define ERR_BAD_EXPIRY "ERR bad expiry time: a whole number of milliseconds since the epoch"
 #define ERR_FULL "ERR TTL filter is full: 4095 segments"
@@ -79,21 +78,9 @@ void bkc_cmd_tf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
         bkc__err(c, ERR_MAX_TTL_RANGE);
         return;
     }
-    for (int i = 5; i < argc; i += 2) {
-        if (!bkc_streq(argv[i], "GENERATIONS")) {
-            bkc__err(c, BKC_ERR_UNKNOWN_ARG);
-            return;
-        }
-        if (i + 1 >= argc) {
-            bkc__arity_error(c, argv);
-            return;
-        }
-        if (!bkc_parse_ll(argv[i + 1], &g) || g < BK_TTL_MIN_GENERATIONS ||
-            g > BK_TTL_MAX_GENERATIONS) {
-            bkc__err(c, ERR_BAD_GENERATIONS);
-            return;
-        }
-    }
+    if (!bkc__arg_generations(c, argc, argv, 5, BK_TTL_MIN_GENERATIONS, BK_TTL_MAX_GENERATIONS,
+                              &g))
+        return;
     bkc_key *k;
     if (bkc__open_new(c, argv[1], BKC_KIND_TTL, 0, &k))
         bkc__store_new(c, argc, argv, k,

@@ -29,7 +29,6 @@
  * the generation arithmetic (now_ms + window) must not overflow. */
 #define MAX_WINDOW_MS 315360000000LL
 #define ERR_WINDOW_RANGE "ERR bad window: at most 315360000000 ms (10 years)"
-#define ERR_BAD_GENERATIONS "ERR generations must be between 2 and 64"
 
 /* Bytes the filter will take: g generations of a blocked filter sized like
  * bk_window_create sizes them. UINT64_MAX when too large. */
@@ -74,21 +73,9 @@ void bkc_cmd_wf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
         return;
     }
     window = (uint64_t)w;
-    for (int i = 5; i < argc; i += 2) {
-        if (!bkc_streq(argv[i], "GENERATIONS")) {
-            bkc__err(c, BKC_ERR_UNKNOWN_ARG);
-            return;
-        }
-        if (i + 1 >= argc) {
-            bkc__arity_error(c, argv);
-            return;
-        }
-        if (!bkc_parse_ll(argv[i + 1], &g) || g < BK_WINDOW_MIN_GENERATIONS ||
-            g > BK_WINDOW_MAX_GENERATIONS) {
-            bkc__err(c, ERR_BAD_GENERATIONS);
-            return;
-        }
-    }
+    if (!bkc__arg_generations(c, argc, argv, 5, BK_WINDOW_MIN_GENERATIONS,
+                              BK_WINDOW_MAX_GENERATIONS, &g))
+        return;
     bkc_key *k;
     if (bkc__open_new(c, argv[1], BKC_KIND_WINDOW, 0, &k))
         bkc__store_new(c, argc, argv, k, wf_create(c, capacity, error, window, (uint32_t)g));
