@@ -247,7 +247,8 @@ def restart_keeps_expiry(restart, *flags):
             t.add(r, "rp", "long", 1600)
             time.sleep(0.3)
             r = restart(srv, r)
-            assert r.execute_command("TF.MEXISTS", "rp", "one-second", "long") == [1, 1]
+            # each item found while its TTL runs, whatever the restart took
+            t.check(r, "rp")
             alive, gone = t.watch(r, "rp", 1200, 0.02)
             assert alive > 0 and gone > 0, (alive, gone)
     return run
