@@ -156,6 +156,15 @@ int bkc_value_push(bkc_value *v, bk_filter *f);
 
 void bkc_value_free(bkc_value *v);
 
+/* Put the filters v holds in the library's single-writer mode (plain
+ * stores, bk_filter_set_single_writer); families with one mode, keysets
+ * and values being loaded stay as they are. For hosts whose adds to a key
+ * hold its exclusive lock (the Redis module runs one command at a time,
+ * the server takes ADD opens exclusively): then no add runs beside
+ * another add or a lookup of the same filter. Call only while nothing
+ * else uses v. */
+void bkc_value_single_writer(bkc_value *v);
+
 /* What the value costs its allocators (MEMORY USAGE, maxmemory
  * accounting): over every block it holds, its own (bkc_allocator) and its
  * filter's (bk_filter_memory_usage), the allocator's size_fn of the block,
@@ -315,9 +324,11 @@ extern const bkc_command bkc_command_table[];
 extern const size_t bkc_command_count;
 
 /* What n CF.ADD (nx: CF.ADDNX) requests would do, argvs[i] being each one's
- * three arguments, all naming the same key: n replies and the same log
- * records, with the key opened once (a host's pipelines; bloomkit-server's
- * batches). */
+ * three arguments, all naming the same key: n replies and the same state,
+ * with the key opened once (a host's pipelines; bloomkit-server's
+ * batches). The adds to an existing key are logged (bkc_host_vt.wrote) as
+ * one "CF.INSERT[NX] key NOCREATE ITEMS ..." record per 64 attempted items,
+ * which replays as those adds in order; a lone one as its own CF.ADD. */
 void bkc_cf_add_many(bkc_ctx *c, const bkc_str *const *argvs, size_t n, int nx);
 
 /* A few objects of at most BKC_POOL_BYTES each, kept for reuse by one

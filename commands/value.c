@@ -129,6 +129,12 @@ void bkc_value_free(bkc_value *v)
     bkc__free(v);
 }
 
+void bkc_value_single_writer(bkc_value *v)
+{
+    if (v == NULL || v->kind == BKC_KIND_LOADING || v->kind == BKC_KIND_KEYSET) return;
+    for (uint32_t i = 0; i < v->nfilters; i++) (void)bk_filter_set_single_writer(v->filters[i], 1);
+}
+
 /*==========================================================================
  * Memory
  *==========================================================================*/

@@ -275,16 +275,9 @@ static bkc_value *host_value(bkc_key *k)
 
 /* Redis runs one command at a time (and forks to save), so the filters a
  * key holds never see two adds, or an add and a lookup, at once: plain
- * stores let consecutive adds overlap their cache misses. Families with
- * one write mode ignore it. A value finished by *.LOADCHUNK keeps the
- * concurrent mode (the same answers) until it is next stored or loaded. */
-static void single_writer(bkc_value *v)
-{
-    if (v->kind == BKC_KIND_LOADING || v->kind == BKC_KIND_KEYSET) return;
-    for (uint32_t i = 0; i < v->nfilters; i++)
-        (void)bk_filter_set_single_writer(v->filters[i], 1);
-}
-
+ * stores (bkc_value_single_writer) let consecutive adds overlap their
+ * cache misses. A value finished by *.LOADCHUNK keeps the concurrent mode
+ * (the same answers) until it is next stored or loaded. */
 static int host_set(bkc_key *k, bkc_value *v)
 {
     if (k->key == NULL) { /* opened for reading: the command layer never sets then */
@@ -301,7 +294,7 @@ static int host_set(bkc_key *k, bkc_value *v)
         bkc_value_free(v);
         return BK_EINVAL;
     }
-    single_writer(v);
+    bkc_value_single_writer(v);
     return BK_OK; /* Redis frees the previous value with its type's free */
 }
 
@@ -544,7 +537,7 @@ static void *rdb_load_kind(RedisModuleIO *io, int encver, bkc_kind kind)
         bkc_value_free(v);
         return NULL;
     }
-    single_writer(v);
+    bkc_value_single_writer(v);
     return v;
 }
 

@@ -12,8 +12,13 @@
  * Each entry carries a reader-writer lock (rwlock.c: 4 bytes, phase-fair),
  * a reference count and a "dead" flag. Opening a key (bkc_host_vt.open):
  *   1. stripe locked: find the entry, take a reference; stripe unlocked;
- *   2. READ and ADD take the entry's read lock (lookups and the library's
- *      lock-free adds run side by side); WRITE takes the write lock;
+ *   2. READ takes the entry's read lock (lookups run side by side); ADD,
+ *      WRITE and WHOLE take the write lock. Adds hold the key alone, so the
+ *      filters of every stored value are in the library's single-writer
+ *      mode (bkc_value_single_writer): plain stores, whose cache misses
+ *      overlap, instead of an atomic OR per word, a full barrier each on
+ *      x86. Pipelined adds to one key come as one batch under one lock
+ *      (hostcmd.c), so two workers hand the key over once a batch;
  *   3. if the entry died while we waited (deleted, renamed, expired), let
  *      go and start again: it is no longer the key of that name.
  * A WRITE open of a missing name inserts a placeholder entry (no value)
@@ -587,6 +592,7 @@ int bks_keyspace_load(bks_keyspace *ks, bkc_str name, bkc_value *v, uint64_t exp
             entry_destroy(e);
         return BK_ENOMEM;
     }
+    bkc_value_single_writer(v);   /* not yet seen by any other thread */
     e->value = v;
     if (x) {
         atomic_store(&x->guard, guard);
@@ -734,7 +740,7 @@ static ks_entry *ks_acquire(bks_keyspace *ks, bks_session *s, bkc_str name,
         atomic_fetch_add(&e->refs, 1);
         pthread_mutex_unlock(&st->mu);
 
-        if (mode == BKC_OPEN_WRITE || mode == BKC_OPEN_WHOLE)   /* WHOLE: no ADD at once */
+        if (mode != BKC_OPEN_READ)   /* ADD: single-writer adds; WHOLE: no add at once */
             bks_rwlock_wrlock(&e->lock);
         else
             bks_rwlock_rdlock(&e->lock);
@@ -746,7 +752,7 @@ static ks_entry *ks_acquire(bks_keyspace *ks, bks_session *s, bkc_str name,
         /* the clock is read only for a key with an expiry */
         uint64_t now = entry_expire_at(e) ? bks_now_ms() : 0;
         if (now && is_expired(ks, e, now)) {
-            if (mode == BKC_OPEN_READ || mode == BKC_OPEN_ADD) {
+            if (mode == BKC_OPEN_READ) {
                 bks_rwlock_unlock(&e->lock);
                 bks_rwlock_wrlock(&e->lock);
             }
@@ -890,6 +896,7 @@ static int host_set(bkc_key *k, bkc_value *v)
     else if (was && !now)
         atomic_fetch_sub(&ks->nkeys, 1);
     bkc_value *old = e->value;
+    bkc_value_single_writer(v);   /* under the write lock */
     e->value = v;
     entry_clear_guard(e);   /* a new value: nothing of the snapshot's */
     entry_touch(ks, e);
