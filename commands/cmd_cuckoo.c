@@ -570,18 +570,52 @@ static void wrote_created(bkc_ctx *c, int argc, const bkc_str *sent, const bkc_v
 }
 
 /* One CF.ADD / CF.ADDNX of an open key: its reply and its log record. */
-static void add_item(bkc_ctx *c, bkc_key *k, bkc_value *v, const bkc_str *argv, int nx,
-                     int created)
+/* Add one item and answer it; 1 when the add was attempted (the filter
+ * may have changed: the caller logs it). */
+static int add_answer(bkc_ctx *c, bkc_key *k, bkc_value *v, bkc_str item, int nx)
 {
     int attempted = 0;
     const char *err;
     size_t before = cap_begin(c, v);
-    int r = cf_add_one(c, k, v, argv[2], nx, &err, &attempted);
+    int r = cf_add_one(c, k, v, item, nx, &err, &attempted);
     cap_end(c, k, v, before);
     if (r == CF_NOROOM) bkc__err(c, err);
     else bkc__bool(c, r);
+    return attempted;
+}
+
+static void add_item(bkc_ctx *c, bkc_key *k, bkc_value *v, const bkc_str *argv, int nx,
+                     int created)
+{
+    int attempted = add_answer(c, k, v, argv[2], nx);
     if (created) wrote_created(c, 3, argv, v, nx, argv + 2, 1);
     else if (attempted) bkc__wrote(c, 3, argv);
+}
+
+/* The log records of a run of adds to one existing key: up to RUN_LOG
+ * attempted items become one "CF.INSERT[NX] key NOCREATE ITEMS ..." record,
+ * which replays as the same adds in the same order (CF.INSERT runs each
+ * item through cf_add_one as CF.ADD does, errors included), instead of one
+ * record each: encoding and checksumming a record costs more than the add. */
+enum { RUN_LOG = 64 };
+typedef struct run_log {
+    bkc_str argv[4 + RUN_LOG];
+    const bkc_str *last;   /* the last item's own CF.ADD (a record of one) */
+    size_t n;
+} run_log;
+
+static void run_log_flush(bkc_ctx *c, run_log *l)
+{
+    if (l->n == 1) bkc__wrote(c, 3, l->last);
+    else if (l->n > 1) bkc__wrote(c, 4 + (int)l->n, l->argv);
+    l->n = 0;
+}
+
+static void run_log_add(bkc_ctx *c, run_log *l, const bkc_str *argv)
+{
+    l->argv[4 + l->n++] = argv[2];
+    l->last = argv;
+    if (l->n == RUN_LOG) run_log_flush(c, l);
 }
 
 static void add_single(bkc_ctx *c, int argc, const bkc_str *argv, int nx)
@@ -619,14 +653,18 @@ void bkc_cf_add_many(bkc_ctx *c, const bkc_str *const *argvs, size_t n, int nx)
     for (size_t i = 0; cf && i < AHEAD && i < n; i++)
         bk_cuckoo_prefetch_hash(cf, bk_hash_key(argvs[i][2].ptr ? argvs[i][2].ptr : "",
                                                 argvs[i][2].len, seed));
+    run_log log = {.argv = {{nx ? "CF.INSERTNX" : "CF.INSERT", nx ? 11u : 9u},
+                            argvs[0][1], {"NOCREATE", 8}, {"ITEMS", 5}}};
     for (size_t i = 0; i < n; i++) {
         if (cf && i + AHEAD < n) {
             const bkc_str *it = &argvs[i + AHEAD][2];
             bk_cuckoo_prefetch_hash(cf, bk_hash_key(it->ptr ? it->ptr : "", it->len, seed));
         }
-        add_item(c, k, v, argvs[i], nx, created && i == 0);
+        if (created && i == 0) add_item(c, k, v, argvs[0], nx, 1);   /* logs the creation */
+        else if (add_answer(c, k, v, argvs[i][2], nx)) run_log_add(c, &log, argvs[i]);
         if (cf && bk_filter_as_cuckoo(v->filters[0]) != cf) cf = NULL;   /* replaced */
     }
+    run_log_flush(c, &log);   /* under the key's lock, as every record */
     bkc__close(c, k);
 }
 
