@@ -894,11 +894,10 @@ BK_API int bk_blocked_set_simd_level(int level);
  *     one CPU, or a family without lock-free adds), own their filter (add
  *     holds the file's lock) and nothing else touches it: single-writer;
  *     add on several threads keeps the concurrent mode;
- *   - bloomkit-server runs BF adds under the key's shared lock, so adds
- *     and lookups of one filter may run at once: concurrent; the Redis
- *     module, whose commands run one at a time, sets single-writer on the
- *     filters its keys hold (scalable chains too: bk_scalable_set_single_
- *     writer);
+ *   - bloomkit-server runs BF adds under the key's exclusive lock, and
+ *     the Redis module runs one command at a time: both set single-writer
+ *     on the filters their keys hold (scalable chains too: bk_scalable_
+ *     set_single_writer);
  *   - a library caller that serialises all use of a filter with its own
  *     lock (or uses it from one thread): single-writer. */
 
