@@ -314,28 +314,45 @@ static void host_close(bkc_key *k)
  * valkey-bloom's event names: what the command did by its name, plus the
  * creation when the layer rewrote the record (an add that created its key
  * is logged as the command that makes it). Other kinds notify nothing. */
+static const struct {
+    const char *cmd, *event, *created;
+} events[] = {
+    {"bf.add", "bloom.add", "bloom.reserve"},     {"bf.madd", "bloom.add", "bloom.reserve"},
+    {"bf.insert", "bloom.add", "bloom.reserve"},  {"bf.reserve", "bloom.reserve", NULL},
+    {"bf.loadchunk", "bloom.load", NULL},         {"cf.add", "cuckoo.add", "cuckoo.create"},
+    {"cf.addnx", "cuckoo.add", "cuckoo.create"},  {"cf.insert", "cuckoo.insert", "cuckoo.create"},
+    {"cf.insertnx", "cuckoo.insert", "cuckoo.create"}, {"cf.del", "cuckoo.del", NULL},
+    {"cf.reserve", "cuckoo.reserve", NULL},       {"cf.loadchunk", "cuckoo.load", NULL},
+};
+
+/* events[] index of each bkc_command_table entry, -1 for none: found once
+ * at load, so a write looks its event up in one step (the command's entry
+ * is bkc_lookup's one-entry cache after the dispatch). */
+static signed char *event_of;
+
+static int events_index(void)
+{
+    event_of = RedisModule_Alloc(bkc_command_count ? bkc_command_count : 1);
+    for (size_t i = 0; i < bkc_command_count; i++) {
+        event_of[i] = -1;
+        bkc_str name = {bkc_command_table[i].name, strlen(bkc_command_table[i].name)};
+        for (size_t e = 0; e < sizeof events / sizeof events[0]; e++)
+            if (bkc_streq(name, events[e].cmd)) event_of[i] = (signed char)e;
+    }
+    return REDISMODULE_OK;
+}
+
 static void notify_write(bkm_host *h, int rewritten)
 {
-    static const struct {
-        const char *cmd, *event, *created;
-    } events[] = {
-        {"bf.add", "bloom.add", "bloom.reserve"},     {"bf.madd", "bloom.add", "bloom.reserve"},
-        {"bf.insert", "bloom.add", "bloom.reserve"},  {"bf.reserve", "bloom.reserve", NULL},
-        {"bf.loadchunk", "bloom.load", NULL},         {"cf.add", "cuckoo.add", "cuckoo.create"},
-        {"cf.addnx", "cuckoo.add", "cuckoo.create"},  {"cf.insert", "cuckoo.insert", "cuckoo.create"},
-        {"cf.insertnx", "cuckoo.insert", "cuckoo.create"}, {"cf.del", "cuckoo.del", NULL},
-        {"cf.reserve", "cuckoo.reserve", NULL},       {"cf.loadchunk", "cuckoo.load", NULL},
-    };
     if (RedisModule_NotifyKeyspaceEvent == NULL || h->argc < 2) return;
-    for (size_t i = 0; i < sizeof events / sizeof events[0]; i++) {
-        if (!bkc_streq(h->argv[0], events[i].cmd)) continue;
-        RedisModule_NotifyKeyspaceEvent(h->ctx, REDISMODULE_NOTIFY_GENERIC, events[i].event,
+    const bkc_command *cmd = bkc_lookup(h->argv[0]);
+    int e = cmd ? event_of[cmd - bkc_command_table] : -1;
+    if (e < 0) return;
+    RedisModule_NotifyKeyspaceEvent(h->ctx, REDISMODULE_NOTIFY_GENERIC, events[e].event,
+                                    h->rargv[1]);
+    if (rewritten && events[e].created != NULL)
+        RedisModule_NotifyKeyspaceEvent(h->ctx, REDISMODULE_NOTIFY_GENERIC, events[e].created,
                                         h->rargv[1]);
-        if (rewritten && events[i].created != NULL)
-            RedisModule_NotifyKeyspaceEvent(h->ctx, REDISMODULE_NOTIFY_GENERIC,
-                                            events[i].created, h->rargv[1]);
-        return;
-    }
 }
 
 /* The command as sent is replicated verbatim; one the layer rewrote (a BF
@@ -1129,7 +1146,8 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (register_configs(ctx) != REDISMODULE_OK) return REDISMODULE_ERR;
     /* commands first: a clash with RedisBloom stops the load before any
      * data type exists */
-    if (register_commands(ctx) != REDISMODULE_OK) return REDISMODULE_ERR;
+    if (register_commands(ctx) != REDISMODULE_OK || events_index() != REDISMODULE_OK)
+        return REDISMODULE_ERR;
     if (create_types(ctx) != REDISMODULE_OK) return REDISMODULE_ERR;
     RedisModule_SetModuleOptions(ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS);
     bk_set_allocator(&bkm_allocator);
