@@ -28,24 +28,16 @@ static int add_key(bk_window *f, uint64_t i, uint64_t tag, uint64_t now)
     return r;
 }
 
-static int has_key(const bk_window *f, uint64_t i, uint64_t tag, uint64_t now)
-{
-    char key[TU_KEY_LEN];
-    tu_key(key, i, tag);
-    return bk_window_contains(f, key, sizeof(key), now);
-}
+TU_HAS_KEY_AT(has_key, bk_window, bk_window_contains)
 
 /*--------------------------------------------------------------------------*/
 
 static void test_create_errors(void **state)
 {
     (void)state;
-    bk_window *f = (bk_window *)1;
-    assert_int_equal(bk_window_create(NULL, 100, 0.01, 10, 4, 0, 1), BK_EINVAL);
-    assert_int_equal(bk_window_create(&f, 0, 0.01, 10, 4, 0, 1), BK_ECAPACITY);
-    assert_null(f);
-    assert_int_equal(bk_window_create(&f, 100, 1.5, 10, 4, 0, 1), BK_EFPR);
-    assert_int_equal(bk_window_create(&f, 100, NAN, 10, 4, 0, 1), BK_EFPR);
+    /* no out pointer, no capacity, a rate outside (0, 1) */
+    TU_CREATE_ARG_CHECKS_N(bk_window, bk_window_create, 100, 10, 4, 0, 1);
+    bk_window *f;
     assert_int_equal(bk_window_create(&f, 100, 0.01, 0, 4, 0, 1), BK_EPARAM);
     assert_int_equal(bk_window_create(&f, 100, 0.01, 10, 1, 0, 1), BK_EPARAM);
     assert_int_equal(bk_window_create(&f, 100, 0.01, 10,

@@ -82,17 +82,31 @@ static inline void tu_key(char out[TU_KEY_LEN], uint64_t i, uint64_t tag)
  * rest...) (rest: its own valid parameters and the seed): no out pointer
  * (BK_EINVAL), no capacity (BK_ECAPACITY, *out reset to NULL), a rate
  * outside (0, 1) or NaN (BK_EFPR). */
-#define TU_CREATE_ARG_CHECKS(T, create, ...)                                       \
+#define TU_CREATE_ARG_CHECKS(T, create, ...) TU_CREATE_ARG_CHECKS_N(T, create, 10, __VA_ARGS__)
+/* The same with capacity n in the calls that are valid but for one
+ * argument. */
+#define TU_CREATE_ARG_CHECKS_N(T, create, n, ...)                                  \
     do {                                                                           \
         T *tu_out_ = (T *)1;                                                       \
-        assert_int_equal(create(NULL, 10, 0.01, __VA_ARGS__), BK_EINVAL);          \
+        assert_int_equal(create(NULL, n, 0.01, __VA_ARGS__), BK_EINVAL);           \
         assert_int_equal(create(&tu_out_, 0, 0.01, __VA_ARGS__), BK_ECAPACITY);    \
         assert_null(tu_out_);                                                      \
         static const double tu_bad_rates_[] = {0.0, 1.0, 1.5, 2.0, NAN};           \
         for (size_t tu_i_ = 0; tu_i_ < 5; tu_i_++)                                 \
-            assert_int_equal(create(&tu_out_, 10, tu_bad_rates_[tu_i_], __VA_ARGS__), \
+            assert_int_equal(create(&tu_out_, n, tu_bad_rates_[tu_i_], __VA_ARGS__), \
                              BK_EFPR);                                             \
     } while (0)
+
+/* static int name(const T *f, uint64_t i, uint64_t tag, uint64_t now):
+ * contains(f, key, len, now) of the key tu_key(i, tag), for the families
+ * driven by a clock (test_ttl.c, test_window.c). */
+#define TU_HAS_KEY_AT(name, T, contains)                                           \
+    static int name(const T *f, uint64_t i, uint64_t tag, uint64_t now)            \
+    {                                                                              \
+        char key[TU_KEY_LEN];                                                      \
+        tu_key(key, i, tag);                                                       \
+        return contains(f, key, sizeof(key), now);                                 \
+    }
 
 /* Through the generic handle. */
 TU_COUNT_FOUND(tu_count_found, bk_filter, bk_filter_contains)
