@@ -108,6 +108,21 @@ static inline void tu_key(char out[TU_KEY_LEN], uint64_t i, uint64_t tag)
         return contains(f, key, sizeof(key), now);                                 \
     }
 
+/* static void name(const T *f, T *g): every chunk of f, from iterator 1
+ * on, loaded into g as SCANDUMP / LOADCHUNK would (the RedisBloom chains,
+ * test_rbloom.c and test_rcuckoo.c); each load must be BK_OK. */
+#define TU_LOAD_CHUNKS(name, T, chunk, load_chunk)                                 \
+    static void name(const T *f, T *g)                                             \
+    {                                                                              \
+        uint64_t it = 1, next;                                                     \
+        const void *data;                                                          \
+        size_t len;                                                                \
+        while (chunk(f, it, &next, &data, &len) == BK_OK && next != 0) {          \
+            assert_int_equal(load_chunk(g, next, data, len), BK_OK);              \
+            it = next;                                                             \
+        }                                                                          \
+    }
+
 /* Through the generic handle. */
 TU_COUNT_FOUND(tu_count_found, bk_filter, bk_filter_contains)
 TU_ADD_RANGE_OK(tu_add_keys, bk_filter, bk_filter_add)
