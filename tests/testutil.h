@@ -123,6 +123,19 @@ static inline void tu_key(char out[TU_KEY_LEN], uint64_t i, uint64_t tag)
         }                                                                          \
     }
 
+/* A generic filter's configuration: the defaults of
+ * bk_filter_config_init (its seed among them) with the family, capacity
+ * and target rate given. */
+static inline bk_filter_config tu_config(bk_family family, uint64_t capacity, double fpr)
+{
+    bk_filter_config cfg;
+    bk_filter_config_init(&cfg);
+    cfg.family = family;
+    cfg.capacity = capacity;
+    cfg.fpr = fpr;
+    return cfg;
+}
+
 /* Through the generic handle. */
 TU_COUNT_FOUND(tu_count_found, bk_filter, bk_filter_contains)
 TU_ADD_RANGE_OK(tu_add_keys, bk_filter, bk_filter_add)
