@@ -330,23 +330,19 @@ static void test_batch_clear_generic(void **state)
 {
     (void)state;
     enum { N = 500 };
-    static char keys[N][TU_KEY_LEN];
-    const void *ptrs[N];
-    size_t lens[N];
+    tu_keyset ks;
+    tu_keyset_make_cycle(&ks, N, 400, TAG_IN);
+    const void **ptrs = ks.keys;
+    const size_t *lens = ks.lens;
     uint8_t res[N];
     bk_window *f;
-    for (int i = 0; i < N; i++) {
-        tu_key(keys[i], (uint64_t)i % 400, TAG_IN);
-        ptrs[i] = keys[i];
-        lens[i] = TU_KEY_LEN;
-    }
     /* 3000 per window: one generation takes 1000, so no early rotation */
     assert_int_equal(bk_window_create(&f, 3000, 0.001, 60, 4, 0, 91), BK_OK);
     int64_t added = bk_window_add_batch(f, ptrs, lens, N, 5, res);
     assert_true(added >= 395 && added <= 400);
     for (int i = 400; i < N; i++) assert_int_equal(res[i], 0);
     assert_true(bk_window_contains_batch(f, ptrs, lens, N, 5, res) == N);
-    assert_int_equal(bk_window_contains_hash(f, bk_hash_key(keys[3], TU_KEY_LEN, 91), 5), 1);
+    assert_int_equal(bk_window_contains_hash(f, bk_hash_key(ptrs[3], TU_KEY_LEN, 91), 5), 1);
     assert_true(bk_window_add_batch(f, NULL, lens, 1, 0, NULL) == BK_EINVAL);
     assert_true(bk_window_contains_batch(f, ptrs, NULL, 1, 0, NULL) == BK_EINVAL);
 
@@ -371,6 +367,7 @@ static void test_batch_clear_generic(void **state)
     assert_true(info.items == 0);
     bk_window_clear(NULL);
     bk_filter_free(g);
+    tu_keyset_free(&ks);
 }
 
 /* Memory against generations (printed for the design notes): bits per key

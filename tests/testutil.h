@@ -461,6 +461,16 @@ static inline void tu_keyset_make_split(tu_keyset *ks, uint64_t n, uint64_t spli
     for (uint64_t i = split; i < n; i++) tu_key(ks->store + i * TU_KEY_LEN, i, 2);
 }
 
+/* n keys of which key i is tu_key(i % distinct, tag): the first distinct
+ * again and again. */
+static inline void tu_keyset_make_cycle(tu_keyset *ks, uint64_t n, uint64_t distinct,
+                                        uint64_t tag)
+{
+    tu_keyset_make(ks, n, 0, tag);
+    for (uint64_t i = distinct; i < n; i++)
+        tu_key(ks->store + i * TU_KEY_LEN, i % distinct, tag);
+}
+
 static inline void tu_keyset_free(tu_keyset *ks)
 {
     free(ks->store);
