@@ -79,6 +79,30 @@ static void model_mask(bk_hash h, uint32_t k, uint64_t mask[8])
     }
 }
 
+/* The model's blocks, 8 words each (the tests with few blocks keep one,
+ * test_layout_matches_model and test_split_matches_model): a key's mask
+ * set in block b, whether a probe's mask is all set there, and the bits
+ * set in all nblocks. */
+static void model_set(uint64_t (*model)[8], uint64_t b, const uint64_t mask[8])
+{
+    for (int w = 0; w < 8; w++) model[b][w] |= mask[w];
+}
+
+static int model_has(uint64_t (*model)[8], uint64_t b, const uint64_t mask[8])
+{
+    uint64_t missing = 0;
+    for (int w = 0; w < 8; w++) missing |= mask[w] & ~model[b][w];
+    return missing == 0;
+}
+
+static uint64_t model_bits(uint64_t (*model)[8], uint64_t nblocks)
+{
+    uint64_t bits = 0;
+    for (uint64_t b = 0; b < nblocks; b++)
+        for (int w = 0; w < 8; w++) bits += (uint64_t)__builtin_popcountll(model[b][w]);
+    return bits;
+}
+
 /*--------------------------------------------------------------------------*/
 
 static void test_no_false_negatives(void **state)
@@ -262,7 +286,7 @@ static void test_layout_matches_model(void **state)
                 tu_key(key, i, TAG_IN);
                 bk_hash h = bk_hash_key(key, sizeof(key), seed);
                 model_mask(h, k, mask);
-                for (int w = 0; w < 8; w++) model[model_block(h, nblocks)][w] |= mask[w];
+                model_set(model, model_block(h, nblocks), mask);
                 bk_blocked_add(f, key, sizeof(key));
             }
             uint64_t found = 0;
@@ -270,10 +294,7 @@ static void test_layout_matches_model(void **state)
                 tu_key(key, i, TAG_OUT);
                 bk_hash h = bk_hash_key(key, sizeof(key), seed);
                 model_mask(h, k, mask);
-                uint64_t missing = 0;
-                for (int w = 0; w < 8; w++)
-                    missing |= mask[w] & ~model[model_block(h, nblocks)][w];
-                int want = missing == 0;
+                int want = model_has(model, model_block(h, nblocks), mask);
                 found += (uint64_t)want;
                 if (bk_blocked_contains(f, key, sizeof(key)) != want)
                     fail_msg("level %s k=%u probe %llu: got %d want %d",
@@ -284,12 +305,8 @@ static void test_layout_matches_model(void **state)
             if (k <= 3) assert_true(found > 0);
             assert_true(found < probes);
             bk_blocked_stats st;
-            uint64_t model_bits = 0;
-            for (int b = 0; b < 4; b++)
-                for (int w = 0; w < 8; w++)
-                    model_bits += (uint64_t)__builtin_popcountll(model[b][w]);
             assert_int_equal(bk_blocked_get_stats(f, &st), BK_OK);
-            assert_true(st.bits_set == model_bits);
+            assert_true(st.bits_set == model_bits(model, nblocks));
             bk_blocked_free(f);
         }
     }
@@ -824,7 +841,7 @@ static void test_split_matches_model(void **state)
             bk_hash fh = bk_blocked_hash_key(f, key, sizeof(key));
             assert_true(fh.lo == h && fh.hi == h);
             split_model_mask(h, mask);
-            for (int w = 0; w < 8; w++) model[model_block(fh, nblocks)][w] |= mask[w];
+            model_set(model, model_block(fh, nblocks), mask);
             bk_blocked_add(f, key, sizeof(key));
         }
         uint64_t found = 0;
@@ -833,9 +850,7 @@ static void test_split_matches_model(void **state)
             uint64_t h = XXH3_64bits_withSeed(key, sizeof(key), seed);
             bk_hash fh = {h, h};
             split_model_mask(h, mask);
-            uint64_t missing = 0;
-            for (int w = 0; w < 8; w++) missing |= mask[w] & ~model[model_block(fh, nblocks)][w];
-            int want = missing == 0;
+            int want = model_has(model, model_block(fh, nblocks), mask);
             found += (uint64_t)want;
             if (bk_blocked_contains(f, key, sizeof(key)) != want)
                 fail_msg("split, level %s, probe %llu: got %d want %d",
@@ -843,11 +858,8 @@ static void test_split_matches_model(void **state)
         }
         assert_true(found > 0 && found < probes); /* not vacuous */
         bk_blocked_stats st;
-        uint64_t model_bits = 0;
-        for (uint64_t b = 0; b < nblocks; b++)
-            for (int w = 0; w < 8; w++) model_bits += (uint64_t)__builtin_popcountll(model[b][w]);
         assert_int_equal(bk_blocked_get_stats(f, &st), BK_OK);
-        assert_true(st.bits_set == model_bits);
+        assert_true(st.bits_set == model_bits(model, nblocks));
         free(model);
         bk_blocked_free(f);
     }
