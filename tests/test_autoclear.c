@@ -24,11 +24,7 @@
 
 static bk_filter *make(bk_family family, uint64_t capacity, double fpr, double ratio, int mode)
 {
-    bk_filter_config cfg;
-    bk_filter_config_init(&cfg);
-    cfg.family = family;
-    cfg.capacity = capacity;
-    cfg.fpr = fpr;
+    bk_filter_config cfg = tu_config(family, capacity, fpr);
     cfg.seed = SEED;
     cfg.auto_clear = ratio;
     cfg.auto_clear_mode = mode;
@@ -96,11 +92,7 @@ static void test_wrap_errors(void **state)
     bk_blocked_free(s);
 
     /* families without fill ops */
-    bk_filter_config cfg;
-    bk_filter_config_init(&cfg);
-    cfg.family = BK_FAMILY_CUCKOO;
-    cfg.capacity = 100;
-    cfg.fpr = 0.01;
+    bk_filter_config cfg = tu_config(BK_FAMILY_CUCKOO, 100, 0.01);
     bk_filter *c;
     assert_int_equal(bk_filter_create(&c, &cfg), BK_OK);
     assert_int_equal(bk_autoclear_wrap(&a, c, 0.5, 0), BK_ENOTSUP);
@@ -240,11 +232,7 @@ static void test_rotate_answers(void **state)
 static void saturation_run(bk_family family)
 {
     enum { CAP = 10000, ROUNDS = 40, ABSENT = 20000 };
-    bk_filter_config cfg;
-    bk_filter_config_init(&cfg);
-    cfg.family = family;
-    cfg.capacity = CAP;
-    cfg.fpr = 0.01;
+    bk_filter_config cfg = tu_config(family, CAP, 0.01);
     cfg.seed = SEED;
     bk_filter *plain;
     assert_int_equal(bk_filter_create(&plain, &cfg), BK_OK);

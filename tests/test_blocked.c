@@ -79,6 +79,70 @@ static void model_mask(bk_hash h, uint32_t k, uint64_t mask[8])
     }
 }
 
+/* The model's blocks, 8 words each (the tests with few blocks keep one,
+ * test_layout_matches_model and test_split_matches_model): a key's mask
+ * set in block b, whether a probe's mask is all set there, and the bits
+ * set in all nblocks. */
+static void model_set(uint64_t (*model)[8], uint64_t b, const uint64_t mask[8])
+{
+    for (int w = 0; w < 8; w++) model[b][w] |= mask[w];
+}
+
+static int model_has(uint64_t (*model)[8], uint64_t b, const uint64_t mask[8])
+{
+    uint64_t missing = 0;
+    for (int w = 0; w < 8; w++) missing |= mask[w] & ~model[b][w];
+    return missing == 0;
+}
+
+static uint64_t model_bits(uint64_t (*model)[8], uint64_t nblocks)
+{
+    uint64_t bits = 0;
+    for (uint64_t b = 0; b < nblocks; b++)
+        for (int w = 0; w < 8; w++) bits += (uint64_t)__builtin_popcountll(model[b][w]);
+    return bits;
+}
+
+/* A key's place in the model for f's layout: the hash whose model_block
+ * is its block, and its mask; `added` when the key is being added. */
+typedef bk_hash (*model_key_fn)(const bk_blocked *f, const char *key, int added,
+                                uint64_t mask[8]);
+
+/* Keys 0 .. n - 1 (TAG_IN) added to f, of nblocks blocks, and to a model
+ * of it; then each of `probes` absent keys (TAG_OUT) must be found iff
+ * its mask is all set in its block of the model (a failure names `what`
+ * and the SIMD level), and f's bits set must be the model's. Returns how
+ * many probes were found. */
+static uint64_t check_model(bk_blocked *f, int level, uint64_t nblocks, uint64_t n,
+                            uint64_t probes, model_key_fn key_of, const char *what)
+{
+    uint64_t (*model)[8] = calloc(nblocks, sizeof(*model));
+    assert_non_null(model);
+    uint64_t mask[8];
+    char key[TU_KEY_LEN];
+    for (uint64_t i = 0; i < n; i++) {
+        tu_key(key, i, TAG_IN);
+        bk_hash h = key_of(f, key, 1, mask);
+        model_set(model, model_block(h, nblocks), mask);
+        bk_blocked_add(f, key, sizeof(key));
+    }
+    uint64_t found = 0;
+    for (uint64_t i = 0; i < probes; i++) {
+        tu_key(key, i, TAG_OUT);
+        bk_hash h = key_of(f, key, 0, mask);
+        int want = model_has(model, model_block(h, nblocks), mask);
+        found += (uint64_t)want;
+        if (bk_blocked_contains(f, key, sizeof(key)) != want)
+            fail_msg("%s, level %s, probe %llu: got %d want %d", what,
+                     bk_blocked_simd_name(level), (unsigned long long)i, !want, want);
+    }
+    bk_blocked_stats st;
+    assert_int_equal(bk_blocked_get_stats(f, &st), BK_OK);
+    assert_true(st.bits_set == model_bits(model, nblocks));
+    free(model);
+    return found;
+}
+
 /*--------------------------------------------------------------------------*/
 
 static void test_no_false_negatives(void **state)
@@ -245,51 +309,32 @@ static void test_sizing(void **state)
 /* The layout is the documented one, on every code path. Few keys in few
  * blocks, so that each probe's answer is predictable exactly: found iff
  * its mask lies within the union of the masks added to its block. */
+/* The documented layout: bk_hash_key with f's seed, k = f's hashes. */
+static bk_hash layout_key(const bk_blocked *f, const char *key, int added, uint64_t mask[8])
+{
+    (void)added;
+    bk_hash h = bk_hash_key(key, TU_KEY_LEN, bk_blocked_seed(f));
+    model_mask(h, bk_blocked_hashes(f), mask);
+    return h;
+}
+
 static void test_layout_matches_model(void **state)
 {
     (void)state;
     FOR_EACH_LEVEL(level) {
         for (uint32_t k = 1; k <= BK_BLOCKED_MAX_HASHES; k++) {
             const uint64_t nblocks = 4, n = 12, probes = 50000, seed = 7 + k;
-            uint64_t model[4][8];
-            uint64_t mask[8];
             bk_blocked *f;
-            char key[TU_KEY_LEN];
-            memset(model, 0, sizeof(model));
             assert_int_equal(bk_blocked_create_mk(&f, nblocks * 512, k, seed),
                              BK_OK);
-            for (uint64_t i = 0; i < n; i++) {
-                tu_key(key, i, TAG_IN);
-                bk_hash h = bk_hash_key(key, sizeof(key), seed);
-                model_mask(h, k, mask);
-                for (int w = 0; w < 8; w++) model[model_block(h, nblocks)][w] |= mask[w];
-                bk_blocked_add(f, key, sizeof(key));
-            }
-            uint64_t found = 0;
-            for (uint64_t i = 0; i < probes; i++) {
-                tu_key(key, i, TAG_OUT);
-                bk_hash h = bk_hash_key(key, sizeof(key), seed);
-                model_mask(h, k, mask);
-                uint64_t missing = 0;
-                for (int w = 0; w < 8; w++)
-                    missing |= mask[w] & ~model[model_block(h, nblocks)][w];
-                int want = missing == 0;
-                found += (uint64_t)want;
-                if (bk_blocked_contains(f, key, sizeof(key)) != want)
-                    fail_msg("level %s k=%u probe %llu: got %d want %d",
-                             bk_blocked_simd_name(level), k,
-                             (unsigned long long)i, !want, want);
-            }
+            assert_int_equal(bk_blocked_hashes(f), k);
+            assert_true(bk_blocked_seed(f) == seed);
+            char what[16];
+            snprintf(what, sizeof(what), "k=%u", k);
+            uint64_t found = check_model(f, level, nblocks, n, probes, layout_key, what);
             /* the check is not vacuous: some probes are found, most not */
             if (k <= 3) assert_true(found > 0);
             assert_true(found < probes);
-            bk_blocked_stats st;
-            uint64_t model_bits = 0;
-            for (int b = 0; b < 4; b++)
-                for (int w = 0; w < 8; w++)
-                    model_bits += (uint64_t)__builtin_popcountll(model[b][w]);
-            assert_int_equal(bk_blocked_get_stats(f, &st), BK_OK);
-            assert_true(st.bits_set == model_bits);
             bk_blocked_free(f);
         }
     }
@@ -803,52 +848,35 @@ static void split_model_mask(uint64_t h, uint64_t mask[8])
         mask[i] = UINT64_C(1) << ((uint32_t)(x * MODEL_SALT[i]) >> 26);
 }
 
+/* The split layout: XXH3-64 with f's seed, both halves of the hash; an
+ * added key's hash must be the filter's own. */
+static bk_hash split_key(const bk_blocked *f, const char *key, int added, uint64_t mask[8])
+{
+    uint64_t h = XXH3_64bits_withSeed(key, TU_KEY_LEN, bk_blocked_seed(f));
+    bk_hash fh = {h, h};
+    if (added) {
+        fh = bk_blocked_hash_key(f, key, TU_KEY_LEN);
+        assert_true(fh.lo == h && fh.hi == h);
+    }
+    split_model_mask(h, mask);
+    return fh;
+}
+
 static void test_split_matches_model(void **state)
 {
     (void)state;
     FOR_EACH_LEVEL(level) {
         const uint64_t n = 60, probes = 50000, seed = 77;
         bk_blocked *f;
-        char key[TU_KEY_LEN];
-        uint64_t mask[8];
         assert_int_equal(bk_blocked_create_split(&f, 40, 0.01, seed), BK_OK);
         assert_int_equal(bk_blocked_split(f), 1);
         assert_int_equal(bk_blocked_hashes(f), BK_BLOCKED_SPLIT_HASHES);
+        assert_true(bk_blocked_seed(f) == seed);
         uint64_t nblocks = bk_blocked_blocks(f);
         assert_true(nblocks >= 1 && nblocks <= 8);
-        uint64_t (*model)[8] = calloc(nblocks, sizeof(*model));
-        assert_non_null(model);
-        for (uint64_t i = 0; i < n; i++) { /* 1.5x capacity: some found */
-            tu_key(key, i, TAG_IN);
-            uint64_t h = XXH3_64bits_withSeed(key, sizeof(key), seed);
-            bk_hash fh = bk_blocked_hash_key(f, key, sizeof(key));
-            assert_true(fh.lo == h && fh.hi == h);
-            split_model_mask(h, mask);
-            for (int w = 0; w < 8; w++) model[model_block(fh, nblocks)][w] |= mask[w];
-            bk_blocked_add(f, key, sizeof(key));
-        }
-        uint64_t found = 0;
-        for (uint64_t i = 0; i < probes; i++) {
-            tu_key(key, i, TAG_OUT);
-            uint64_t h = XXH3_64bits_withSeed(key, sizeof(key), seed);
-            bk_hash fh = {h, h};
-            split_model_mask(h, mask);
-            uint64_t missing = 0;
-            for (int w = 0; w < 8; w++) missing |= mask[w] & ~model[model_block(fh, nblocks)][w];
-            int want = missing == 0;
-            found += (uint64_t)want;
-            if (bk_blocked_contains(f, key, sizeof(key)) != want)
-                fail_msg("split, level %s, probe %llu: got %d want %d",
-                         bk_blocked_simd_name(level), (unsigned long long)i, !want, want);
-        }
+        /* n is 1.5x capacity: some probes are found */
+        uint64_t found = check_model(f, level, nblocks, n, probes, split_key, "split");
         assert_true(found > 0 && found < probes); /* not vacuous */
-        bk_blocked_stats st;
-        uint64_t model_bits = 0;
-        for (uint64_t b = 0; b < nblocks; b++)
-            for (int w = 0; w < 8; w++) model_bits += (uint64_t)__builtin_popcountll(model[b][w]);
-        assert_int_equal(bk_blocked_get_stats(f, &st), BK_OK);
-        assert_true(st.bits_set == model_bits);
-        free(model);
         bk_blocked_free(f);
     }
     restore_level();

@@ -346,23 +346,8 @@ static void test_invalid_parameters(void **state)
  * Allocation failures: every constructor fails cleanly at every allocation.
  *--------------------------------------------------------------------------*/
 
-static int try_create(void *ctx)
-{
-    (void)ctx;
-    bk_bloom *f;
-    int rc = bk_bloom_create(&f, 5000, 0.01, 1);
-    if (rc == BK_OK) bk_bloom_free(f);
-    return rc;
-}
-
-static int try_create_mk(void *ctx)
-{
-    (void)ctx;
-    bk_bloom *f;
-    int rc = bk_bloom_create_mk(&f, 100000, 4, 1);
-    if (rc == BK_OK) bk_bloom_free(f);
-    return rc;
-}
+TU_OOM_ATTEMPT(try_create, bk_bloom, bk_bloom_create(&f, 5000, 0.01, 1), bk_bloom_free)
+TU_OOM_ATTEMPT(try_create_mk, bk_bloom, bk_bloom_create_mk(&f, 100000, 4, 1), bk_bloom_free)
 
 static int try_clone(void *ctx)
 {

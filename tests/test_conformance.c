@@ -222,11 +222,7 @@ static int is_static(const row *r) { return r->build != NULL; }
 
 static bk_filter *create(const row *r, uint64_t capacity, double fpr, uint64_t seed)
 {
-    bk_filter_config cfg;
-    bk_filter_config_init(&cfg);
-    cfg.family = r->family;
-    cfg.capacity = capacity;
-    cfg.fpr = fpr;
+    bk_filter_config cfg = tu_config(r->family, capacity, fpr);
     cfg.seed = seed;
     r->configure(&cfg);
     bk_filter *f = NULL;
@@ -1166,11 +1162,7 @@ static int oom_attempt(void *ctx)
 {
     const row *r = ctx;
     enum { CAP = 500 };
-    bk_filter_config cfg;
-    bk_filter_config_init(&cfg);
-    cfg.family = r->family;
-    cfg.capacity = CAP;
-    cfg.fpr = r->rates[0];
+    bk_filter_config cfg = tu_config(r->family, CAP, r->rates[0]);
     cfg.seed = SEED;
     r->configure(&cfg);
     bk_filter *f = NULL;

@@ -50,11 +50,7 @@ static const family_case cases[] = {
 
 static bk_filter *make(const family_case *c, uint64_t capacity, uint64_t seed)
 {
-    bk_filter_config cfg;
-    bk_filter_config_init(&cfg);
-    cfg.family = c->family;
-    cfg.capacity = capacity;
-    cfg.fpr = 0.01;
+    bk_filter_config cfg = tu_config(c->family, capacity, 0.01);
     cfg.seed = seed;
     c->configure(&cfg);
     bk_filter *f = NULL;
@@ -149,11 +145,7 @@ static void test_every_family_intersect(void **state)
 static int try_create(void *ctx)
 {
     const family_case *c = ctx;
-    bk_filter_config cfg;
-    bk_filter_config_init(&cfg);
-    cfg.family = c->family;
-    cfg.capacity = 1000;
-    cfg.fpr = 0.01;
+    bk_filter_config cfg = tu_config(c->family, 1000, 0.01);
     c->configure(&cfg);
     bk_filter *f;
     int rc = bk_filter_create(&f, &cfg);

@@ -112,11 +112,7 @@ static bk_filter *make_growable(void)
 /* The other families through the generic constructor. */
 static bk_filter *make_generic(bk_family family, void (*tune)(bk_filter_config *))
 {
-    bk_filter_config cfg;
-    bk_filter_config_init(&cfg);
-    cfg.family = family;
-    cfg.capacity = SAMPLE_KEYS;
-    cfg.fpr = 0.01;
+    bk_filter_config cfg = tu_config(family, SAMPLE_KEYS, 0.01);
     cfg.seed = 40 + (uint64_t)family;
     if (tune) tune(&cfg);
     bk_filter *f;

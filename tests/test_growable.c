@@ -521,11 +521,7 @@ static void test_allocation_failures(void **state)
 
 static bk_filter *make_generic(uint64_t capacity, uint64_t keys)
 {
-    bk_filter_config cfg;
-    bk_filter_config_init(&cfg);
-    cfg.family = BK_FAMILY_GROWABLE;
-    cfg.capacity = capacity;
-    cfg.fpr = 0.01;
+    bk_filter_config cfg = tu_config(BK_FAMILY_GROWABLE, capacity, 0.01);
     bk_filter *f;
     assert_int_equal(bk_filter_create(&f, &cfg), BK_OK);
     char k[TU_KEY_LEN];

@@ -143,11 +143,7 @@ static const usage_case cases[] = {
 
 static bk_filter *make(const usage_case *c)
 {
-    bk_filter_config cfg;
-    bk_filter_config_init(&cfg);
-    cfg.family = c->family;
-    cfg.capacity = c->capacity;
-    cfg.fpr = 0.01;
+    bk_filter_config cfg = tu_config(c->family, c->capacity, 0.01);
     cfg.counter_bits = c->counter_bits;
     cfg.bucket_size = c->bucket_size;
     cfg.blocked_split = c->split;
@@ -182,11 +178,7 @@ static void test_created_families(void **state)
  * key at the filter's clock with the max TTL lands in one generation). */
 static bk_filter *make_config(bk_family family, uint64_t capacity, double auto_clear, int rotate)
 {
-    bk_filter_config cfg;
-    bk_filter_config_init(&cfg);
-    cfg.family = family;
-    cfg.capacity = capacity;
-    cfg.fpr = 0.01;
+    bk_filter_config cfg = tu_config(family, capacity, 0.01);
     cfg.auto_clear = auto_clear;
     cfg.auto_clear_mode = rotate ? BK_AUTOCLEAR_ROTATE : BK_AUTOCLEAR_CLEAR;
     if (family == BK_FAMILY_TTL) {

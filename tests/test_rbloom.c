@@ -333,6 +333,8 @@ static bk_rbloom *grown(void)
     return f;
 }
 
+TU_LOAD_CHUNKS(load_chunks, bk_rbloom, bk_rbloom_chunk, bk_rbloom_load_chunk)
+
 static bk_rbloom *copy_by_chunks(const bk_rbloom *f)
 {
     size_t h = bk_rbloom_header(f, NULL, 0);
@@ -341,13 +343,7 @@ static bk_rbloom *copy_by_chunks(const bk_rbloom *f)
     bk_rbloom *g;
     assert_int_equal(bk_rbloom_from_header(&g, hdr, h), BK_OK);
     free(hdr);
-    uint64_t it = 1, next;
-    const void *data;
-    size_t len;
-    while (bk_rbloom_chunk(f, it, &next, &data, &len) == BK_OK && next != 0) {
-        assert_int_equal(bk_rbloom_load_chunk(g, next, data, len), BK_OK);
-        it = next;
-    }
+    load_chunks(f, g);
     return g;
 }
 

@@ -160,6 +160,8 @@ static void assert_same_dump(const bk_rcuckoo *a, const bk_rcuckoo *b)
     free(y.bytes);
 }
 
+TU_LOAD_CHUNKS(load_chunks, bk_rcuckoo, bk_rcuckoo_chunk, bk_rcuckoo_load_chunk)
+
 /* A filter rebuilt from another's chunks, as CF.LOADCHUNK would. */
 static bk_rcuckoo *reload(const bk_rcuckoo *f)
 {
@@ -167,13 +169,7 @@ static bk_rcuckoo *reload(const bk_rcuckoo *f)
     bk_rcuckoo *g = NULL;
     assert_int_equal(bk_rcuckoo_header(f, hdr, sizeof(hdr)), 38);
     assert_int_equal(bk_rcuckoo_from_header(&g, hdr, sizeof(hdr)), BK_OK);
-    uint64_t it = 1, next;
-    const void *data;
-    size_t len;
-    while (bk_rcuckoo_chunk(f, it, &next, &data, &len) == BK_OK && next != 0) {
-        assert_int_equal(bk_rcuckoo_load_chunk(g, next, data, len), BK_OK);
-        it = next;
-    }
+    load_chunks(f, g);
     return g;
 }
 

@@ -305,23 +305,19 @@ static void test_batch_and_hash(void **state)
 {
     (void)state;
     enum { N = 3000 };
-    static char keys[N][TU_KEY_LEN];
-    const void *ptrs[N];
-    size_t lens[N];
+    tu_keyset ks;
+    tu_keyset_make_cycle(&ks, N, 2000, TAG_IN); /* 1000 duplicates */
+    const void **ptrs = ks.keys;
+    const size_t *lens = ks.lens;
     int results[N];
     uint8_t found[N];
     bk_scalable *a, *b;
-    for (int i = 0; i < N; i++) {
-        tu_key(keys[i], (uint64_t)i % 2000, TAG_IN); /* 1000 duplicates */
-        ptrs[i] = keys[i];
-        lens[i] = TU_KEY_LEN;
-    }
     assert_int_equal(bk_scalable_create(&a, 100, 0.01, 2, 0, 13), BK_OK);
     assert_int_equal(bk_scalable_create(&b, 100, 0.01, 2, 0, 13), BK_OK);
     int64_t added = bk_scalable_add_batch(a, ptrs, lens, N, results);
     int64_t single = 0;
     for (int i = 0; i < N; i++) {
-        int r = bk_scalable_add_hash(b, bk_hash_key(keys[i], TU_KEY_LEN, 13));
+        int r = bk_scalable_add_hash(b, bk_hash_key(ptrs[i], TU_KEY_LEN, 13));
         assert_int_equal(r, results[i]);
         single += r;
         if (i >= 2000) assert_int_equal(r, 0);
@@ -332,13 +328,14 @@ static void test_batch_and_hash(void **state)
     for (int i = 0; i < N; i++) {
         assert_int_equal(found[i], 1);
         assert_int_equal(bk_scalable_contains_hash(
-                             a, bk_hash_key(keys[i], TU_KEY_LEN, 13)), 1);
+                             a, bk_hash_key(ptrs[i], TU_KEY_LEN, 13)), 1);
     }
     assert_true(bk_scalable_add_batch(a, NULL, lens, 1, NULL) == BK_EINVAL);
     assert_true(bk_scalable_contains_batch(a, ptrs, NULL, 1, NULL) == BK_EINVAL);
     assert_true(bk_scalable_add_batch(a, NULL, NULL, 0, NULL) == 0);
     bk_scalable_free(a);
     bk_scalable_free(b);
+    tu_keyset_free(&ks);
 }
 
 /* The generic handle: it is the filter, and its info is the filter's

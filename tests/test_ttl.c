@@ -33,24 +33,16 @@ static int add_key(bk_ttl *f, uint64_t i, uint64_t tag, uint64_t ttl, uint64_t n
     return r;
 }
 
-static int has_key(const bk_ttl *f, uint64_t i, uint64_t tag, uint64_t now)
-{
-    char key[TU_KEY_LEN];
-    tu_key(key, i, tag);
-    return bk_ttl_contains(f, key, sizeof(key), now);
-}
+TU_HAS_KEY_AT(has_key, bk_ttl, bk_ttl_contains)
 
 /*--------------------------------------------------------------------------*/
 
 static void test_create_errors(void **state)
 {
     (void)state;
-    bk_ttl *f = (bk_ttl *)1;
-    assert_int_equal(bk_ttl_create(NULL, 100, 0.01, 10, 4, 0, 1), BK_EINVAL);
-    assert_int_equal(bk_ttl_create(&f, 0, 0.01, 10, 4, 0, 1), BK_ECAPACITY);
-    assert_null(f);
-    assert_int_equal(bk_ttl_create(&f, 100, 1.5, 10, 4, 0, 1), BK_EFPR);
-    assert_int_equal(bk_ttl_create(&f, 100, NAN, 10, 4, 0, 1), BK_EFPR);
+    /* no out pointer, no capacity, a rate outside (0, 1) */
+    TU_CREATE_ARG_CHECKS_N(bk_ttl, bk_ttl_create, 100, 10, 4, 0, 1);
+    bk_ttl *f;
     assert_int_equal(bk_ttl_create(&f, 100, 0.01, 0, 4, 0, 1), BK_EPARAM);
     assert_int_equal(bk_ttl_create(&f, 100, 0.01, BK_TTL_MAX_TTL + 1, 4, 0, 1), BK_EPARAM);
     assert_int_equal(bk_ttl_create(&f, 100, 0.01, 10, 1, 0, 1), BK_EPARAM);

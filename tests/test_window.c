@@ -28,24 +28,16 @@ static int add_key(bk_window *f, uint64_t i, uint64_t tag, uint64_t now)
     return r;
 }
 
-static int has_key(const bk_window *f, uint64_t i, uint64_t tag, uint64_t now)
-{
-    char key[TU_KEY_LEN];
-    tu_key(key, i, tag);
-    return bk_window_contains(f, key, sizeof(key), now);
-}
+TU_HAS_KEY_AT(has_key, bk_window, bk_window_contains)
 
 /*--------------------------------------------------------------------------*/
 
 static void test_create_errors(void **state)
 {
     (void)state;
-    bk_window *f = (bk_window *)1;
-    assert_int_equal(bk_window_create(NULL, 100, 0.01, 10, 4, 0, 1), BK_EINVAL);
-    assert_int_equal(bk_window_create(&f, 0, 0.01, 10, 4, 0, 1), BK_ECAPACITY);
-    assert_null(f);
-    assert_int_equal(bk_window_create(&f, 100, 1.5, 10, 4, 0, 1), BK_EFPR);
-    assert_int_equal(bk_window_create(&f, 100, NAN, 10, 4, 0, 1), BK_EFPR);
+    /* no out pointer, no capacity, a rate outside (0, 1) */
+    TU_CREATE_ARG_CHECKS_N(bk_window, bk_window_create, 100, 10, 4, 0, 1);
+    bk_window *f;
     assert_int_equal(bk_window_create(&f, 100, 0.01, 0, 4, 0, 1), BK_EPARAM);
     assert_int_equal(bk_window_create(&f, 100, 0.01, 10, 1, 0, 1), BK_EPARAM);
     assert_int_equal(bk_window_create(&f, 100, 0.01, 10,
@@ -338,23 +330,19 @@ static void test_batch_clear_generic(void **state)
 {
     (void)state;
     enum { N = 500 };
-    static char keys[N][TU_KEY_LEN];
-    const void *ptrs[N];
-    size_t lens[N];
+    tu_keyset ks;
+    tu_keyset_make_cycle(&ks, N, 400, TAG_IN);
+    const void **ptrs = ks.keys;
+    const size_t *lens = ks.lens;
     uint8_t res[N];
     bk_window *f;
-    for (int i = 0; i < N; i++) {
-        tu_key(keys[i], (uint64_t)i % 400, TAG_IN);
-        ptrs[i] = keys[i];
-        lens[i] = TU_KEY_LEN;
-    }
     /* 3000 per window: one generation takes 1000, so no early rotation */
     assert_int_equal(bk_window_create(&f, 3000, 0.001, 60, 4, 0, 91), BK_OK);
     int64_t added = bk_window_add_batch(f, ptrs, lens, N, 5, res);
     assert_true(added >= 395 && added <= 400);
     for (int i = 400; i < N; i++) assert_int_equal(res[i], 0);
     assert_true(bk_window_contains_batch(f, ptrs, lens, N, 5, res) == N);
-    assert_int_equal(bk_window_contains_hash(f, bk_hash_key(keys[3], TU_KEY_LEN, 91), 5), 1);
+    assert_int_equal(bk_window_contains_hash(f, bk_hash_key(ptrs[3], TU_KEY_LEN, 91), 5), 1);
     assert_true(bk_window_add_batch(f, NULL, lens, 1, 0, NULL) == BK_EINVAL);
     assert_true(bk_window_contains_batch(f, ptrs, NULL, 1, 0, NULL) == BK_EINVAL);
 
@@ -379,6 +367,7 @@ static void test_batch_clear_generic(void **state)
     assert_true(info.items == 0);
     bk_window_clear(NULL);
     bk_filter_free(g);
+    tu_keyset_free(&ks);
 }
 
 /* Memory against generations (printed for the design notes): bits per key

@@ -82,17 +82,59 @@ static inline void tu_key(char out[TU_KEY_LEN], uint64_t i, uint64_t tag)
  * rest...) (rest: its own valid parameters and the seed): no out pointer
  * (BK_EINVAL), no capacity (BK_ECAPACITY, *out reset to NULL), a rate
  * outside (0, 1) or NaN (BK_EFPR). */
-#define TU_CREATE_ARG_CHECKS(T, create, ...)                                       \
+#define TU_CREATE_ARG_CHECKS(T, create, ...) TU_CREATE_ARG_CHECKS_N(T, create, 10, __VA_ARGS__)
+/* The same with capacity n in the calls that are valid but for one
+ * argument. */
+#define TU_CREATE_ARG_CHECKS_N(T, create, n, ...)                                  \
     do {                                                                           \
         T *tu_out_ = (T *)1;                                                       \
-        assert_int_equal(create(NULL, 10, 0.01, __VA_ARGS__), BK_EINVAL);          \
+        assert_int_equal(create(NULL, n, 0.01, __VA_ARGS__), BK_EINVAL);           \
         assert_int_equal(create(&tu_out_, 0, 0.01, __VA_ARGS__), BK_ECAPACITY);    \
         assert_null(tu_out_);                                                      \
         static const double tu_bad_rates_[] = {0.0, 1.0, 1.5, 2.0, NAN};           \
         for (size_t tu_i_ = 0; tu_i_ < 5; tu_i_++)                                 \
-            assert_int_equal(create(&tu_out_, 10, tu_bad_rates_[tu_i_], __VA_ARGS__), \
+            assert_int_equal(create(&tu_out_, n, tu_bad_rates_[tu_i_], __VA_ARGS__), \
                              BK_EFPR);                                             \
     } while (0)
+
+/* static int name(const T *f, uint64_t i, uint64_t tag, uint64_t now):
+ * contains(f, key, len, now) of the key tu_key(i, tag), for the families
+ * driven by a clock (test_ttl.c, test_window.c). */
+#define TU_HAS_KEY_AT(name, T, contains)                                           \
+    static int name(const T *f, uint64_t i, uint64_t tag, uint64_t now)            \
+    {                                                                              \
+        char key[TU_KEY_LEN];                                                      \
+        tu_key(key, i, tag);                                                       \
+        return contains(f, key, sizeof(key), now);                                 \
+    }
+
+/* static void name(const T *f, T *g): every chunk of f, from iterator 1
+ * on, loaded into g as SCANDUMP / LOADCHUNK would (the RedisBloom chains,
+ * test_rbloom.c and test_rcuckoo.c); each load must be BK_OK. */
+#define TU_LOAD_CHUNKS(name, T, chunk, load_chunk)                                 \
+    static void name(const T *f, T *g)                                             \
+    {                                                                              \
+        uint64_t it = 1, next;                                                     \
+        const void *data;                                                          \
+        size_t len;                                                                \
+        while (chunk(f, it, &next, &data, &len) == BK_OK && next != 0) {          \
+            assert_int_equal(load_chunk(g, next, data, len), BK_OK);              \
+            it = next;                                                             \
+        }                                                                          \
+    }
+
+/* A generic filter's configuration: the defaults of
+ * bk_filter_config_init (its seed among them) with the family, capacity
+ * and target rate given. */
+static inline bk_filter_config tu_config(bk_family family, uint64_t capacity, double fpr)
+{
+    bk_filter_config cfg;
+    bk_filter_config_init(&cfg);
+    cfg.family = family;
+    cfg.capacity = capacity;
+    cfg.fpr = fpr;
+    return cfg;
+}
 
 /* Through the generic handle. */
 TU_COUNT_FOUND(tu_count_found, bk_filter, bk_filter_contains)
@@ -417,6 +459,16 @@ static inline void tu_keyset_make_split(tu_keyset *ks, uint64_t n, uint64_t spli
 {
     tu_keyset_make(ks, n, 0, 1);
     for (uint64_t i = split; i < n; i++) tu_key(ks->store + i * TU_KEY_LEN, i, 2);
+}
+
+/* n keys of which key i is tu_key(i % distinct, tag): the first distinct
+ * again and again. */
+static inline void tu_keyset_make_cycle(tu_keyset *ks, uint64_t n, uint64_t distinct,
+                                        uint64_t tag)
+{
+    tu_keyset_make(ks, n, 0, tag);
+    for (uint64_t i = distinct; i < n; i++)
+        tu_key(ks->store + i * TU_KEY_LEN, i % distinct, tag);
 }
 
 static inline void tu_keyset_free(tu_keyset *ks)

@@ -117,3 +117,24 @@ def reload_checks(run, Server, load, check, after_rewrite=None):
     run.check("SAVE and restart", save_restart)
     run.check("BGREWRITEAOF and restart",
               lambda: after_aof_rewrite(Server, load, check, after=after_rewrite))
+
+
+def server_checks(run, Server, make, more, check):
+    """A tests/server module's (srv, r) functions run inside Redis with the
+    module: "core checks" is make(srv, r) on a fresh Redis, then each of
+    more on it, and Redis stopping cleanly; then the reload_checks of what
+    make wrote, which check(client) must find as it was."""
+    def load(srv):
+        r = srv.client()
+        make(srv, r)
+        return r
+
+    def core():
+        with Server() as srv:
+            r = load(srv)
+            for fn in more:
+                fn(srv, r)
+            assert srv.stop() == 0
+
+    run.check("core checks", core)
+    reload_checks(run, Server, load, check)

@@ -21,20 +21,6 @@ from harness import Runner, Server, stop_to_aof  # noqa: E402
 import test_bf_growable as g  # noqa: E402  (tests/server, on the path via modutil)
 
 
-def loaded(srv):
-    r = srv.client()
-    g.grows_with_redisbloom_info(srv, r)
-    return r
-
-
-def core():
-    with Server() as srv:
-        r = loaded(srv)
-        for fn in (g.copies, g.merge, g.concurrent_adds):
-            fn(srv, r)
-        assert srv.stop() == 0
-
-
 def aof_under_other_setting():
     """The AOF holds how each add made its key (BF.RESERVE ... GROWABLE):
     loaded by a Redis whose module says BF_GROWABLE 0, the keys and a merge
@@ -61,8 +47,8 @@ def aof_under_other_setting():
 
 def main():
     run = Runner("module growable BF")
-    run.check("core checks", core)
-    modutil.reload_checks(run, Server, loaded, lambda r: g.check_same(r, "g"))
+    modutil.server_checks(run, Server, g.grows_with_redisbloom_info, (g.copies, g.merge, g.concurrent_adds),
+                          lambda r: g.check_same(r, "g"))
     run.check("AOF loaded with BF_GROWABLE 0", aof_under_other_setting)
     run.finish()
 

@@ -24,20 +24,6 @@ from harness import Runner, Server, stop_to_aof  # noqa: E402
 import test_cf_growable as g  # noqa: E402  (tests/server, on the path via modutil)
 
 
-def loaded(srv):
-    r = srv.client()
-    g.never_full(srv, r)
-    return r
-
-
-def core():
-    with Server() as srv:
-        r = loaded(srv)
-        for fn in (g.copies,):
-            fn(srv, r)
-        assert srv.stop() == 0
-
-
 def aof_under_other_setting():
     """The AOF holds how each add made its key (CF.INSERT ... GROWABLE):
     loaded by a Redis whose module says CF_GROWABLE 0, the keys come back
@@ -65,8 +51,8 @@ def aof_under_other_setting():
 
 def main():
     run = Runner("module growable CF")
-    run.check("core checks", core)
-    modutil.reload_checks(run, Server, loaded, lambda r: g.check_same(r, "c"))
+    modutil.server_checks(run, Server, g.never_full, (g.copies,),
+                          lambda r: g.check_same(r, "c"))
     run.check("AOF loaded with CF_GROWABLE 0", aof_under_other_setting)
     run.finish()
 

@@ -113,16 +113,24 @@ static void record_synced(int fd, const char *name)
     syscall(SYS_close, out);
 }
 
-SHIM_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+/* Whether a write to fd must fail: fd is an AOF log and the control file
+ * orders a "write" fault; errno is then set to the fault. */
+static int write_fails(int fd)
 {
-    static write_fn real;
-    if (real == NULL) real = (write_fn)dlsym(RTLD_NEXT, "write");
     char name[PATH_MAX];
     int e;
     if (log_name(fd, name, sizeof name) != NULL && (e = fault_for("write")) != 0) {
         errno = e;
-        return -1;
+        return 1;
     }
+    return 0;
+}
+
+SHIM_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+    static write_fn real;
+    if (real == NULL) real = (write_fn)dlsym(RTLD_NEXT, "write");
+    if (write_fails(fd)) return -1;
     return real(fd, buf, n);
 }
 
@@ -130,12 +138,7 @@ SHIM_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
     static pwrite_fn real;
     if (real == NULL) real = (pwrite_fn)dlsym(RTLD_NEXT, "pwrite");
-    char name[PATH_MAX];
-    int e;
-    if (log_name(fd, name, sizeof name) != NULL && (e = fault_for("write")) != 0) {
-        errno = e;
-        return -1;
-    }
+    if (write_fails(fd)) return -1;
     return real(fd, buf, n, off);
 }
 

@@ -417,6 +417,16 @@ class Runner:
             traceback.print_exc()
             sys.stdout.flush()
 
+    def check_each(self, fns, make_server):
+        """Checks every fn(srv, r) of fns, named by its __name__, on a fresh
+        server from make_server() (bloomkit-server or Redis with the
+        module), r its client."""
+        for fn in fns:
+            def one(fn=fn):
+                with make_server() as srv:
+                    fn(srv, srv.client())
+            self.check(fn.__name__, one)
+
     def finish(self):
         print("%s: %d passed, %d failed" % (self.name, self.passed, self.failed))
         sys.exit(1 if self.failed else 0)

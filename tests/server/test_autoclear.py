@@ -121,12 +121,18 @@ def clears_and_keeps_its_rate(srv, r):
     r.delete("plain")
 
 
+def rotating(r, kind, key, ratio, n):
+    """A <kind> filter of 1,000 items at 1%, AUTOCLEAR ratio ROTATE, given
+    items 0 .. n - 1 one at a time; its INFO."""
+    assert r.execute_command(kind + ".RESERVE", key, "0.01", "1000", "AUTOCLEAR", ratio,
+                             "ROTATE") in (b"OK", True)
+    add_stream(r, kind + ".ADD", key, 0, n)
+    return info(r, kind + ".INFO", key)
+
+
 @test
 def rotate_keeps_the_previous_generation(srv, r):
-    assert r.execute_command("BF.RESERVE", "rot", "0.01", "1000", "AUTOCLEAR", "0.5",
-                             "ROTATE") in (b"OK", True)
-    add_stream(r, "BF.ADD", "rot", 0, 6000)
-    i = info(r, "BF.INFO", "rot")
+    i = rotating(r, "BF", "rot", "0.5", 6000)
     assert i["Auto clear mode"] in (b"rotate", "rotate") and i["Number of filters"] == 2, i
     assert i["Clears"] >= 3, i
     # the items of both generations: at least the last `items` added
@@ -140,10 +146,7 @@ def rotate_keeps_the_previous_generation(srv, r):
 
 @test
 def counting_filters_clear_and_delete(srv, r):
-    assert r.execute_command("CBF.RESERVE", "cb", "0.01", "1000", "AUTOCLEAR", "0.4",
-                             "ROTATE") in (b"OK", True)
-    add_stream(r, "CBF.ADD", "cb", 0, 5000)
-    i = info(r, "CBF.INFO", "cb")
+    i = rotating(r, "CBF", "cb", "0.4", 5000)
     assert i["Clears"] >= 3 and i["Auto clear ratio"] in (b"0.4", 0.4, "0.4"), i
     assert r.execute_command("CBF.ADD", "cb", "twice") == 1
     assert r.execute_command("CBF.ADD", "cb", "twice") == 0

@@ -81,12 +81,33 @@ def answers(r, key, kind="BF", n=N, absent=ABSENT):
 EXPECTED = {}
 
 
-def check_same(r, key):
+def check_recorded(r, key, expected, answers, info):
+    """answers(r, key) loses no item and finds the false positives recorded
+    in expected["fp"]; info(r, key) is expected["info"] (test_cf_growable.py
+    too)."""
     present, false_pos = answers(r, key)
     assert present, "an item was lost"
-    assert false_pos == EXPECTED["fp"], (false_pos, EXPECTED["fp"])
+    assert false_pos == expected["fp"], (false_pos, expected["fp"])
     got = info(r, key)
-    assert got == EXPECTED["info"], (got, EXPECTED["info"])
+    assert got == expected["info"], (got, expected["info"])
+
+
+def check_same(r, key):
+    check_recorded(r, key, EXPECTED, answers, info)
+
+
+def restart_step(save, check, key):
+    """A step restarting the server, check(r, key) then: restart_from_log
+    (SIGKILL: the key comes back from the append-only log alone) or, with
+    save, restart_from_snapshot (test_cf_growable.py too)."""
+    from harness import restarted
+
+    def step(srv, r):
+        r = restarted(srv, r, save=save)
+        check(r, key)
+        return r
+    step.__name__ = "restart_from_snapshot" if save else "restart_from_log"
+    return step
 
 
 # -- the tests ------------------------------------------------------------
@@ -183,19 +204,8 @@ def concurrent_adds(srv, r):
     r.delete("together", "together-copy0", "together-copy1")
 
 
-def restart_from_log(srv, r):
-    """SIGKILL: the key comes back from the append-only log alone."""
-    from harness import restarted
-    r = restarted(srv, r, save=False)
-    check_same(r, "g")
-    return r
-
-
-def restart_from_snapshot(srv, r):
-    from harness import restarted
-    r = restarted(srv, r, save=True)
-    check_same(r, "g")
-    return r
+restart_from_log = restart_step(False, check_same, "g")
+restart_from_snapshot = restart_step(True, check_same, "g")
 
 
 def replay_under_other_setting(srv, r):

@@ -68,11 +68,7 @@ EXPECTED = {}
 
 
 def check_same(r, key):
-    present, false_pos = answers(r, key)
-    assert present, "an item was lost"
-    assert false_pos == EXPECTED["fp"], (false_pos, EXPECTED["fp"])
-    got = info(r, key)
-    assert got == EXPECTED["info"], (got, EXPECTED["info"])
+    bf.check_recorded(r, key, EXPECTED, answers, info)
     assert r.execute_command("CF.COUNT", key, "dup") == 2
 
 
@@ -114,19 +110,8 @@ def copies(srv, r):
     copies_check(r, "c", check_same, r.cf())
 
 
-def restart_from_log(srv, r):
-    """SIGKILL: the key comes back from the append-only log alone."""
-    from harness import restarted
-    r = restarted(srv, r, save=False)
-    check_same(r, "c")
-    return r
-
-
-def restart_from_snapshot(srv, r):
-    from harness import restarted
-    r = restarted(srv, r, save=True)
-    check_same(r, "c")
-    return r
+restart_from_log = bf.restart_step(False, check_same, "c")
+restart_from_snapshot = bf.restart_step(True, check_same, "c")
 
 
 def replay_under_other_setting(srv, r):

@@ -500,11 +500,7 @@ SET_TESTS = [set_semantics, getids, transaction_pipeline, resp3_shapes, exchange
 
 
 def run_set_tests(run, make_server):
-    for fn in SET_TESTS:
-        def one(fn=fn):
-            with make_server() as srv:
-                fn(srv, srv.client())
-        run.check(fn.__name__, one)
+    run.check_each(SET_TESTS, make_server)
 
 
 def main():

@@ -22,6 +22,7 @@ what start-up does when files are missing or damaged.
 Runs against $BLOOMKIT_SERVER (CTest's) with $BLOOMKIT_CLI, through
 harness.py. Each check takes a few seconds.
 """
+import contextlib
 import glob
 import hashlib
 import os
@@ -38,6 +39,17 @@ import redis
 from harness import Server, Runner, SERVER, children, current, flip_bytes
 from harness import info_persistence as info
 from harness import end_checked as end  # stop, fail on a sanitizer report
+
+
+@contextlib.contextmanager
+def data_dir(prefix):
+    """A server's data directory for one test, removed after it."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
 
 CLI = os.environ.get("BLOOMKIT_CLI") or os.path.join(
     os.path.dirname(os.path.dirname(SERVER)), "cli", "bloomkit")
@@ -105,8 +117,7 @@ def check_data(r, data):
 # -- 1. the manifest ---------------------------------------------------------
 
 def test_current_deleted():
-    d = tempfile.mkdtemp(prefix="bks-manifest-")
-    try:
+    with data_dir("bks-manifest-") as d:
         s = Server("--appendfsync", "always", dir=d)
         r = s.client()
         data = fill(r, 300, "snap")          # into the snapshot
@@ -143,13 +154,10 @@ def test_current_deleted():
         s = Server(dir=d)                     # and for good, without the flag
         check_data(s.client(), data)
         end(s)
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_current_damaged():
-    d = tempfile.mkdtemp(prefix="bks-manifest-")
-    try:
+    with data_dir("bks-manifest-") as d:
         s = Server("--appendfsync", "always", dir=d)
         r = s.client()
         data = fill(r, 200, "x")
@@ -168,20 +176,15 @@ def test_current_damaged():
         check_data(s.client(), data)
         end(s)
         assert glob.glob(os.path.join(d, "CURRENT.damaged-*")), "the damaged CURRENT is not kept"
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_empty_first_start():
     """A first start that crashed before CURRENT leaves an empty log: starts."""
-    d = tempfile.mkdtemp(prefix="bks-manifest-")
-    try:
+    with data_dir("bks-manifest-") as d:
         open(os.path.join(d, "appendonly-1.log"), "wb").close()
         s = Server(dir=d)
         s.client().execute_command("BF.ADD", "k", "v")
         end(s)
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 # -- 2. mapped payloads -----------------------------------------------------
@@ -230,9 +233,8 @@ def run_verify(*paths):
 
 
 def test_mapped_corrupt():
-    d = tempfile.mkdtemp(prefix="bks-mapped-")
     flags = ("--map-threshold", "4kb")
-    try:
+    with data_dir("bks-mapped-") as d:
         s = Server(*flags, dir=d)
         r = s.client()
         items = {}
@@ -339,15 +341,12 @@ def test_mapped_corrupt():
         i = info(r)
         assert i["mapped_keys_corrupt"] == "0"
         end(s)
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_mapped_background():
     """Without the delay the background verifier checks every key soon."""
-    d = tempfile.mkdtemp(prefix="bks-mapped-")
     flags = ("--map-threshold", "4kb")
-    try:
+    with data_dir("bks-mapped-") as d:
         s = Server(*flags, dir=d)
         r = s.client()
         for k in ("a", "b"):
@@ -369,15 +368,12 @@ def test_mapped_background():
         assert r.execute_command("BF.EXISTS", "a", "x") == 1
         assert s.stop() == 0, "SHUTDOWN SAVE failed (or a sanitizer report):\n" + s.log()
         end(s)
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 # -- 3. --repair-aof on a bad header ----------------------------------------
 
 def test_repair_bad_header():
-    d = tempfile.mkdtemp(prefix="bks-repair-")
-    try:
+    with data_dir("bks-repair-") as d:
         s = Server("--appendfsync", "always", dir=d)
         r = s.client()
         kept = ["k-%d" % i for i in range(100)]
@@ -419,8 +415,6 @@ def test_repair_bad_header():
                          r"records", s.log()), s.log()
         assert not missing(s.client(), "bf", kept)
         end(s)
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_idle_save_kept():
@@ -429,8 +423,7 @@ def test_idle_save_kept():
     filter). The snapshot's files are untouched, byte for byte, through two
     SAVEs, a BGSAVE, SHUTDOWN and a restart (whose live log is still empty);
     LASTSAVE moves; one write makes the next SAVE a new snapshot."""
-    d = tempfile.mkdtemp(prefix="bk-idle-")
-    try:
+    with data_dir("bk-idle-") as d:
         with Server(dir=d) as srv:
             r = srv.client()
             r.execute_command("BF.RESERVE", "big", 0.01, 2000000)
@@ -465,8 +458,6 @@ def test_idle_save_kept():
             assert current(d)[0] > snap
             srv.restart()
             assert srv.client().execute_command("BF.EXISTS", "big", "new") == 1
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def inodes(d):
@@ -490,8 +481,7 @@ def test_keys_reused():
     restart (files read at start-up), RENAME, DEL and re-create; a write
     made while a BGSAVE child runs keeps its key from being reused from that
     snapshot; every acknowledged item is there after each restart."""
-    d = tempfile.mkdtemp(prefix="bk-reuse-")
-    try:
+    with data_dir("bk-reuse-") as d:
         with Server("--map-threshold", "64kb", dir=d) as srv:
             r = srv.client()
             data = {}
@@ -580,8 +570,6 @@ def test_keys_reused():
             check(restart=True)
         rc, out = run_check_data(d)
         assert rc == 0, out
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def main():

@@ -273,11 +273,7 @@ CORE = [mixed_ttls, errors, info_fields, copies]
 
 
 def run_core(run, make_server):
-    for fn in CORE:
-        def one(fn=fn):
-            with make_server() as srv:
-                fn(srv, srv.client())
-        run.check(fn.__name__, one)
+    run.check_each(CORE, make_server)
 
 
 def main():
