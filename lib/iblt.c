@@ -259,30 +259,6 @@ uint64_t bk_iblt_seed(const bk_iblt *t) { return t->seed; }
  * Wire format (docs/FORMAT.md): little-endian, checksummed
  *==========================================================================*/
 
-static void put32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
-
 static int checksum_ok(const unsigned char *b, size_t len)
 {
 #ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
@@ -290,25 +266,25 @@ static int checksum_ok(const unsigned char *b, size_t len)
     (void)len;
     return 1; /* let mutated inputs reach the checks behind it */
 #else
-    return get64(b + len - TRAILER) == bk__xxh64(b, len - TRAILER, 0);
+    return bk__get_le64(b + len - TRAILER) == bk__xxh64(b, len - TRAILER, 0);
 #endif
 }
 
 static void put_cells(unsigned char *p, const bk_iblt *t)
 {
     for (uint64_t i = 0; i < t->ncells; i++, p += CELL_BYTES) {
-        put32(p, (uint32_t)t->cells[i].count);
-        put32(p + 4, t->cells[i].check);
-        put64(p + 8, t->cells[i].id);
+        bk__put_le32(p, (uint32_t)t->cells[i].count);
+        bk__put_le32(p + 4, t->cells[i].check);
+        bk__put_le64(p + 8, t->cells[i].id);
     }
 }
 
 static void get_cells(bk_iblt *t, const unsigned char *p)
 {
     for (uint64_t i = 0; i < t->ncells; i++, p += CELL_BYTES) {
-        t->cells[i].count = (int32_t)get32(p);
-        t->cells[i].check = get32(p + 4);
-        t->cells[i].id = get64(p + 8);
+        t->cells[i].count = (int32_t)bk__get_le32(p);
+        t->cells[i].check = bk__get_le32(p + 4);
+        t->cells[i].id = bk__get_le64(p + 8);
     }
 }
 
@@ -325,12 +301,12 @@ int bk_iblt_serialize(const bk_iblt *t, void *buf, size_t cap)
     unsigned char *b = buf;
     memset(b, 0, IBLT_HEADER);
     memcpy(b, IBLT_MAGIC, 8);
-    put32(b + 8, WIRE_VERSION);
-    put32(b + 12, t->k);
-    put64(b + 16, t->ncells);
-    put64(b + 24, t->seed);
+    bk__put_le32(b + 8, WIRE_VERSION);
+    bk__put_le32(b + 12, t->k);
+    bk__put_le64(b + 16, t->ncells);
+    bk__put_le64(b + 24, t->seed);
     put_cells(b + IBLT_HEADER, t);
-    put64(b + len - TRAILER, bk__xxh64(b, len - TRAILER, 0));
+    bk__put_le64(b + len - TRAILER, bk__xxh64(b, len - TRAILER, 0));
     return BK_OK;
 }
 
@@ -342,9 +318,9 @@ int bk_iblt_deserialize(bk_iblt **out, const void *buf, size_t len)
     const unsigned char *b = buf;
     if (len < IBLT_HEADER + TRAILER) return BK_ETRUNC;
     if (memcmp(b, IBLT_MAGIC, 8) != 0) return BK_EMAGIC;
-    if (get32(b + 8) != WIRE_VERSION) return BK_EVERSION;
-    uint32_t k = get32(b + 12);
-    uint64_t cells = get64(b + 16);
+    if (bk__get_le32(b + 8) != WIRE_VERSION) return BK_EVERSION;
+    uint32_t k = bk__get_le32(b + 12);
+    uint64_t cells = bk__get_le64(b + 16);
     if (k < 3 || k > MAX_HASHES || cells < k || cells > MAX_CELLS || cells % k != 0)
         return BK_ECORRUPT;
     uint64_t want = IBLT_HEADER + cells * CELL_BYTES + TRAILER;
@@ -352,7 +328,7 @@ int bk_iblt_deserialize(bk_iblt **out, const void *buf, size_t len)
     if (len > want) return BK_ECORRUPT;
     if (!checksum_ok(b, len)) return BK_ECHECKSUM;
     bk_iblt *t;
-    int rc = bk_iblt_create(&t, cells, k, get64(b + 24));
+    int rc = bk_iblt_create(&t, cells, k, bk__get_le64(b + 24));
     if (rc != BK_OK) return rc;
     get_cells(t, b + IBLT_HEADER);
     *out = t;
@@ -442,15 +418,15 @@ int bk_strata_serialize(const bk_strata *s, void *buf, size_t cap)
     unsigned char *b = buf;
     memset(b, 0, STRATA_HEADER);
     memcpy(b, STRATA_MAGIC, 8);
-    put32(b + 8, WIRE_VERSION);
-    put32(b + 12, STRATA_HASHES);
-    put32(b + 16, BK_STRATA_COUNT);
-    put32(b + 20, BK_STRATA_CELLS);
-    put64(b + 24, s->seed);
+    bk__put_le32(b + 8, WIRE_VERSION);
+    bk__put_le32(b + 12, STRATA_HASHES);
+    bk__put_le32(b + 16, BK_STRATA_COUNT);
+    bk__put_le32(b + 20, BK_STRATA_CELLS);
+    bk__put_le64(b + 24, s->seed);
     for (int i = 0; i < BK_STRATA_COUNT; i++)
         put_cells(b + STRATA_HEADER + (size_t)i * BK_STRATA_CELLS * CELL_BYTES,
                   s->stratum[i]);
-    put64(b + len - TRAILER, bk__xxh64(b, len - TRAILER, 0));
+    bk__put_le64(b + len - TRAILER, bk__xxh64(b, len - TRAILER, 0));
     return BK_OK;
 }
 
@@ -462,16 +438,16 @@ int bk_strata_deserialize(bk_strata **out, const void *buf, size_t len)
     const unsigned char *b = buf;
     if (len < STRATA_HEADER + TRAILER) return BK_ETRUNC;
     if (memcmp(b, STRATA_MAGIC, 8) != 0) return BK_EMAGIC;
-    if (get32(b + 8) != WIRE_VERSION) return BK_EVERSION;
-    if (get32(b + 12) != STRATA_HASHES || get32(b + 16) != BK_STRATA_COUNT ||
-        get32(b + 20) != BK_STRATA_CELLS)
+    if (bk__get_le32(b + 8) != WIRE_VERSION) return BK_EVERSION;
+    if (bk__get_le32(b + 12) != STRATA_HASHES || bk__get_le32(b + 16) != BK_STRATA_COUNT ||
+        bk__get_le32(b + 20) != BK_STRATA_CELLS)
         return BK_ECORRUPT;
     size_t want = bk_strata_serialized_size(NULL);
     if (len < want) return BK_ETRUNC;
     if (len > want) return BK_ECORRUPT;
     if (!checksum_ok(b, len)) return BK_ECHECKSUM;
     bk_strata *s;
-    int rc = bk_strata_create(&s, get64(b + 24));
+    int rc = bk_strata_create(&s, bk__get_le64(b + 24));
     if (rc != BK_OK) return rc;
     for (int i = 0; i < BK_STRATA_COUNT; i++)
         get_cells(s->stratum[i], b + STRATA_HEADER + (size_t)i * BK_STRATA_CELLS * CELL_BYTES);

@@ -104,6 +104,50 @@ static inline int bk__mul_overflow(uint64_t a, uint64_t b, uint64_t *out)
 }
 
 /*--------------------------------------------------------------------------
+ * Little-endian fields of serialized images (format.c, iblt.c, rbloom.c):
+ * byte by byte, so the bytes are the same on any host.
+ *--------------------------------------------------------------------------*/
+
+static inline void bk__put_le32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline void bk__put_le64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline uint32_t bk__get_le32(const unsigned char *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+static inline uint64_t bk__get_le64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+static inline void bk__put_le_f64(unsigned char *p, double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, sizeof(v));
+    bk__put_le64(p, v);
+}
+
+static inline double bk__get_le_f64(const unsigned char *p)
+{
+    uint64_t v = bk__get_le64(p);
+    double d;
+    memcpy(&d, &v, sizeof(d));
+    return d;
+}
+
+/*--------------------------------------------------------------------------
  * Atomics on shared 64-bit words. Relaxed ordering: a filter's bits only ever
  * go from 0 to 1 during adds, so no ordering between words is needed for
  * correctness; callers that hand a filter between threads synchronise
