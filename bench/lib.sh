@@ -17,12 +17,18 @@
 #   start_redis DIR PORT [FLAG...]
 #                      redis-server on loopback PORT in DIR without
 #                      snapshots (FLAGs: the rest), log DIR/log, ready
+#   start_pair TEMPLATE [FLAG...]
+#                      scratch TEMPLATE, then $BKS on BK_PORT and
+#                      redis-server on RS_PORT (FLAGs: its others), two
+#                      free loopback ports, both ready
 #   stop_servers       stop the servers started so far
 #   free_port          print a free loopback TCP port
 #   wait_ping PORT     wait (up to 10 s) until redis-cli PING answers PONG
 #   bench LABEL PORT PIPELINE REQUESTS ITEMS_PER_COMMAND cmd...
 #                      one redis-benchmark row (-c $CLIENTS --threads $BT,
 #                      random items): | label | -P | req/s | items/s | p50 | p99 |
+#   table_head         the machine line and the head of the table of
+#                      bench rows
 #   MADD_ARGS          100 random items, for the MADD rows
 
 need() {
@@ -88,6 +94,22 @@ start_redis() {
         --daemonize no --logfile "$dir/log" "$@" &
     PIDS="$PIDS $!"
     wait_ping "$port"
+}
+
+start_pair() {
+    scratch "$1"
+    shift
+    BK_PORT=$(free_port)
+    RS_PORT=$(free_port)
+    start_bloomkit "$TMP/bk" "$BK_PORT"
+    start_redis "$TMP/rs" "$RS_PORT" "$@"
+}
+
+table_head() {
+    echo "machine: $(nproc) cores; redis-benchmark -c $CLIENTS --threads $BT -r 100000000"
+    echo
+    echo "| test                               |  -P |       req/s  |     items/s  | p50 ms  | p99 ms  |"
+    echo "|------------------------------------|-----|--------------|--------------|---------|---------|"
 }
 
 bench() {
