@@ -270,6 +270,44 @@ static int checksum_ok(const unsigned char *b, size_t len)
 #endif
 }
 
+/* A message's frame: a zeroed header of `header` bytes that starts with
+ * the magic and the wire version, the body, and the trailer, a checksum of
+ * all that precedes it. */
+static unsigned char *frame_start(void *buf, size_t header, const char *magic)
+{
+    unsigned char *b = buf;
+    memset(b, 0, header);
+    memcpy(b, magic, 8);
+    bk__put_le32(b + 8, WIRE_VERSION);
+    return b;
+}
+
+static void frame_seal(unsigned char *b, size_t len)
+{
+    bk__put_le64(b + len - TRAILER, bk__xxh64(b, len - TRAILER, 0));
+}
+
+/* len bytes that may hold a message of this header and magic at the wire
+ * version: BK_OK, else BK_ETRUNC, BK_EMAGIC or BK_EVERSION. */
+static int frame_check_start(const unsigned char *b, size_t len, size_t header,
+                             const char *magic)
+{
+    if (len < header + TRAILER) return BK_ETRUNC;
+    if (memcmp(b, magic, 8) != 0) return BK_EMAGIC;
+    if (bk__get_le32(b + 8) != WIRE_VERSION) return BK_EVERSION;
+    return BK_OK;
+}
+
+/* A whole message of `want` bytes, checksum included: BK_OK, else
+ * BK_ETRUNC, BK_ECORRUPT (longer) or BK_ECHECKSUM. */
+static int frame_check_whole(const unsigned char *b, size_t len, uint64_t want)
+{
+    if (len < want) return BK_ETRUNC;
+    if (len > want) return BK_ECORRUPT;
+    if (!checksum_ok(b, len)) return BK_ECHECKSUM;
+    return BK_OK;
+}
+
 static void put_cells(unsigned char *p, const bk_iblt *t)
 {
     for (uint64_t i = 0; i < t->ncells; i++, p += CELL_BYTES) {
@@ -298,15 +336,12 @@ int bk_iblt_serialize(const bk_iblt *t, void *buf, size_t cap)
     if (t == NULL || buf == NULL) return BK_EINVAL;
     size_t len = bk_iblt_serialized_size(t);
     if (cap < len) return BK_ESIZE;
-    unsigned char *b = buf;
-    memset(b, 0, IBLT_HEADER);
-    memcpy(b, IBLT_MAGIC, 8);
-    bk__put_le32(b + 8, WIRE_VERSION);
+    unsigned char *b = frame_start(buf, IBLT_HEADER, IBLT_MAGIC);
     bk__put_le32(b + 12, t->k);
     bk__put_le64(b + 16, t->ncells);
     bk__put_le64(b + 24, t->seed);
     put_cells(b + IBLT_HEADER, t);
-    bk__put_le64(b + len - TRAILER, bk__xxh64(b, len - TRAILER, 0));
+    frame_seal(b, len);
     return BK_OK;
 }
 
@@ -316,19 +351,16 @@ int bk_iblt_deserialize(bk_iblt **out, const void *buf, size_t len)
     *out = NULL;
     if (buf == NULL) return BK_EINVAL;
     const unsigned char *b = buf;
-    if (len < IBLT_HEADER + TRAILER) return BK_ETRUNC;
-    if (memcmp(b, IBLT_MAGIC, 8) != 0) return BK_EMAGIC;
-    if (bk__get_le32(b + 8) != WIRE_VERSION) return BK_EVERSION;
+    int rc = frame_check_start(b, len, IBLT_HEADER, IBLT_MAGIC);
+    if (rc != BK_OK) return rc;
     uint32_t k = bk__get_le32(b + 12);
     uint64_t cells = bk__get_le64(b + 16);
     if (k < 3 || k > MAX_HASHES || cells < k || cells > MAX_CELLS || cells % k != 0)
         return BK_ECORRUPT;
-    uint64_t want = IBLT_HEADER + cells * CELL_BYTES + TRAILER;
-    if (len < want) return BK_ETRUNC;
-    if (len > want) return BK_ECORRUPT;
-    if (!checksum_ok(b, len)) return BK_ECHECKSUM;
+    rc = frame_check_whole(b, len, IBLT_HEADER + cells * CELL_BYTES + TRAILER);
+    if (rc != BK_OK) return rc;
     bk_iblt *t;
-    int rc = bk_iblt_create(&t, cells, k, bk__get_le64(b + 24));
+    rc = bk_iblt_create(&t, cells, k, bk__get_le64(b + 24));
     if (rc != BK_OK) return rc;
     get_cells(t, b + IBLT_HEADER);
     *out = t;
@@ -415,10 +447,7 @@ int bk_strata_serialize(const bk_strata *s, void *buf, size_t cap)
     if (s == NULL || buf == NULL) return BK_EINVAL;
     size_t len = bk_strata_serialized_size(s);
     if (cap < len) return BK_ESIZE;
-    unsigned char *b = buf;
-    memset(b, 0, STRATA_HEADER);
-    memcpy(b, STRATA_MAGIC, 8);
-    bk__put_le32(b + 8, WIRE_VERSION);
+    unsigned char *b = frame_start(buf, STRATA_HEADER, STRATA_MAGIC);
     bk__put_le32(b + 12, STRATA_HASHES);
     bk__put_le32(b + 16, BK_STRATA_COUNT);
     bk__put_le32(b + 20, BK_STRATA_CELLS);
@@ -426,7 +455,7 @@ int bk_strata_serialize(const bk_strata *s, void *buf, size_t cap)
     for (int i = 0; i < BK_STRATA_COUNT; i++)
         put_cells(b + STRATA_HEADER + (size_t)i * BK_STRATA_CELLS * CELL_BYTES,
                   s->stratum[i]);
-    bk__put_le64(b + len - TRAILER, bk__xxh64(b, len - TRAILER, 0));
+    frame_seal(b, len);
     return BK_OK;
 }
 
@@ -436,18 +465,15 @@ int bk_strata_deserialize(bk_strata **out, const void *buf, size_t len)
     *out = NULL;
     if (buf == NULL) return BK_EINVAL;
     const unsigned char *b = buf;
-    if (len < STRATA_HEADER + TRAILER) return BK_ETRUNC;
-    if (memcmp(b, STRATA_MAGIC, 8) != 0) return BK_EMAGIC;
-    if (bk__get_le32(b + 8) != WIRE_VERSION) return BK_EVERSION;
+    int rc = frame_check_start(b, len, STRATA_HEADER, STRATA_MAGIC);
+    if (rc != BK_OK) return rc;
     if (bk__get_le32(b + 12) != STRATA_HASHES || bk__get_le32(b + 16) != BK_STRATA_COUNT ||
         bk__get_le32(b + 20) != BK_STRATA_CELLS)
         return BK_ECORRUPT;
-    size_t want = bk_strata_serialized_size(NULL);
-    if (len < want) return BK_ETRUNC;
-    if (len > want) return BK_ECORRUPT;
-    if (!checksum_ok(b, len)) return BK_ECHECKSUM;
+    rc = frame_check_whole(b, len, bk_strata_serialized_size(NULL));
+    if (rc != BK_OK) return rc;
     bk_strata *s;
-    int rc = bk_strata_create(&s, bk__get_le64(b + 24));
+    rc = bk_strata_create(&s, bk__get_le64(b + 24));
     if (rc != BK_OK) return rc;
     for (int i = 0; i < BK_STRATA_COUNT; i++)
         get_cells(s->stratum[i], b + STRATA_HEADER + (size_t)i * BK_STRATA_CELLS * CELL_BYTES);
