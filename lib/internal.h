@@ -103,6 +103,31 @@ static inline int bk__mul_overflow(uint64_t a, uint64_t b, uint64_t *out)
     return __builtin_mul_overflow(a, b, out);
 }
 
+/* Sizing: the fewest blocks in [1, most] at which fits(ctx, blocks)
+ * holds, or 0 when `most` blocks do not fit. fits must hold for every
+ * count above one where it holds (a rate that falls as blocks grow). The
+ * search doubles from `start` (0 is taken as 1; a count near the answer
+ * saves evaluations of fits), then bisects. counting.c, morris.c,
+ * hybrid.c and varcount.c size with it; static inline, so that each one's
+ * predicate is inlined. Never on a key's path. */
+static inline uint64_t bk__fewest_blocks(uint64_t start, uint64_t most,
+                                         int (*fits)(const void *ctx, uint64_t blocks),
+                                         const void *ctx)
+{
+    uint64_t lo = 0, hi = start ? start : 1; /* lo: 0 (never tried) or too few */
+    while (!fits(ctx, hi)) {
+        lo = hi;
+        if (hi >= most) return 0;
+        hi *= 2;
+    }
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (fits(ctx, mid)) hi = mid;
+        else lo = mid;
+    }
+    return hi <= most ? hi : 0;
+}
+
 /*--------------------------------------------------------------------------
  * Little-endian fields of serialized images (format.c, iblt.c, rbloom.c):
  * byte by byte, so the bytes are the same on any host.
