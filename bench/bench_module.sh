@@ -23,10 +23,6 @@ set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MOD=${1:-${BLOOMKIT_MODULE:-$ROOT/build/release/module/bloomkit.so}}
 BKS=${2:-${BLOOMKIT_SERVER:-$ROOT/build/release/server/bloomkit-server}}
-N=${N:-200000}
-NP=${NP:-2000000}
-NM=${NM:-20000}
-
 NAME=bench_module.sh
 . "$ROOT/bench/lib.sh"
 need redis-benchmark redis-server redis-cli

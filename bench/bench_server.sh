@@ -20,10 +20,6 @@ set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BKS=${1:-${BLOOMKIT_SERVER:-$ROOT/build/release/server/bloomkit-server}}
-N=${N:-200000}
-NP=${NP:-2000000}
-NM=${NM:-20000}
-
 NAME=bench_server.sh
 . "$ROOT/bench/lib.sh"
 need redis-benchmark redis-server redis-cli

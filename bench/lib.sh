@@ -5,6 +5,9 @@
 #   CLIENTS, BT, ST    redis-benchmark -c (env CLIENTS, 50) and --threads
 #                      (env BENCH_THREADS, 2); bloomkit-server --threads
 #                      (env SERVER_THREADS, 0: one per core)
+#   N, NP, NM          requests of a row without pipelining, with one, and
+#                      of the MADD rows (env N, NP, NM; 200000, 2000000,
+#                      20000 unless the script set its own before)
 #   need TOOL...       exit with a message when a program is missing
 #   need_server        exit unless $BKS is an executable
 #   need_module        exit unless $MOD is a file; make MOD absolute
@@ -38,6 +41,9 @@ need() {
     done
 }
 
+N=${N:-200000}
+NP=${NP:-2000000}
+NM=${NM:-20000}
 CLIENTS=${CLIENTS:-50}
 BT=${BENCH_THREADS:-2}
 ST=${SERVER_THREADS:-0}
