@@ -121,13 +121,6 @@ done:
     return status;
 }
 
-static int wants_help(const cli_options *o, const char *cmd)
-{
-    if (!(o->given & OPTBIT(OPT_HELP))) return 0;
-    cli_help(cmd, stdout);
-    return 1;
-}
-
 /* 0 when path may be written: not there, or --force. */
 static int check_new_file(const char *path, const cli_options *o)
 {
@@ -322,7 +315,7 @@ int cmd_build_map(int argc, char **argv)
                               OPTBIT(OPT_FORCE) | OPTBIT(OPT_DELIMITER) | OPTBIT(OPT_QUIET),
                           &o) != 0)
         goto done;
-    if (wants_help(&o, "build-map")) {
+    if (cli_wants_help(&o, "build-map")) {
         status = CLI_EXIT_OK;
         goto done;
     }
@@ -414,7 +407,7 @@ int cmd_get(int argc, char **argv)
     if (cli_parse_options("get", argc, argv,
                           OPTBIT(OPT_HELP) | OPTS_INPUT | OPTBIT(OPT_INVERT), &o) != 0)
         goto done;
-    if (wants_help(&o, "get")) {
+    if (cli_wants_help(&o, "get")) {
         status = CLI_EXIT_OK;
         goto done;
     }
@@ -1272,7 +1265,7 @@ static int reconcile_files(const char *cmd, int argc, char **argv, int apply)
                        OPTBIT(OPT_NUL) | OPTBIT(OPT_SKIP_EMPTY) | OPTBIT(OPT_NO_DECOMPRESS);
     if (!apply) allowed |= OPTBIT(OPT_FIELD) | OPTBIT(OPT_DELIMITER);
     if (cli_parse_options(cmd, argc, argv, allowed, &o) != 0) goto done;
-    if (wants_help(&o, cmd)) {
+    if (cli_wants_help(&o, cmd)) {
         status = CLI_EXIT_OK;
         goto done;
     }
