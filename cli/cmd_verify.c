@@ -66,7 +66,8 @@ int cmd_verify(int argc, char **argv)
     cli_options o;
     int worst = CLI_EXIT_ERROR;
     if (cli_parse_options("verify", argc, argv, 0, &o) != 0) goto done;
-    if (cli_wants_help(&o, "verify")) {
+    if (o.given & OPTBIT(OPT_HELP)) {
+        cli_help("verify", stdout);
         worst = CLI_EXIT_OK;
         goto done;
     }
