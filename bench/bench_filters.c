@@ -240,9 +240,10 @@ static void row_init(row *r, const char *name)
  * shared (other guests' traffic in the L3 and on the memory bus comes and
  * goes), and the fastest of a few runs is what the code can do; the
  * answers counted into acc are the last run's (every run gives the same).
- * `reset` runs before every run after the first (adds clear the filter). */
-/* Time `call` once per key of ks[0, count): K and L name the key. */
-#define TIME_SINGLE_R(cell, ks, count, acc, call, reset)                      \
+ * `reset` runs before every run after the first (adds clear the filter).
+ * TIME_BEST times the statements after reset (which add a run's answers to
+ * a_): ns per key of count into cell, the last run's answers into acc. */
+#define TIME_BEST(cell, count, acc, reset, ...)                               \
     do {                                                                      \
         double best_ = -1.0;                                                  \
         uint64_t last_ = 0;                                                   \
@@ -250,12 +251,7 @@ static void row_init(row *r, const char *name)
             if (r_ > 0) { reset; }                                            \
             uint64_t a_ = 0;                                                  \
             double t0_ = now_ns();                                            \
-            for (uint64_t i_ = 0; i_ < (count); i_++) {                       \
-                const void *K = (ks)->ptrs[i_];                               \
-                size_t L = (ks)->lens[i_];                                    \
-                (void)L;                                                      \
-                a_ += (uint64_t)(call);                                       \
-            }                                                                 \
+            __VA_ARGS__;                                                      \
             double t_ = (now_ns() - t0_) / (double)(count);                   \
             if (best_ < 0 || t_ < best_) best_ = t_;                          \
             last_ = a_;                                                       \
@@ -263,33 +259,30 @@ static void row_init(row *r, const char *name)
         (cell) = best_;                                                       \
         (acc) += last_;                                                       \
     } while (0)
+
+/* Time `call` once per key of ks[0, count): K and L name the key. */
+#define TIME_SINGLE_R(cell, ks, count, acc, call, reset)                      \
+    TIME_BEST(cell, count, acc, reset,                                        \
+              for (uint64_t i_ = 0; i_ < (count); i_++) {                     \
+                  const void *K = (ks)->ptrs[i_];                             \
+                  size_t L = (ks)->lens[i_];                                  \
+                  (void)L;                                                    \
+                  a_ += (uint64_t)(call);                                     \
+              })
 
 #define TIME_SINGLE(cell, ks, count, acc, call) \
     TIME_SINGLE_R(cell, ks, count, acc, call, (void)0)
 
 /* Time `call` once per chunk: KS, LS, C and RES name the chunk. */
 #define TIME_BATCH_R(cell, ks, count, acc, call, reset)                       \
-    do {                                                                      \
-        uint8_t RES[CHUNK];                                                   \
-        double best_ = -1.0;                                                  \
-        uint64_t last_ = 0;                                                   \
-        for (int r_ = 0; r_ < g_repeat; r_++) {                               \
-            if (r_ > 0) { reset; }                                            \
-            uint64_t a_ = 0;                                                  \
-            double t0_ = now_ns();                                            \
-            for (uint64_t i_ = 0; i_ < (count); i_ += CHUNK) {                \
-                size_t C = (count) - i_ < CHUNK ? (size_t)((count) - i_) : CHUNK; \
-                const void *const *KS = (ks)->ptrs + i_;                      \
-                const size_t *LS = (ks)->lens + i_;                           \
-                a_ += (uint64_t)(call);                                       \
-            }                                                                 \
-            double t_ = (now_ns() - t0_) / (double)(count);                   \
-            if (best_ < 0 || t_ < best_) best_ = t_;                          \
-            last_ = a_;                                                       \
-        }                                                                     \
-        (cell) = best_;                                                       \
-        (acc) += last_;                                                       \
-    } while (0)
+    TIME_BEST(cell, count, acc, reset,                                        \
+              for (uint64_t i_ = 0; i_ < (count); i_ += CHUNK) {              \
+                  uint8_t RES[CHUNK];                                         \
+                  size_t C = (count) - i_ < CHUNK ? (size_t)((count) - i_) : CHUNK; \
+                  const void *const *KS = (ks)->ptrs + i_;                    \
+                  const size_t *LS = (ks)->lens + i_;                         \
+                  a_ += (uint64_t)(call);                                     \
+              })
 
 #define TIME_BATCH(cell, ks, count, acc, call) \
     TIME_BATCH_R(cell, ks, count, acc, call, (void)0)
