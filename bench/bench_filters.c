@@ -240,9 +240,10 @@ static void row_init(row *r, const char *name)
  * shared (other guests' traffic in the L3 and on the memory bus comes and
  * goes), and the fastest of a few runs is what the code can do; the
  * answers counted into acc are the last run's (every run gives the same).
- * `reset` runs before every run after the first (adds clear the filter). */
-/* Time `call` once per key of ks[0, count): K and L name the key. */
-#define TIME_SINGLE_R(cell, ks, count, acc, call, reset)                      \
+ * `reset` runs before every run after the first (adds clear the filter).
+ * TIME_BEST times the statements after reset (which add a run's answers to
+ * a_): ns per key of count into cell, the last run's answers into acc. */
+#define TIME_BEST(cell, count, acc, reset, ...)                               \
     do {                                                                      \
         double best_ = -1.0;                                                  \
         uint64_t last_ = 0;                                                   \
@@ -250,12 +251,7 @@ static void row_init(row *r, const char *name)
             if (r_ > 0) { reset; }                                            \
             uint64_t a_ = 0;                                                  \
             double t0_ = now_ns();                                            \
-            for (uint64_t i_ = 0; i_ < (count); i_++) {                       \
-                const void *K = (ks)->ptrs[i_];                               \
-                size_t L = (ks)->lens[i_];                                    \
-                (void)L;                                                      \
-                a_ += (uint64_t)(call);                                       \
-            }                                                                 \
+            __VA_ARGS__;                                                      \
             double t_ = (now_ns() - t0_) / (double)(count);                   \
             if (best_ < 0 || t_ < best_) best_ = t_;                          \
             last_ = a_;                                                       \
@@ -263,36 +259,52 @@ static void row_init(row *r, const char *name)
         (cell) = best_;                                                       \
         (acc) += last_;                                                       \
     } while (0)
+
+/* Time `call` once per key of ks[0, count): K and L name the key. */
+#define TIME_SINGLE_R(cell, ks, count, acc, call, reset)                      \
+    TIME_BEST(cell, count, acc, reset,                                        \
+              for (uint64_t i_ = 0; i_ < (count); i_++) {                     \
+                  const void *K = (ks)->ptrs[i_];                             \
+                  size_t L = (ks)->lens[i_];                                  \
+                  (void)L;                                                    \
+                  a_ += (uint64_t)(call);                                     \
+              })
 
 #define TIME_SINGLE(cell, ks, count, acc, call) \
     TIME_SINGLE_R(cell, ks, count, acc, call, (void)0)
 
 /* Time `call` once per chunk: KS, LS, C and RES name the chunk. */
 #define TIME_BATCH_R(cell, ks, count, acc, call, reset)                       \
-    do {                                                                      \
-        uint8_t RES[CHUNK];                                                   \
-        double best_ = -1.0;                                                  \
-        uint64_t last_ = 0;                                                   \
-        for (int r_ = 0; r_ < g_repeat; r_++) {                               \
-            if (r_ > 0) { reset; }                                            \
-            uint64_t a_ = 0;                                                  \
-            double t0_ = now_ns();                                            \
-            for (uint64_t i_ = 0; i_ < (count); i_ += CHUNK) {                \
-                size_t C = (count) - i_ < CHUNK ? (size_t)((count) - i_) : CHUNK; \
-                const void *const *KS = (ks)->ptrs + i_;                      \
-                const size_t *LS = (ks)->lens + i_;                           \
-                a_ += (uint64_t)(call);                                       \
-            }                                                                 \
-            double t_ = (now_ns() - t0_) / (double)(count);                   \
-            if (best_ < 0 || t_ < best_) best_ = t_;                          \
-            last_ = a_;                                                       \
-        }                                                                     \
-        (cell) = best_;                                                       \
-        (acc) += last_;                                                       \
-    } while (0)
+    TIME_BEST(cell, count, acc, reset,                                        \
+              for (uint64_t i_ = 0; i_ < (count); i_ += CHUNK) {              \
+                  uint8_t RES[CHUNK];                                         \
+                  size_t C = (count) - i_ < CHUNK ? (size_t)((count) - i_) : CHUNK; \
+                  const void *const *KS = (ks)->ptrs + i_;                    \
+                  const size_t *LS = (ks)->lens + i_;                         \
+                  a_ += (uint64_t)(call);                                     \
+              })
 
 #define TIME_BATCH(cell, ks, count, acc, call) \
     TIME_BATCH_R(cell, ks, count, acc, call, (void)0)
+
+/* The six cells of a bloomkit family fam (bk_<fam>_add, _contains and
+ * their batches, called directly): single adds into a and batch adds into
+ * b (each cleared before a repeat), then single and batch lookups in a of
+ * the present and the absent keys, counted into fresh, bfresh, found, fp,
+ * bfound and bfp. */
+#define TIME_FAMILY(fam, r, in, out, lookups, a, b, fresh, bfresh, found, fp, bfound, bfp) \
+    do {                                                                      \
+        TIME_SINGLE_R((r)->ns[C_ADD], in, (in)->n, fresh, bk_##fam##_add(a, K, L), \
+                      bk_##fam##_clear(a));                                   \
+        TIME_BATCH_R((r)->ns[C_BADD], in, (in)->n, bfresh,                    \
+                     bk_##fam##_add_batch(b, KS, LS, C, RES), bk_##fam##_clear(b)); \
+        TIME_SINGLE((r)->ns[C_PRESENT], in, lookups, found, bk_##fam##_contains(a, K, L)); \
+        TIME_SINGLE((r)->ns[C_ABSENT], out, (out)->n, fp, bk_##fam##_contains(a, K, L)); \
+        TIME_BATCH((r)->ns[C_BPRESENT], in, lookups, bfound,                  \
+                   bk_##fam##_contains_batch(a, KS, LS, C, RES));             \
+        TIME_BATCH((r)->ns[C_BABSENT], out, (out)->n, bfp,                    \
+                   bk_##fam##_contains_batch(a, KS, LS, C, RES));             \
+    } while (0)
 
 /*--------------------------------------------------------------------------
  * The subjects
@@ -322,12 +334,7 @@ static int run_classic(const keyset *in, const keyset *out, uint64_t lookups,
     if (bk_bloom_create(&a, in->n, p, 7) != BK_OK) return -1;
     if (bk_bloom_create(&b, in->n, p, 7) != BK_OK) { bk_bloom_free(a); return -1; }
     row_init(r, "classic");
-    TIME_SINGLE_R(r->ns[C_ADD], in, in->n, fresh, bk_bloom_add(a, K, L), bk_bloom_clear(a));
-    TIME_BATCH_R(r->ns[C_BADD], in, in->n, fresh, bk_bloom_add_batch(b, KS, LS, C, RES), bk_bloom_clear(b));
-    TIME_SINGLE(r->ns[C_PRESENT], in, lookups, found, bk_bloom_contains(a, K, L));
-    TIME_SINGLE(r->ns[C_ABSENT], out, out->n, fp, bk_bloom_contains(a, K, L));
-    TIME_BATCH(r->ns[C_BPRESENT], in, lookups, bfound, bk_bloom_contains_batch(a, KS, LS, C, RES));
-    TIME_BATCH(r->ns[C_BABSENT], out, out->n, bfp, bk_bloom_contains_batch(a, KS, LS, C, RES));
+    TIME_FAMILY(bloom, r, in, out, lookups, a, b, fresh, fresh, found, fp, bfound, bfp);
     r->bits_per_key = (double)bk_bloom_bits(a) / (double)in->n;
     r->fpr = (double)fp / (double)out->n;
     r->false_negatives = (lookups - found) + (lookups - bfound);
@@ -354,12 +361,7 @@ static int run_blocked(const keyset *in, const keyset *out, uint64_t lookups,
     snprintf(name, sizeof(name), "blocked-%s%s%s", split ? "split-" : "",
              bk_blocked_simd_name(level), single_writer ? "-1w" : "");
     row_init(r, name);
-    TIME_SINGLE_R(r->ns[C_ADD], in, in->n, fresh, bk_blocked_add(a, K, L), bk_blocked_clear(a));
-    TIME_BATCH_R(r->ns[C_BADD], in, in->n, bfresh, bk_blocked_add_batch(b, KS, LS, C, RES), bk_blocked_clear(b));
-    TIME_SINGLE(r->ns[C_PRESENT], in, lookups, found, bk_blocked_contains(a, K, L));
-    TIME_SINGLE(r->ns[C_ABSENT], out, out->n, fp, bk_blocked_contains(a, K, L));
-    TIME_BATCH(r->ns[C_BPRESENT], in, lookups, bfound, bk_blocked_contains_batch(a, KS, LS, C, RES));
-    TIME_BATCH(r->ns[C_BABSENT], out, out->n, bfp, bk_blocked_contains_batch(a, KS, LS, C, RES));
+    TIME_FAMILY(blocked, r, in, out, lookups, a, b, fresh, bfresh, found, fp, bfound, bfp);
     r->bits_per_key = (double)bk_blocked_bits(a) / (double)in->n;
     r->fpr = (double)fp / (double)out->n;
     r->false_negatives = (lookups - found) + (lookups - bfound);
@@ -399,12 +401,7 @@ static int run_counting(const keyset *in, const keyset *out, uint64_t lookups,
     snprintf(name, sizeof(name), "counting%u%s", counter_bits,
              single_writer ? "-1w" : "");
     row_init(r, name);
-    TIME_SINGLE_R(r->ns[C_ADD], in, in->n, fresh, bk_counting_add(a, K, L), bk_counting_clear(a));
-    TIME_BATCH_R(r->ns[C_BADD], in, in->n, bfresh, bk_counting_add_batch(b, KS, LS, C, RES), bk_counting_clear(b));
-    TIME_SINGLE(r->ns[C_PRESENT], in, lookups, found, bk_counting_contains(a, K, L));
-    TIME_SINGLE(r->ns[C_ABSENT], out, out->n, fp, bk_counting_contains(a, K, L));
-    TIME_BATCH(r->ns[C_BPRESENT], in, lookups, bfound, bk_counting_contains_batch(a, KS, LS, C, RES));
-    TIME_BATCH(r->ns[C_BABSENT], out, out->n, bfp, bk_counting_contains_batch(a, KS, LS, C, RES));
+    TIME_FAMILY(counting, r, in, out, lookups, a, b, fresh, bfresh, found, fp, bfound, bfp);
     TIME_SINGLE_R(r->ns[C_REMOVE], in, lookups, removed, bk_counting_remove(a, K, L) == BK_OK,
                   refill_counting(a, in));
     r->bits_per_key = 8.0 * (double)bk_counting_blocks(a) * BK_COUNTING_BLOCK_BYTES /

@@ -23,21 +23,13 @@ set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MOD=${1:-${BLOOMKIT_MODULE:-$ROOT/build/release/module/bloomkit.so}}
 BKS=${2:-${BLOOMKIT_SERVER:-$ROOT/build/release/server/bloomkit-server}}
-N=${N:-200000}
-NP=${NP:-2000000}
-NM=${NM:-20000}
-
 NAME=bench_module.sh
 . "$ROOT/bench/lib.sh"
 need redis-benchmark redis-server redis-cli
 need_module
 need_server
 
-scratch bkm-bench
-BK_PORT=$(free_port)
-RS_PORT=$(free_port)
-start_bloomkit "$TMP/bk" "$BK_PORT"
-start_redis "$TMP/rs" "$RS_PORT" --appendonly no --loadmodule "$MOD"
+start_pair bkm-bench --appendonly no --loadmodule "$MOD"
 
 for p in "$BK_PORT" "$RS_PORT"; do
     [ "$(redis-cli -p "$p" BF.RESERVE bf 0.01 20000000)" = OK ] ||
@@ -46,10 +38,7 @@ done
 
 
 echo "module: $MOD in redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'); bloomkit-server: $BKS (threads: $ST, 0 = one per core)"
-echo "machine: $(nproc) cores; redis-benchmark -c $CLIENTS --threads $BT -r 100000000"
-echo
-echo "| test                               |  -P |       req/s  |     items/s  | p50 ms  | p99 ms  |"
-echo "|------------------------------------|-----|--------------|--------------|---------|---------|"
+table_head
 for P in 1 64; do
     if [ $P = 1 ]; then n=$N; else n=$NP; fi
     bench "redis-server SET"                 "$RS_PORT" $P $n 1 -t set

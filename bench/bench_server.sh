@@ -20,29 +20,18 @@ set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BKS=${1:-${BLOOMKIT_SERVER:-$ROOT/build/release/server/bloomkit-server}}
-N=${N:-200000}
-NP=${NP:-2000000}
-NM=${NM:-20000}
-
 NAME=bench_server.sh
 . "$ROOT/bench/lib.sh"
 need redis-benchmark redis-server redis-cli
 need_server
 
-scratch bks-bench
-BK_PORT=$(free_port)
-RS_PORT=$(free_port)
-start_bloomkit "$TMP/bk" "$BK_PORT"
-start_redis "$TMP/rs" "$RS_PORT" --appendonly no
+start_pair bks-bench --appendonly no
 
 redis-cli -p "$BK_PORT" BF.RESERVE bf 0.01 20000000 >/dev/null
 
 
 echo "bloomkit-server: $BKS (threads: ${ST:-0} = one per core), redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')"
-echo "machine: $(nproc) cores; redis-benchmark -c $CLIENTS --threads $BT -r 100000000"
-echo
-echo "| test                               |  -P |       req/s  |     items/s  | p50 ms  | p99 ms  |"
-echo "|------------------------------------|-----|--------------|--------------|---------|---------|"
+table_head
 for P in 1 64; do
     if [ $P = 1 ]; then n=$N; else n=$NP; fi
     bench "redis-server SET"                 "$RS_PORT" $P $n 1 -t set

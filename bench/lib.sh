@@ -5,6 +5,9 @@
 #   CLIENTS, BT, ST    redis-benchmark -c (env CLIENTS, 50) and --threads
 #                      (env BENCH_THREADS, 2); bloomkit-server --threads
 #                      (env SERVER_THREADS, 0: one per core)
+#   N, NP, NM          requests of a row without pipelining, with one, and
+#                      of the MADD rows (env N, NP, NM; 200000, 2000000,
+#                      20000 unless the script set its own before)
 #   need TOOL...       exit with a message when a program is missing
 #   need_server        exit unless $BKS is an executable
 #   need_module        exit unless $MOD is a file; make MOD absolute
@@ -17,12 +20,18 @@
 #   start_redis DIR PORT [FLAG...]
 #                      redis-server on loopback PORT in DIR without
 #                      snapshots (FLAGs: the rest), log DIR/log, ready
+#   start_pair TEMPLATE [FLAG...]
+#                      scratch TEMPLATE, then $BKS on BK_PORT and
+#                      redis-server on RS_PORT (FLAGs: its others), two
+#                      free loopback ports, both ready
 #   stop_servers       stop the servers started so far
 #   free_port          print a free loopback TCP port
 #   wait_ping PORT     wait (up to 10 s) until redis-cli PING answers PONG
 #   bench LABEL PORT PIPELINE REQUESTS ITEMS_PER_COMMAND cmd...
 #                      one redis-benchmark row (-c $CLIENTS --threads $BT,
 #                      random items): | label | -P | req/s | items/s | p50 | p99 |
+#   table_head         the machine line and the head of the table of
+#                      bench rows
 #   MADD_ARGS          100 random items, for the MADD rows
 
 need() {
@@ -32,6 +41,9 @@ need() {
     done
 }
 
+N=${N:-200000}
+NP=${NP:-2000000}
+NM=${NM:-20000}
 CLIENTS=${CLIENTS:-50}
 BT=${BENCH_THREADS:-2}
 ST=${SERVER_THREADS:-0}
@@ -88,6 +100,22 @@ start_redis() {
         --daemonize no --logfile "$dir/log" "$@" &
     PIDS="$PIDS $!"
     wait_ping "$port"
+}
+
+start_pair() {
+    scratch "$1"
+    shift
+    BK_PORT=$(free_port)
+    RS_PORT=$(free_port)
+    start_bloomkit "$TMP/bk" "$BK_PORT"
+    start_redis "$TMP/rs" "$RS_PORT" "$@"
+}
+
+table_head() {
+    echo "machine: $(nproc) cores; redis-benchmark -c $CLIENTS --threads $BT -r 100000000"
+    echo
+    echo "| test                               |  -P |       req/s  |     items/s  | p50 ms  | p99 ms  |"
+    echo "|------------------------------------|-----|--------------|--------------|---------|---------|"
 }
 
 bench() {

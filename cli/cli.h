@@ -146,6 +146,10 @@ int cli_check_sizing(const char *cmd, const cli_options *opts);
  * was given. */
 int cli_has_sizing(const cli_options *opts);
 
+/* The one FILE argument of cmd, or NULL when there are none or several
+ * (said). */
+const char *cli_one_file(const char *cmd, const cli_options *opts);
+
 /*==========================================================================
  * Wall clock of window filters (clock.c)
  *==========================================================================*/
@@ -289,5 +293,9 @@ int cli_create_static(const cli_options *opts);
 /* Help texts (help.c): print the man-page-like text of a subcommand ("" for
  * the top level) to f. Returns 0, or -1 for an unknown name. */
 int cli_help(const char *cmd, FILE *f);
+
+/* When o asks for --help: print cmd's help to standard output and return
+ * 1; else 0. */
+int cli_wants_help(const cli_options *o, const char *cmd);
 
 #endif /* BLOOMKIT_CLI_H */

@@ -696,8 +696,7 @@ int cmd_cluster(int argc, char **argv)
     int status = CLI_EXIT_ERROR;
     if (cli_parse_options(cmd, argc - 1, argv + 1, actions[a].allowed, &o) != 0)
         goto done;
-    if (o.given & OPTBIT(OPT_HELP)) {
-        cli_help("cluster", stdout);
+    if (cli_wants_help(&o, "cluster")) {
         status = CLI_EXIT_OK;
         goto done;
     }

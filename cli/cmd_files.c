@@ -103,17 +103,12 @@ int cmd_info(int argc, char **argv)
     int status = CLI_EXIT_ERROR;
     if (cli_parse_options("info", argc, argv, OPTBIT(OPT_JSON), &o) != 0)
         goto done;
-    if (o.given & OPTBIT(OPT_HELP)) {
-        cli_help("info", stdout);
+    if (cli_wants_help(&o, "info")) {
         status = CLI_EXIT_OK;
         goto done;
     }
-    if (o.nargs != 1) {
-        cli_error("info: expected one FILE, got %zu arguments (see bloomkit "
-                  "info --help)", o.nargs);
-        goto done;
-    }
-    const char *path = o.args[0];
+    const char *path = cli_one_file("info", &o);
+    if (path == NULL) goto done;
     if (cli_open_readonly(path, &f, 1) != BK_OK) goto done;
     bk_filter_info in;
     int rc = bk_filter_get_info(f, &in);
@@ -197,8 +192,7 @@ static int combine(const char *cmd, int argc, char **argv, int intersect)
     int status = CLI_EXIT_ERROR;
     int lock = -1;
     if (cli_parse_options(cmd, argc, argv, 0, &o) != 0) goto done;
-    if (o.given & OPTBIT(OPT_HELP)) {
-        cli_help(cmd, stdout);
+    if (cli_wants_help(&o, cmd)) {
         status = CLI_EXIT_OK;
         goto done;
     }

@@ -28,13 +28,6 @@
  * Shared helpers
  *==========================================================================*/
 
-static int wants_help(const cli_options *o, const char *cmd)
-{
-    if (!(o->given & OPTBIT(OPT_HELP))) return 0;
-    cli_help(cmd, stdout);
-    return 1;
-}
-
 static int create_filter(const char *path, const cli_options *o,
                          bk_filter **out)
 {
@@ -86,7 +79,7 @@ int cmd_create(int argc, char **argv)
     if (cli_parse_options("create", argc, argv, OPTS_SIZING | OPTBIT(OPT_QUIET),
                           &o) != 0)
         goto done;
-    if (wants_help(&o, "create")) {
+    if (cli_wants_help(&o, "create")) {
         status = CLI_EXIT_OK;
         goto done;
     }
@@ -100,12 +93,8 @@ int cmd_create(int argc, char **argv)
                   "(see bloomkit build-map --help)");
         goto done;
     }
-    if (o.nargs != 1) {
-        cli_error("create: expected one FILE, got %zu arguments (see bloomkit "
-                  "create --help)", o.nargs);
-        goto done;
-    }
-    const char *path = o.args[0];
+    const char *path = cli_one_file("create", &o);
+    if (path == NULL) goto done;
     char resolved[PATH_MAX];
     if (cli_check_sizing("create", &o) != 0) goto done;
     if (cli_resolve_target(&path, resolved, sizeof(resolved)) != 0) goto done;
@@ -276,7 +265,7 @@ int cmd_add(int argc, char **argv)
                               OPTBIT(OPT_JOBS) | OPTBIT(OPT_STRICT) | OPTBIT(OPT_TTL),
                           &o) != 0)
         goto done;
-    if (wants_help(&o, "add")) {
+    if (cli_wants_help(&o, "add")) {
         status = CLI_EXIT_OK;
         goto done;
     }
@@ -348,7 +337,7 @@ int cmd_check(int argc, char **argv)
                               OPTBIT(OPT_TOTAL),
                           &o) != 0)
         goto done;
-    if (wants_help(&o, "check")) {
+    if (cli_wants_help(&o, "check")) {
         status = CLI_EXIT_OK;
         goto done;
     }
@@ -424,7 +413,7 @@ int cmd_remove(int argc, char **argv)
     int status = CLI_EXIT_ERROR;
     int lock = -1;
     if (cli_parse_options("remove", argc, argv, OPTS_INPUT, &o) != 0) goto done;
-    if (wants_help(&o, "remove")) {
+    if (cli_wants_help(&o, "remove")) {
         status = CLI_EXIT_OK;
         goto done;
     }
@@ -504,7 +493,7 @@ int cmd_dedup(int argc, char **argv)
     uint64_t allowed = (OPTS_SIZING & ~OPTBIT(OPT_FORCE)) | OPTS_INPUT |
                        OPTBIT(OPT_SAVE) | OPTBIT(OPT_TTL);
     if (cli_parse_options("dedup", argc, argv, allowed, &o) != 0) goto done;
-    if (wants_help(&o, "dedup")) {
+    if (cli_wants_help(&o, "dedup")) {
         status = CLI_EXIT_OK;
         goto done;
     }

@@ -121,13 +121,6 @@ done:
     return status;
 }
 
-static int wants_help(const cli_options *o, const char *cmd)
-{
-    if (!(o->given & OPTBIT(OPT_HELP))) return 0;
-    cli_help(cmd, stdout);
-    return 1;
-}
-
 /* 0 when path may be written: not there, or --force. */
 static int check_new_file(const char *path, const cli_options *o)
 {
@@ -322,7 +315,7 @@ int cmd_build_map(int argc, char **argv)
                               OPTBIT(OPT_FORCE) | OPTBIT(OPT_DELIMITER) | OPTBIT(OPT_QUIET),
                           &o) != 0)
         goto done;
-    if (wants_help(&o, "build-map")) {
+    if (cli_wants_help(&o, "build-map")) {
         status = CLI_EXIT_OK;
         goto done;
     }
@@ -414,7 +407,7 @@ int cmd_get(int argc, char **argv)
     if (cli_parse_options("get", argc, argv,
                           OPTBIT(OPT_HELP) | OPTS_INPUT | OPTBIT(OPT_INVERT), &o) != 0)
         goto done;
-    if (wants_help(&o, "get")) {
+    if (cli_wants_help(&o, "get")) {
         status = CLI_EXIT_OK;
         goto done;
     }
@@ -860,6 +853,65 @@ static int local_diff(const side *s, const unsigned char *wire, size_t len, uint
     return rc;
 }
 
+/* Argument i of a batched command, its length in *len. */
+typedef const char *(*rs_arg_fn)(const void *ctx, size_t i, size_t *len);
+
+/* The commands `verb KEY arg...` of server side s over n arguments,
+ * RS_BATCH a command: *cmds (*ncmds of them) over *argv and *lens,
+ * argument i from arg(ctx, i). 0, or -1 (said) when out of memory; the
+ * caller frees *cmds, *argv and *lens either way. */
+static int rs_batches(const char *verb, const rside *s, size_t n, rs_arg_fn arg,
+                      const void *ctx, cluster_cmd **cmds, const char ***argv, size_t **lens,
+                      size_t *ncmds)
+{
+    size_t nb = (n + RS_BATCH - 1) / RS_BATCH;
+    *cmds = calloc(nb ? nb : 1, sizeof(**cmds));
+    *argv = malloc((n + 2 * nb + 1) * sizeof(char *));
+    *lens = malloc((n + 2 * nb + 1) * sizeof(size_t));
+    *ncmds = 0;
+    if (*cmds == NULL || *argv == NULL || *lens == NULL) {
+        cli_error("%s", bk_strerror(BK_ENOMEM));
+        return -1;
+    }
+    const char **av = *argv;
+    size_t *al = *lens, a = 0;
+    for (size_t c = 0; c < nb; c++) {
+        size_t from = c * RS_BATCH, to = from + RS_BATCH < n ? from + RS_BATCH : n;
+        (*cmds)[c].argc = (int)(to - from + 2);
+        (*cmds)[c].argv = av + a;
+        (*cmds)[c].argvlen = al + a;
+        av[a] = verb;
+        al[a++] = strlen(verb);
+        av[a] = s->key;
+        al[a++] = s->keylen;
+        for (size_t i = from; i < to; i++, a++) av[a] = arg(ctx, i, &al[a]);
+    }
+    *ncmds = nb;
+    return 0;
+}
+
+/* GETIDS's arguments: the ids in hex, written into hex (17 bytes each). */
+typedef struct hex_ids {
+    const uint64_t *ids;
+    char *hex;
+} hex_ids;
+
+static const char *hex_id(const void *ctx, size_t i, size_t *len)
+{
+    const hex_ids *h = ctx;
+    snprintf(h->hex + 17 * i, 17, "%016llx", (unsigned long long)h->ids[i]);
+    *len = 16;
+    return h->hex + 17 * i;
+}
+
+/* RS.ADD's arguments: the keys of a list. */
+static const char *list_key(const void *ctx, size_t i, size_t *len)
+{
+    const blist *l = ctx;
+    *len = l->len[i];
+    return l->p[i];
+}
+
 /* The keys of ids (sorted) from side b into out: GETIDS on a server, the
  * file's keys otherwise. replies keeps the server's replies alive. */
 static int fetch_ids(const char *cmd, rside *b, const uint64_t *ids, size_t n, blist *out,
@@ -879,38 +931,20 @@ static int fetch_ids(const char *cmd, rside *b, const uint64_t *ids, size_t n, b
         }
         return 0;
     }
-    size_t nb = (n + RS_BATCH - 1) / RS_BATCH;
-    cluster_cmd *cmds = calloc(nb ? nb : 1, sizeof(*cmds));
-    const char **argv = malloc((n + 2 * nb + 1) * sizeof(char *));
-    size_t *lens = malloc((n + 2 * nb + 1) * sizeof(size_t));
-    char *hex = malloc(17 * (n ? n : 1));
+    const char **argv = NULL;
+    size_t *lens = NULL;
+    hex_ids h = {ids, malloc(17 * (n ? n : 1))};
     int status = -1;
-    *replies = cmds;
-    *nreplies = 0;
-    if (cmds == NULL || argv == NULL || lens == NULL || hex == NULL) {
+    if (h.hex == NULL) {
         cli_error("%s", bk_strerror(BK_ENOMEM));
         goto done;
     }
-    size_t a = 0;
+    if (rs_batches("RS.GETIDS", b, n, hex_id, &h, replies, &argv, &lens, nreplies) != 0)
+        goto done;
+    size_t nb = *nreplies;
+    if (nb > 0 && rs_run(b, *replies, nb) != 0) goto done;
     for (size_t c = 0; c < nb; c++) {
-        size_t from = c * RS_BATCH, to = from + RS_BATCH < n ? from + RS_BATCH : n;
-        cmds[c].argc = (int)(to - from + 2);
-        cmds[c].argv = argv + a;
-        cmds[c].argvlen = lens + a;
-        argv[a] = "RS.GETIDS";
-        lens[a++] = 9;
-        argv[a] = b->key;
-        lens[a++] = b->keylen;
-        for (size_t i = from; i < to; i++) {
-            snprintf(hex + 17 * i, 17, "%016llx", (unsigned long long)ids[i]);
-            argv[a] = hex + 17 * i;
-            lens[a++] = 16;
-        }
-    }
-    *nreplies = nb;
-    if (nb > 0 && rs_run(b, cmds, nb) != 0) goto done;
-    for (size_t c = 0; c < nb; c++) {
-        redisReply *r = cmds[c].reply;
+        redisReply *r = (*replies)[c].reply;
         if (r->type == REDIS_REPLY_ERROR) {
             cli_error("%s: %s: RS.GETIDS: %s", cmd, b->arg, r->str);
             goto done;
@@ -931,7 +965,7 @@ static int fetch_ids(const char *cmd, rside *b, const uint64_t *ids, size_t n, b
 done:
     free(argv);
     free(lens);
-    free(hex);
+    free(h.hex);
     return status;
 }
 
@@ -955,30 +989,11 @@ static int push_keys(const char *cmd, rside *s, const blist *l)
         if (rc != 0) return -1;
         s->exists = 1;
     }
-    size_t nb = (l->n + RS_BATCH - 1) / RS_BATCH;
-    cluster_cmd *cmds = calloc(nb, sizeof(*cmds));
-    const char **argv = malloc((l->n + 2 * nb) * sizeof(char *));
-    size_t *lens = malloc((l->n + 2 * nb) * sizeof(size_t));
+    cluster_cmd *cmds = NULL;
+    const char **argv = NULL;
+    size_t *lens = NULL, nb = 0;
     int status = -1;
-    if (cmds == NULL || argv == NULL || lens == NULL) {
-        cli_error("%s", bk_strerror(BK_ENOMEM));
-        goto done;
-    }
-    size_t a = 0;
-    for (size_t c = 0; c < nb; c++) {
-        size_t from = c * RS_BATCH, to = from + RS_BATCH < l->n ? from + RS_BATCH : l->n;
-        cmds[c].argc = (int)(to - from + 2);
-        cmds[c].argv = argv + a;
-        cmds[c].argvlen = lens + a;
-        argv[a] = "RS.ADD";
-        lens[a++] = 6;
-        argv[a] = s->key;
-        lens[a++] = s->keylen;
-        for (size_t i = from; i < to; i++) {
-            argv[a] = l->p[i];
-            lens[a++] = l->len[i];
-        }
-    }
+    if (rs_batches("RS.ADD", s, l->n, list_key, l, &cmds, &argv, &lens, &nb) != 0) goto done;
     if (rs_run(s, cmds, nb) != 0) goto done;
     status = 0;
     for (size_t c = 0; c < nb && status == 0; c++) {
@@ -1272,7 +1287,7 @@ static int reconcile_files(const char *cmd, int argc, char **argv, int apply)
                        OPTBIT(OPT_NUL) | OPTBIT(OPT_SKIP_EMPTY) | OPTBIT(OPT_NO_DECOMPRESS);
     if (!apply) allowed |= OPTBIT(OPT_FIELD) | OPTBIT(OPT_DELIMITER);
     if (cli_parse_options(cmd, argc, argv, allowed, &o) != 0) goto done;
-    if (wants_help(&o, cmd)) {
+    if (cli_wants_help(&o, cmd)) {
         status = CLI_EXIT_OK;
         goto done;
     }

@@ -720,3 +720,10 @@ int cli_help(const char *cmd, FILE *f)
         }
     return -1;
 }
+
+int cli_wants_help(const cli_options *o, const char *cmd)
+{
+    if (!(o->given & OPTBIT(OPT_HELP))) return 0;
+    cli_help(cmd, stdout);
+    return 1;
+}

@@ -404,6 +404,14 @@ int cli_has_sizing(const cli_options *o)
     return (o->given & sizing) != 0;
 }
 
+const char *cli_one_file(const char *cmd, const cli_options *o)
+{
+    if (o->nargs == 1) return o->args[0];
+    cli_error("%s: expected one FILE, got %zu arguments (see bloomkit %s --help)", cmd,
+              o->nargs, cmd);
+    return NULL;
+}
+
 int cli_check_sizing(const char *cmd, const cli_options *o)
 {
     if (!(o->given & OPTBIT(OPT_CAPACITY))) {

@@ -111,6 +111,22 @@ static int parse_args(int argc, char **argv, uint64_t *items, double *fpr)
     return 0;
 }
 
+/* Add (add 1) or look up keys 0 .. items - 1 (make_key; absent 1: the
+ * never-added ones): how many adds were new, or lookups found; the time
+ * taken in *secs. */
+static uint64_t run_keys(bk_bloom *f, uint64_t items, int absent, int add, double *secs)
+{
+    char key[128];
+    double t0 = seconds();
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < items; i++) {
+        size_t len = make_key(key, sizeof(key), i, absent);
+        n += (uint64_t)(add ? bk_bloom_add(f, key, len) : bk_bloom_contains(f, key, len));
+    }
+    *secs = seconds() - t0;
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     uint64_t items = 1000000;
@@ -135,29 +151,10 @@ int main(int argc, char **argv)
     make_key(key, sizeof(key), 0, 0);
     printf("example key: %s\n", key);
 
-    double t0 = seconds();
-    uint64_t new_keys = 0;
-    for (uint64_t i = 0; i < items; i++) {
-        size_t len = make_key(key, sizeof(key), i, 0);
-        new_keys += (uint64_t)bk_bloom_add(f, key, len);
-    }
-    double t_add = seconds() - t0;
-
-    t0 = seconds();
-    uint64_t found = 0;
-    for (uint64_t i = 0; i < items; i++) {
-        size_t len = make_key(key, sizeof(key), i, 0);
-        found += (uint64_t)bk_bloom_contains(f, key, len);
-    }
-    double t_hit = seconds() - t0;
-
-    t0 = seconds();
-    uint64_t false_pos = 0;
-    for (uint64_t i = 0; i < items; i++) {
-        size_t len = make_key(key, sizeof(key), i, 1);
-        false_pos += (uint64_t)bk_bloom_contains(f, key, len);
-    }
-    double t_miss = seconds() - t0;
+    double t_add, t_hit, t_miss;
+    uint64_t new_keys = run_keys(f, items, 0, 1, &t_add);
+    uint64_t found = run_keys(f, items, 0, 0, &t_hit);
+    uint64_t false_pos = run_keys(f, items, 1, 0, &t_miss);
 
     bk_bloom_stats st;
     bk_bloom_get_stats(f, &st);

@@ -17,14 +17,20 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* Whether an input was refused with rc, which must then have made nothing
+ * and name an error with a message (abort otherwise). */
+static int refused(int rc, const void *made)
+{
+    if (rc == BK_OK) return 0;
+    if (made != NULL || bk_strerror(rc)[0] == '\0') abort();
+    return 1;
+}
+
 static void try_iblt(const uint8_t *data, size_t size)
 {
     bk_iblt *t = NULL;
     int rc = bk_iblt_deserialize(&t, data, size);
-    if (rc != BK_OK) {
-        if (t != NULL || bk_strerror(rc)[0] == '\0') abort();
-        return;
-    }
+    if (refused(rc, t)) return;
     size_t cells = (size_t)bk_iblt_cells(t);
     if (cells <= (size_t)1 << 20) { /* decoding copies the table */
         uint64_t *a = malloc(cells * sizeof(uint64_t));
@@ -49,10 +55,7 @@ static void try_strata(const uint8_t *data, size_t size)
 {
     bk_strata *s = NULL;
     int rc = bk_strata_deserialize(&s, data, size);
-    if (rc != BK_OK) {
-        if (s != NULL || bk_strerror(rc)[0] == '\0') abort();
-        return;
-    }
+    if (refused(rc, s)) return;
     uint64_t d = 0;
     if (bk_strata_estimate(s, s, &d) != BK_OK || d != 0) abort(); /* A - A */
     bk_strata *empty;

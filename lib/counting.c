@@ -644,24 +644,24 @@ double bk_counting_fpr(uint64_t n, uint64_t blocks, uint32_t counter_bits,
                        (double)(1u << w->counters_log2), (double)k);
 }
 
-/* Fewest blocks with fpr <= p for this k, or 0 when above the maximum.
- * The rate falls as blocks grow, so a doubling then a bisection finds it. */
+/* A sizing: n keys at rate p with k of `counters` counters a block. */
+typedef struct sizing {
+    uint64_t n;
+    double p, counters;
+    uint32_t k;
+} sizing;
+
+static int sizing_fits(const void *ctx, uint64_t blocks)
+{
+    const sizing *z = ctx;
+    return blocked_fpr((double)z->n / (double)blocks, z->counters, z->k) <= z->p;
+}
+
+/* Fewest blocks with fpr <= p for this k, or 0 when above the maximum. */
 static uint64_t blocks_for(uint64_t n, double p, double counters, uint32_t k)
 {
-    uint64_t lo = 0, hi = 1; /* invariant: !fits(lo) (lo = 0 never fits) */
-    while (blocked_fpr((double)n / (double)hi, counters, k) > p) {
-        lo = hi;
-        if (hi >= BK_COUNTING_MAX_BLOCKS) return 0;
-        hi *= 2;
-    }
-    while (hi - lo > 1) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (blocked_fpr((double)n / (double)mid, counters, k) <= p)
-            hi = mid;
-        else
-            lo = mid;
-    }
-    return hi <= BK_COUNTING_MAX_BLOCKS ? hi : 0;
+    const sizing z = {n, p, counters, k};
+    return bk__fewest_blocks(1, BK_COUNTING_MAX_BLOCKS, sizing_fits, &z);
 }
 
 int bk_counting_optimal(uint64_t n, double p, uint32_t counter_bits,

@@ -76,13 +76,7 @@ enum {
 };
 
 static void put16(unsigned char *p, uint16_t v) { p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); }
-static void put32(unsigned char *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i)); }
-static void put64(unsigned char *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i)); }
 static uint16_t get16(const unsigned char *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-static uint32_t get32(const unsigned char *p) { uint32_t v = 0; for (int i = 3; i >= 0; i--) v = (v << 8) | p[i]; return v; }
-static uint64_t get64(const unsigned char *p) { uint64_t v = 0; for (int i = 7; i >= 0; i--) v = (v << 8) | p[i]; return v; }
-static void putf64(unsigned char *p, double d) { uint64_t v; memcpy(&v, &d, 8); put64(p, v); }
-static double getf64(const unsigned char *p) { uint64_t v = get64(p); double d; memcpy(&d, &v, 8); return d; }
 
 static uint64_t align_up(uint64_t x) { return (x + ALIGN - 1) & ~(uint64_t)(ALIGN - 1); }
 
@@ -177,33 +171,33 @@ static void write_meta(const layout *lay, unsigned char *meta, uint64_t sum)
     put16(meta + H_FAMILY, (uint16_t)img->family);
     put16(meta + H_HEADER_SIZE, HEADER_SIZE);
     put16(meta + H_PART_SIZE, PART_SIZE);
-    put32(meta + H_NPARTS, img->nparts);
-    put32(meta + H_HASH, img->hash ? img->hash : HASH_XXH3_128);
-    put64(meta + H_SEED, img->seed);
-    put64(meta + H_CAPACITY, img->capacity);
-    putf64(meta + H_FPR, img->fpr);
-    put64(meta + H_ITEMS, img->items);
-    for (int i = 0; i < BK__IMAGE_PARAMS; i++) put64(meta + H_PARAM + 8 * i, img->param[i]);
-    put64(meta + H_FLAGS, img->flags);
-    put64(meta + H_PAYLOAD_OFFSET, lay->payload_offset);
-    put64(meta + H_PAYLOAD_LENGTH, lay->payload_length);
-    put64(meta + H_PAYLOAD_SUM, sum);
+    bk__put_le32(meta + H_NPARTS, img->nparts);
+    bk__put_le32(meta + H_HASH, img->hash ? img->hash : HASH_XXH3_128);
+    bk__put_le64(meta + H_SEED, img->seed);
+    bk__put_le64(meta + H_CAPACITY, img->capacity);
+    bk__put_le_f64(meta + H_FPR, img->fpr);
+    bk__put_le64(meta + H_ITEMS, img->items);
+    for (int i = 0; i < BK__IMAGE_PARAMS; i++) bk__put_le64(meta + H_PARAM + 8 * i, img->param[i]);
+    bk__put_le64(meta + H_FLAGS, img->flags);
+    bk__put_le64(meta + H_PAYLOAD_OFFSET, lay->payload_offset);
+    bk__put_le64(meta + H_PAYLOAD_LENGTH, lay->payload_length);
+    bk__put_le64(meta + H_PAYLOAD_SUM, sum);
     for (uint32_t i = 0; i < img->nparts; i++) {
         const bk__part *p = &img->parts[i];
         unsigned char *d = meta + HEADER_SIZE + (size_t)PART_SIZE * i;
-        put64(d + P_OFFSET, lay->offsets[i]);
-        put64(d + P_LENGTH, p->length);
-        put64(d + P_M, p->m);
-        put32(d + P_K, p->k);
+        bk__put_le64(d + P_OFFSET, lay->offsets[i]);
+        bk__put_le64(d + P_LENGTH, p->length);
+        bk__put_le64(d + P_M, p->m);
+        bk__put_le32(d + P_K, p->k);
         d[P_WIDTH] = p->width;
         d[P_SLOTS] = p->slots;
         put16(d + P_FLAGS, p->flags);
-        put64(d + P_CAPACITY, p->capacity);
-        putf64(d + P_FPR, p->fpr);
-        put64(d + P_ITEMS, p->items);
-        put64(d + P_PARAM, p->param);
+        bk__put_le64(d + P_CAPACITY, p->capacity);
+        bk__put_le_f64(d + P_FPR, p->fpr);
+        bk__put_le64(d + P_ITEMS, p->items);
+        bk__put_le64(d + P_PARAM, p->param);
     }
-    put64(meta + H_HEADER_SUM, header_checksum(meta, img->nparts));
+    bk__put_le64(meta + H_HEADER_SUM, header_checksum(meta, img->nparts));
 }
 
 /* A serialised filter, ready to be copied out in pieces. */
@@ -348,7 +342,7 @@ static int parse_fixed(const unsigned char *b, size_t len, header *h)
      * that its part says split too) and the growable and bumped families
      * (which require it); RedisBloom's MurmurHash64A only for RedisBloom's
      * layouts (which require it) */
-    h->hash = get32(b + H_HASH);
+    h->hash = bk__get_le32(b + H_HASH);
     if (h->hash != HASH_XXH3_128 &&
         !(h->hash == BK__HASH_XXH3_64 && (h->ops->family == BK_FAMILY_BLOCKED ||
                                           h->ops->family == BK_FAMILY_GROWABLE ||
@@ -356,13 +350,13 @@ static int parse_fixed(const unsigned char *b, size_t len, header *h)
         !(h->hash == BK__HASH_MURMUR64A && (h->ops->family == BK_FAMILY_RBLOOM ||
                                             h->ops->family == BK_FAMILY_RCUCKOO)))
         return BK_ECORRUPT;
-    h->nparts = get32(b + H_NPARTS);
+    h->nparts = bk__get_le32(b + H_NPARTS);
     if (h->nparts == 0 || h->nparts > BK__MAX_PARTS) return BK_ECORRUPT;
-    h->payload_offset = get64(b + H_PAYLOAD_OFFSET);
+    h->payload_offset = bk__get_le64(b + H_PAYLOAD_OFFSET);
     if (h->payload_offset != meta_size(h->nparts)) return BK_ECORRUPT;
-    h->payload_length = get64(b + H_PAYLOAD_LENGTH);
+    h->payload_length = bk__get_le64(b + H_PAYLOAD_LENGTH);
     if (h->payload_length > UINT64_MAX - h->payload_offset) return BK_ECORRUPT;
-    h->payload_sum = get64(b + H_PAYLOAD_SUM);
+    h->payload_sum = bk__get_le64(b + H_PAYLOAD_SUM);
     return BK_OK;
 }
 
@@ -370,13 +364,14 @@ static int parse_fixed(const unsigned char *b, size_t len, header *h)
  * and the placement of every part. */
 static int parse_meta(const unsigned char *b, const header *h)
 {
-    if (!CHECKSUM_OK(get64(b + H_HEADER_SUM), header_checksum(b, h->nparts))) return BK_ECHECKSUM;
+    if (!CHECKSUM_OK(bk__get_le64(b + H_HEADER_SUM), header_checksum(b, h->nparts)))
+        return BK_ECHECKSUM;
     for (uint64_t i = HEADER_SIZE + (uint64_t)PART_SIZE * h->nparts; i < h->payload_offset; i++)
         if (b[i] != 0) return BK_ECORRUPT;
     uint64_t end = 0;
     for (uint32_t i = 0; i < h->nparts; i++) {
         const unsigned char *d = b + HEADER_SIZE + (size_t)PART_SIZE * i;
-        uint64_t off = get64(d + P_OFFSET), len = get64(d + P_LENGTH);
+        uint64_t off = bk__get_le64(d + P_OFFSET), len = bk__get_le64(d + P_LENGTH);
         if (off != align_up(end) || off < end) return BK_ECORRUPT; /* canonical placement */
         if (len == 0 || len > h->payload_length || off > h->payload_length - len)
             return BK_ECORRUPT;
@@ -399,32 +394,32 @@ static int restore(const header *h, const unsigned char *meta,
     img.family = (uint32_t)h->ops->family;
     img.hash = h->hash;
     img.nparts = h->nparts;
-    img.seed = get64(meta + H_SEED);
-    img.capacity = get64(meta + H_CAPACITY);
-    img.fpr = getf64(meta + H_FPR);
-    img.items = get64(meta + H_ITEMS);
-    for (int i = 0; i < BK__IMAGE_PARAMS; i++) img.param[i] = get64(meta + H_PARAM + 8 * i);
-    img.flags = get64(meta + H_FLAGS);
+    img.seed = bk__get_le64(meta + H_SEED);
+    img.capacity = bk__get_le64(meta + H_CAPACITY);
+    img.fpr = bk__get_le_f64(meta + H_FPR);
+    img.items = bk__get_le64(meta + H_ITEMS);
+    for (int i = 0; i < BK__IMAGE_PARAMS; i++) img.param[i] = bk__get_le64(meta + H_PARAM + 8 * i);
+    img.flags = bk__get_le64(meta + H_FLAGS);
 
     int rc = BK_OK;
     uint64_t end = 0;
     for (uint32_t i = 0; i < h->nparts; i++) {
         const unsigned char *d = meta + HEADER_SIZE + (size_t)PART_SIZE * i;
         bk__part *p = &img.parts[i];
-        uint64_t off = get64(d + P_OFFSET);
+        uint64_t off = bk__get_le64(d + P_OFFSET);
         for (uint64_t z = end; z < off; z++)
             if (payload[z] != 0) rc = BK_ECORRUPT;
-        p->length = get64(d + P_LENGTH);
+        p->length = bk__get_le64(d + P_LENGTH);
         p->data = payload + off;
-        p->m = get64(d + P_M);
-        p->k = get32(d + P_K);
+        p->m = bk__get_le64(d + P_M);
+        p->k = bk__get_le32(d + P_K);
         p->width = d[P_WIDTH];
         p->slots = d[P_SLOTS];
         p->flags = get16(d + P_FLAGS);
-        p->capacity = get64(d + P_CAPACITY);
-        p->fpr = getf64(d + P_FPR);
-        p->items = get64(d + P_ITEMS);
-        p->param = get64(d + P_PARAM);
+        p->capacity = bk__get_le64(d + P_CAPACITY);
+        p->fpr = bk__get_le_f64(d + P_FPR);
+        p->items = bk__get_le64(d + P_ITEMS);
+        p->param = bk__get_le64(d + P_PARAM);
         end = off + p->length;
     }
     void *f = NULL;
@@ -799,13 +794,13 @@ int bk_filter_sync(bk_filter *f)
      * total). Parts the family keeps in place need nothing; small ones it
      * keeps elsewhere (a window's start times) are copied into place. */
     if (lay.payload_offset + lay.payload_length != o->block_len ||
-        lay.payload_offset != get64(map + H_PAYLOAD_OFFSET))
+        lay.payload_offset != bk__get_le64(map + H_PAYLOAD_OFFSET))
         rc = BK_ENOTSUP;
     for (uint32_t i = 0; rc == BK_OK && i < lay.img.nparts; i++) {
         const unsigned char *d = map + HEADER_SIZE + (size_t)PART_SIZE * i;
         unsigned char *place = map + lay.payload_offset + lay.offsets[i];
-        if (get64(d + P_OFFSET) != lay.offsets[i] ||
-            get64(d + P_LENGTH) != lay.img.parts[i].length)
+        if (bk__get_le64(d + P_OFFSET) != lay.offsets[i] ||
+            bk__get_le64(d + P_LENGTH) != lay.img.parts[i].length)
             rc = BK_ENOTSUP;
         else if (lay.img.parts[i].data != place)
             memmove(place, lay.img.parts[i].data, (size_t)lay.img.parts[i].length);

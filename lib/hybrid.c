@@ -223,28 +223,26 @@ static int slots_fit(double lambda, uint32_t k, uint32_t lines)
     return multi + 4.0 * sqrt(multi) <= (double)(lines * SLOTS_PER_LINE - 1);
 }
 
-static int fits(uint64_t n, uint64_t blocks, double p, uint32_t k, uint32_t lines)
+/* A sizing: n keys at rate p with k hashes and `lines` counter lines. */
+typedef struct sizing {
+    uint64_t n;
+    double p;
+    uint32_t k, lines;
+} sizing;
+
+static int sizing_fits(const void *ctx, uint64_t blocks)
 {
-    double lambda = (double)n / (double)blocks;
-    return hybrid_fpr(lambda, k) <= p && slots_fit(lambda, k, lines);
+    const sizing *z = ctx;
+    double lambda = (double)z->n / (double)blocks;
+    return hybrid_fpr(lambda, z->k) <= z->p && slots_fit(lambda, z->k, z->lines);
 }
 
 static uint64_t blocks_for(uint64_t n, double p, uint32_t k, uint32_t lines)
 {
-    /* fits() is monotone in the block count: start at a mean load of 256
-     * keys per block (cheap sums; lo = 0 is never evaluated) */
-    uint64_t lo = 0, hi = n / 256 ? n / 256 : 1;
-    while (!fits(n, hi, p, k, lines)) {
-        lo = hi;
-        if (hi >= BK_HYBRID_MAX_BLOCKS) return 0;
-        hi *= 2;
-    }
-    while (hi - lo > 1) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (fits(n, mid, p, k, lines)) hi = mid;
-        else lo = mid;
-    }
-    return hi <= BK_HYBRID_MAX_BLOCKS ? hi : 0;
+    /* the fit is monotone in the block count: start at a mean load of 256
+     * keys per block (cheap sums) */
+    const sizing z = {n, p, k, lines};
+    return bk__fewest_blocks(n / 256, BK_HYBRID_MAX_BLOCKS, sizing_fits, &z);
 }
 
 int bk_hybrid_optimal(uint64_t n, double p, uint64_t *blocks, uint32_t *k,

@@ -259,30 +259,6 @@ uint64_t bk_iblt_seed(const bk_iblt *t) { return t->seed; }
  * Wire format (docs/FORMAT.md): little-endian, checksummed
  *==========================================================================*/
 
-static void put32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
-
 static int checksum_ok(const unsigned char *b, size_t len)
 {
 #ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
@@ -290,25 +266,63 @@ static int checksum_ok(const unsigned char *b, size_t len)
     (void)len;
     return 1; /* let mutated inputs reach the checks behind it */
 #else
-    return get64(b + len - TRAILER) == bk__xxh64(b, len - TRAILER, 0);
+    return bk__get_le64(b + len - TRAILER) == bk__xxh64(b, len - TRAILER, 0);
 #endif
+}
+
+/* A message's frame: a zeroed header of `header` bytes that starts with
+ * the magic and the wire version, the body, and the trailer, a checksum of
+ * all that precedes it. */
+static unsigned char *frame_start(void *buf, size_t header, const char *magic)
+{
+    unsigned char *b = buf;
+    memset(b, 0, header);
+    memcpy(b, magic, 8);
+    bk__put_le32(b + 8, WIRE_VERSION);
+    return b;
+}
+
+static void frame_seal(unsigned char *b, size_t len)
+{
+    bk__put_le64(b + len - TRAILER, bk__xxh64(b, len - TRAILER, 0));
+}
+
+/* len bytes that may hold a message of this header and magic at the wire
+ * version: BK_OK, else BK_ETRUNC, BK_EMAGIC or BK_EVERSION. */
+static int frame_check_start(const unsigned char *b, size_t len, size_t header,
+                             const char *magic)
+{
+    if (len < header + TRAILER) return BK_ETRUNC;
+    if (memcmp(b, magic, 8) != 0) return BK_EMAGIC;
+    if (bk__get_le32(b + 8) != WIRE_VERSION) return BK_EVERSION;
+    return BK_OK;
+}
+
+/* A whole message of `want` bytes, checksum included: BK_OK, else
+ * BK_ETRUNC, BK_ECORRUPT (longer) or BK_ECHECKSUM. */
+static int frame_check_whole(const unsigned char *b, size_t len, uint64_t want)
+{
+    if (len < want) return BK_ETRUNC;
+    if (len > want) return BK_ECORRUPT;
+    if (!checksum_ok(b, len)) return BK_ECHECKSUM;
+    return BK_OK;
 }
 
 static void put_cells(unsigned char *p, const bk_iblt *t)
 {
     for (uint64_t i = 0; i < t->ncells; i++, p += CELL_BYTES) {
-        put32(p, (uint32_t)t->cells[i].count);
-        put32(p + 4, t->cells[i].check);
-        put64(p + 8, t->cells[i].id);
+        bk__put_le32(p, (uint32_t)t->cells[i].count);
+        bk__put_le32(p + 4, t->cells[i].check);
+        bk__put_le64(p + 8, t->cells[i].id);
     }
 }
 
 static void get_cells(bk_iblt *t, const unsigned char *p)
 {
     for (uint64_t i = 0; i < t->ncells; i++, p += CELL_BYTES) {
-        t->cells[i].count = (int32_t)get32(p);
-        t->cells[i].check = get32(p + 4);
-        t->cells[i].id = get64(p + 8);
+        t->cells[i].count = (int32_t)bk__get_le32(p);
+        t->cells[i].check = bk__get_le32(p + 4);
+        t->cells[i].id = bk__get_le64(p + 8);
     }
 }
 
@@ -322,15 +336,12 @@ int bk_iblt_serialize(const bk_iblt *t, void *buf, size_t cap)
     if (t == NULL || buf == NULL) return BK_EINVAL;
     size_t len = bk_iblt_serialized_size(t);
     if (cap < len) return BK_ESIZE;
-    unsigned char *b = buf;
-    memset(b, 0, IBLT_HEADER);
-    memcpy(b, IBLT_MAGIC, 8);
-    put32(b + 8, WIRE_VERSION);
-    put32(b + 12, t->k);
-    put64(b + 16, t->ncells);
-    put64(b + 24, t->seed);
+    unsigned char *b = frame_start(buf, IBLT_HEADER, IBLT_MAGIC);
+    bk__put_le32(b + 12, t->k);
+    bk__put_le64(b + 16, t->ncells);
+    bk__put_le64(b + 24, t->seed);
     put_cells(b + IBLT_HEADER, t);
-    put64(b + len - TRAILER, bk__xxh64(b, len - TRAILER, 0));
+    frame_seal(b, len);
     return BK_OK;
 }
 
@@ -340,19 +351,16 @@ int bk_iblt_deserialize(bk_iblt **out, const void *buf, size_t len)
     *out = NULL;
     if (buf == NULL) return BK_EINVAL;
     const unsigned char *b = buf;
-    if (len < IBLT_HEADER + TRAILER) return BK_ETRUNC;
-    if (memcmp(b, IBLT_MAGIC, 8) != 0) return BK_EMAGIC;
-    if (get32(b + 8) != WIRE_VERSION) return BK_EVERSION;
-    uint32_t k = get32(b + 12);
-    uint64_t cells = get64(b + 16);
+    int rc = frame_check_start(b, len, IBLT_HEADER, IBLT_MAGIC);
+    if (rc != BK_OK) return rc;
+    uint32_t k = bk__get_le32(b + 12);
+    uint64_t cells = bk__get_le64(b + 16);
     if (k < 3 || k > MAX_HASHES || cells < k || cells > MAX_CELLS || cells % k != 0)
         return BK_ECORRUPT;
-    uint64_t want = IBLT_HEADER + cells * CELL_BYTES + TRAILER;
-    if (len < want) return BK_ETRUNC;
-    if (len > want) return BK_ECORRUPT;
-    if (!checksum_ok(b, len)) return BK_ECHECKSUM;
+    rc = frame_check_whole(b, len, IBLT_HEADER + cells * CELL_BYTES + TRAILER);
+    if (rc != BK_OK) return rc;
     bk_iblt *t;
-    int rc = bk_iblt_create(&t, cells, k, get64(b + 24));
+    rc = bk_iblt_create(&t, cells, k, bk__get_le64(b + 24));
     if (rc != BK_OK) return rc;
     get_cells(t, b + IBLT_HEADER);
     *out = t;
@@ -439,18 +447,15 @@ int bk_strata_serialize(const bk_strata *s, void *buf, size_t cap)
     if (s == NULL || buf == NULL) return BK_EINVAL;
     size_t len = bk_strata_serialized_size(s);
     if (cap < len) return BK_ESIZE;
-    unsigned char *b = buf;
-    memset(b, 0, STRATA_HEADER);
-    memcpy(b, STRATA_MAGIC, 8);
-    put32(b + 8, WIRE_VERSION);
-    put32(b + 12, STRATA_HASHES);
-    put32(b + 16, BK_STRATA_COUNT);
-    put32(b + 20, BK_STRATA_CELLS);
-    put64(b + 24, s->seed);
+    unsigned char *b = frame_start(buf, STRATA_HEADER, STRATA_MAGIC);
+    bk__put_le32(b + 12, STRATA_HASHES);
+    bk__put_le32(b + 16, BK_STRATA_COUNT);
+    bk__put_le32(b + 20, BK_STRATA_CELLS);
+    bk__put_le64(b + 24, s->seed);
     for (int i = 0; i < BK_STRATA_COUNT; i++)
         put_cells(b + STRATA_HEADER + (size_t)i * BK_STRATA_CELLS * CELL_BYTES,
                   s->stratum[i]);
-    put64(b + len - TRAILER, bk__xxh64(b, len - TRAILER, 0));
+    frame_seal(b, len);
     return BK_OK;
 }
 
@@ -460,18 +465,15 @@ int bk_strata_deserialize(bk_strata **out, const void *buf, size_t len)
     *out = NULL;
     if (buf == NULL) return BK_EINVAL;
     const unsigned char *b = buf;
-    if (len < STRATA_HEADER + TRAILER) return BK_ETRUNC;
-    if (memcmp(b, STRATA_MAGIC, 8) != 0) return BK_EMAGIC;
-    if (get32(b + 8) != WIRE_VERSION) return BK_EVERSION;
-    if (get32(b + 12) != STRATA_HASHES || get32(b + 16) != BK_STRATA_COUNT ||
-        get32(b + 20) != BK_STRATA_CELLS)
+    int rc = frame_check_start(b, len, STRATA_HEADER, STRATA_MAGIC);
+    if (rc != BK_OK) return rc;
+    if (bk__get_le32(b + 12) != STRATA_HASHES || bk__get_le32(b + 16) != BK_STRATA_COUNT ||
+        bk__get_le32(b + 20) != BK_STRATA_CELLS)
         return BK_ECORRUPT;
-    size_t want = bk_strata_serialized_size(NULL);
-    if (len < want) return BK_ETRUNC;
-    if (len > want) return BK_ECORRUPT;
-    if (!checksum_ok(b, len)) return BK_ECHECKSUM;
+    rc = frame_check_whole(b, len, bk_strata_serialized_size(NULL));
+    if (rc != BK_OK) return rc;
     bk_strata *s;
-    int rc = bk_strata_create(&s, get64(b + 24));
+    rc = bk_strata_create(&s, bk__get_le64(b + 24));
     if (rc != BK_OK) return rc;
     for (int i = 0; i < BK_STRATA_COUNT; i++)
         get_cells(s->stratum[i], b + STRATA_HEADER + (size_t)i * BK_STRATA_CELLS * CELL_BYTES);

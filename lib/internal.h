@@ -103,6 +103,75 @@ static inline int bk__mul_overflow(uint64_t a, uint64_t b, uint64_t *out)
     return __builtin_mul_overflow(a, b, out);
 }
 
+/* Sizing: the fewest blocks in [1, most] at which fits(ctx, blocks)
+ * holds, or 0 when `most` blocks do not fit. fits must hold for every
+ * count above one where it holds (a rate that falls as blocks grow). The
+ * search doubles from `start` (0 is taken as 1; a count near the answer
+ * saves evaluations of fits), then bisects. counting.c, morris.c,
+ * hybrid.c and varcount.c size with it; static inline, so that each one's
+ * predicate is inlined. Never on a key's path. */
+static inline uint64_t bk__fewest_blocks(uint64_t start, uint64_t most,
+                                         int (*fits)(const void *ctx, uint64_t blocks),
+                                         const void *ctx)
+{
+    uint64_t lo = 0, hi = start ? start : 1; /* lo: 0 (never tried) or too few */
+    while (!fits(ctx, hi)) {
+        lo = hi;
+        if (hi >= most) return 0;
+        hi *= 2;
+    }
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (fits(ctx, mid)) hi = mid;
+        else lo = mid;
+    }
+    return hi <= most ? hi : 0;
+}
+
+/*--------------------------------------------------------------------------
+ * Little-endian fields of serialized images (format.c, iblt.c, rbloom.c):
+ * byte by byte, so the bytes are the same on any host.
+ *--------------------------------------------------------------------------*/
+
+static inline void bk__put_le32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline void bk__put_le64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline uint32_t bk__get_le32(const unsigned char *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+static inline uint64_t bk__get_le64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+static inline void bk__put_le_f64(unsigned char *p, double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, sizeof(v));
+    bk__put_le64(p, v);
+}
+
+static inline double bk__get_le_f64(const unsigned char *p)
+{
+    uint64_t v = bk__get_le64(p);
+    double d;
+    memcpy(&d, &v, sizeof(d));
+    return d;
+}
+
 /*--------------------------------------------------------------------------
  * Atomics on shared 64-bit words. Relaxed ordering: a filter's bits only ever
  * go from 0 to 1 during adds, so no ordering between words is needed for

@@ -122,22 +122,25 @@ static unsigned min_counter(const bk_morris *f, bk_hash h)
  * Sizing
  *==========================================================================*/
 
+/* A sizing: n keys at rate p with k hashes. */
+typedef struct sizing {
+    uint64_t n;
+    double p;
+    uint32_t k;
+} sizing;
+
+static int sizing_fits(const void *ctx, uint64_t blocks)
+{
+    const sizing *z = ctx;
+    return bk__dl_blocked_fpr((double)z->n / (double)blocks, COUNTERS, z->k) <= z->p;
+}
+
 static uint64_t blocks_for(uint64_t n, double p, uint32_t k)
 {
     /* the rate falls as blocks grow: start at a mean load of one key per
-     * counter (cheap sums; lo = 0 is never evaluated) */
-    uint64_t lo = 0, hi = n / COUNTERS ? n / COUNTERS : 1;
-    while (bk__dl_blocked_fpr((double)n / (double)hi, COUNTERS, k) > p) {
-        lo = hi;
-        if (hi >= BK_MORRIS_MAX_BLOCKS) return 0;
-        hi *= 2;
-    }
-    while (hi - lo > 1) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (bk__dl_blocked_fpr((double)n / (double)mid, COUNTERS, k) <= p) hi = mid;
-        else lo = mid;
-    }
-    return hi <= BK_MORRIS_MAX_BLOCKS ? hi : 0;
+     * counter (cheap sums) */
+    const sizing z = {n, p, k};
+    return bk__fewest_blocks(n / COUNTERS, BK_MORRIS_MAX_BLOCKS, sizing_fits, &z);
 }
 
 int bk_morris_optimal(uint64_t n, double p, uint64_t *blocks, uint32_t *k)

@@ -12,6 +12,18 @@
  * Geometry
  *==========================================================================*/
 
+/* The shape of segment_count first-cell segments of segment_length cells
+ * (a power of two), and the two segments after them. */
+static int shape_of(uint64_t segment_length, uint64_t segment_count, bk__fuse_shape *s)
+{
+    s->segment_length = (uint32_t)segment_length;
+    s->segment_mask = (uint32_t)(segment_length - 1);
+    s->segment_count = (uint32_t)segment_count;
+    s->segment_count_length = (uint32_t)(segment_count * segment_length);
+    s->array_length = (uint32_t)((segment_count + 2) * segment_length);
+    return BK_OK;
+}
+
 int bk__fuse_shape_for(uint64_t n, bk__fuse_shape *s)
 {
     /* Below two keys the formulas degenerate (ln 1 = 0); a set of 0 or 1
@@ -30,12 +42,7 @@ int bk__fuse_shape_for(uint64_t n, bk__fuse_shape *s)
     uint64_t segment_count = segments > 2 ? segments - 2 : 1;
     uint64_t cells = (segment_count + 2) * segment_length;
     if (cells > BK__FUSE_MAX_CELLS) return BK_ESIZE;
-    s->segment_length = (uint32_t)segment_length;
-    s->segment_mask = (uint32_t)(segment_length - 1);
-    s->segment_count = (uint32_t)segment_count;
-    s->segment_count_length = (uint32_t)(segment_count * segment_length);
-    s->array_length = (uint32_t)cells;
-    return BK_OK;
+    return shape_of(segment_length, segment_count, s);
 }
 
 int bk__fuse_shape_from(uint64_t segment_length, uint64_t array_length,
@@ -47,13 +54,7 @@ int bk__fuse_shape_from(uint64_t segment_length, uint64_t array_length,
     if (array_length > BK__FUSE_MAX_CELLS || array_length % segment_length != 0 ||
         array_length / segment_length < 3)
         return BK_ECORRUPT;
-    uint64_t segment_count = array_length / segment_length - 2;
-    s->segment_length = (uint32_t)segment_length;
-    s->segment_mask = (uint32_t)(segment_length - 1);
-    s->segment_count = (uint32_t)segment_count;
-    s->segment_count_length = (uint32_t)(segment_count * segment_length);
-    s->array_length = (uint32_t)array_length;
-    return BK_OK;
+    return shape_of(segment_length, array_length / segment_length - 2, s);
 }
 
 /*==========================================================================

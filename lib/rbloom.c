@@ -498,65 +498,26 @@ double bk_rbloom_error(const bk_rbloom *f)
  * Chunks
  *==========================================================================*/
 
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put_u64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put_f64(unsigned char *p, double d)
-{
-    uint64_t v;
-    memcpy(&v, &d, sizeof(v));
-    put_u64(p, v);
-}
-
-static uint32_t get_u32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
-
-static uint64_t get_u64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
-
-static double get_f64(const unsigned char *p)
-{
-    uint64_t v = get_u64(p);
-    double d;
-    memcpy(&d, &v, sizeof(d));
-    return d;
-}
-
 size_t bk_rbloom_header(const bk_rbloom *f, void *buf, size_t cap)
 {
     if (f == NULL) return 0;
     size_t need = HDR_FIXED + (size_t)HDR_LINK * f->n;
     if (buf == NULL || cap < need) return need;
     unsigned char *p = buf;
-    put_u64(p, f->size);
-    put_u32(p + 8, f->n);
-    put_u32(p + 12, f->options);
-    put_u32(p + 16, f->growth);
+    bk__put_le64(p, f->size);
+    bk__put_le32(p + 8, f->n);
+    bk__put_le32(p + 12, f->options);
+    bk__put_le32(p + 16, f->growth);
     p += HDR_FIXED;
     for (uint32_t i = 0; i < f->n; i++, p += HDR_LINK) {
         const stage *s = &f->st[i];
-        put_u64(p, s->bytes);
-        put_u64(p + 8, s->bits);
-        put_u64(p + 16, s->size);
-        put_f64(p + 24, s->error);
-        put_f64(p + 32, s->bpe);
-        put_u32(p + 40, s->hashes);
-        put_u64(p + 44, s->entries);
+        bk__put_le64(p, s->bytes);
+        bk__put_le64(p + 8, s->bits);
+        bk__put_le64(p + 16, s->size);
+        bk__put_le_f64(p + 24, s->error);
+        bk__put_le_f64(p + 32, s->bpe);
+        bk__put_le32(p + 40, s->hashes);
+        bk__put_le64(p + 44, s->entries);
         p[52] = s->n2;
     }
     return need;
@@ -606,7 +567,7 @@ int bk_rbloom_from_header(bk_rbloom **out, const void *data, size_t len)
     *out = NULL;
     const unsigned char *p = data;
     if (len < HDR_FIXED) return BK_ETRUNC;
-    uint32_t n = get_u32(p + 8);
+    uint32_t n = bk__get_le32(p + 8);
     if (n == 0 || n > MAX_STAGES) return BK_ECORRUPT;
     size_t need = HDR_FIXED + (size_t)HDR_LINK * n;
     if (len < need) return BK_ETRUNC;
@@ -616,19 +577,19 @@ int bk_rbloom_from_header(bk_rbloom **out, const void *data, size_t len)
     if (f == NULL) return BK_ENOMEM;
     int rc = BK_OK;
     f->n = n;
-    f->size = get_u64(p);
-    f->options = get_u32(p + 12);
-    f->growth = get_u32(p + 16);
+    f->size = bk__get_le64(p);
+    f->options = bk__get_le32(p + 12);
+    f->growth = bk__get_le32(p + 16);
     p += HDR_FIXED;
     for (uint32_t i = 0; i < n && rc == BK_OK; i++, p += HDR_LINK) {
         stage *s = &f->st[i];
-        s->bytes = get_u64(p);
-        s->bits = get_u64(p + 8);
-        s->size = get_u64(p + 16);
-        s->error = get_f64(p + 24);
-        s->bpe = get_f64(p + 32);
-        s->hashes = get_u32(p + 40);
-        s->entries = get_u64(p + 44);
+        s->bytes = bk__get_le64(p);
+        s->bits = bk__get_le64(p + 8);
+        s->size = bk__get_le64(p + 16);
+        s->error = bk__get_le_f64(p + 24);
+        s->bpe = bk__get_le_f64(p + 32);
+        s->hashes = bk__get_le32(p + 40);
+        s->entries = bk__get_le64(p + 44);
         s->n2 = p[52];
         rc = check_stage(s, 1);
     }

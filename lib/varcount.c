@@ -273,35 +273,33 @@ static int64_t count_pos(const bk_varcount *f, const uint64_t *b, const uint16_t
  * Sizing
  *==========================================================================*/
 
+/* A sizing: n keys at rate p with k hashes and c counters a block, of
+ * which a block holds `limit` keys. */
+typedef struct sizing {
+    uint64_t n;
+    double p, limit;
+    uint32_t k, c;
+} sizing;
+
+static int sizing_fits(const void *ctx, uint64_t blocks)
+{
+    const sizing *z = ctx;
+    double lambda = (double)z->n / (double)blocks;
+    return bk__dl_blocked_fpr(lambda, z->c, z->k) <= z->p &&
+           bk__dl_poisson_tail(lambda, z->limit) <= OVERFLOW_BOUND;
+}
+
 /* Fewest blocks meeting rate p and the overflow bound for (k, C), or 0. */
 static uint64_t blocks_for(uint64_t n, double p, uint32_t k, uint32_t c)
 {
     double limit = (double)(STREAM_BITS - c) / (double)k; /* keys a block holds */
     if (limit < 1.0) return 0;
-    /* fits() is monotone in the block count, so the search may start where
-     * a block's mean load is the most it can hold (far cheaper sums than at
-     * hi = 1); lo = 0 is never evaluated */
-    uint64_t lo = 0, hi = (uint64_t)((double)n / limit);
-    if (hi < 1) hi = 1;
-    for (;;) {
-        double lambda = (double)n / (double)hi;
-        if (bk__dl_blocked_fpr(lambda, c, k) <= p &&
-            bk__dl_poisson_tail(lambda, limit) <= OVERFLOW_BOUND)
-            break;
-        lo = hi;
-        if (hi >= BK_VARCOUNT_MAX_BLOCKS) return 0;
-        hi *= 2;
-    }
-    while (hi - lo > 1) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        double lambda = (double)n / (double)mid;
-        if (bk__dl_blocked_fpr(lambda, c, k) <= p &&
-            bk__dl_poisson_tail(lambda, limit) <= OVERFLOW_BOUND)
-            hi = mid;
-        else
-            lo = mid;
-    }
-    return hi <= BK_VARCOUNT_MAX_BLOCKS ? hi : 0;
+    /* the fit is monotone in the block count, so the search may start
+     * where a block's mean load is the most it can hold (far cheaper sums
+     * than at 1 block) */
+    const sizing z = {n, p, limit, k, c};
+    return bk__fewest_blocks((uint64_t)((double)n / limit), BK_VARCOUNT_MAX_BLOCKS,
+                             sizing_fits, &z);
 }
 
 int bk_varcount_optimal(uint64_t n, double p, uint64_t *blocks,
