@@ -31,11 +31,7 @@
  *
  * Waking: a release makes a system call (FUTEX_WAKE of every sleeper of
  * the word) only when someone is queued, so an uncontended lock never
- * enters the kernel. Before queuing, a thread that finds the lock taken
- * watches the word for a short while (SPINS pauses, about a microsecond):
- * keys are held for a batch of adds, a few microseconds, and a worker
- * that sleeps and is woken pays two system calls and a trip through the
- * scheduler for each hand-over. A sleeper woken for nothing checks again and sleeps
+ * enters the kernel. A sleeper woken for nothing checks again and sleeps
  * on; one that goes to sleep on a word that changed returns at once.
  *
  * Limits: the counters are bounded by the threads that can wait on one
@@ -68,28 +64,6 @@
 #define W (1u << 30)
 #define G (1u << 31)
 
-/* How many times a thread watches a taken lock before it queues. */
-#define SPINS 64
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-/* Watch the word until it frees or the spins run out; the last value. */
-static inline uint32_t spin_while_taken(bks_rwlock *l, uint32_t s, uint32_t busy)
-{
-    for (int i = 0; i < SPINS && (s & busy); i++) {
-        cpu_relax();
-        s = atomic_load_explicit(&l->state, memory_order_relaxed);
-    }
-    return s;
-}
-
 static inline uint32_t readers(uint32_t s) { return s & R_MASK; }
 static inline uint32_t queued_readers(uint32_t s) { return (s >> RQ_SHIFT) & RQ_MASK; }
 static inline uint32_t queued_writers(uint32_t s) { return (s >> WQ_SHIFT) & WQ_MASK; }
@@ -120,7 +94,6 @@ static inline int cas(bks_rwlock *l, uint32_t *seen, uint32_t next, memory_order
 void bks_rwlock_rdlock(bks_rwlock *l)
 {
     uint32_t s = load(l, memory_order_relaxed);
-    if ((s & W) && queued_writers(s) == 0) s = spin_while_taken(l, s, W);
     for (;;) {
         if (!(s & W) && queued_writers(s) == 0) {
             if (readers(s) == R_MASK) {
@@ -149,7 +122,6 @@ void bks_rwlock_wrlock(bks_rwlock *l)
 {
     int queued = 0;
     uint32_t s = load(l, memory_order_relaxed);
-    if ((s & W) || readers(s)) s = spin_while_taken(l, s, W | R_MASK);
     for (;;) {
         if (!(s & W) && readers(s) == 0) {
             if (cas(l, &s, (s | W) - (queued ? WQ_ONE : 0), memory_order_acquire)) return;
