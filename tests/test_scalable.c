@@ -419,10 +419,8 @@ static int attempt_growth(void *ctx)
 static void test_oom(void **state)
 {
     (void)state;
-    long n = tu_oom_loop(attempt_create, NULL);
-    print_message("create: %ld allocations\n", n);
-    n = tu_oom_loop(attempt_growth, NULL);
-    print_message("create + 3 growth steps: %ld allocations\n", n);
+    tu_oom_report("create", attempt_create, NULL);
+    long n = tu_oom_report("create + 3 growth steps", attempt_growth, NULL);
     /* the handle with stage 0, then per stage one allocation, plus the
      * stage directory with the first one */
     assert_true(n >= 5);

@@ -236,6 +236,16 @@ static inline long tu_oom_loop(int (*attempt)(void *ctx), void *ctx)
     return -1;
 }
 
+/* tu_oom_loop(attempt, ctx) with the count of allocations the successful
+ * call made printed as "what: N allocations" (for the design notes);
+ * returns that count. */
+static inline long tu_oom_report(const char *what, int (*attempt)(void *ctx), void *ctx)
+{
+    long n = tu_oom_loop(attempt, ctx);
+    print_message("%s: %ld allocations\n", what, n);
+    return n;
+}
+
 /* static int name(void *ctx), an attempt for tu_oom_loop: `T *f; int rc =
  * create; destroy(f); return rc;` (create makes f). */
 #define TU_OOM_ATTEMPT(name, T, create, destroy)                                   \
