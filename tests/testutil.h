@@ -140,6 +140,22 @@ static inline bk_filter_config tu_config(bk_family family, uint64_t capacity, do
 TU_COUNT_FOUND(tu_count_found, bk_filter, bk_filter_contains)
 TU_ADD_RANGE_OK(tu_add_keys, bk_filter, bk_filter_add)
 
+/* A scalable filter's statistics, and those of its stage i (each call
+ * must answer BK_OK): what the tests of its growth schedule walk. */
+static inline bk_scalable_stats tu_scalable_stats(const bk_scalable *f)
+{
+    bk_scalable_stats st;
+    assert_int_equal(bk_scalable_get_stats(f, &st), BK_OK);
+    return st;
+}
+
+static inline bk_scalable_stage_stats tu_scalable_stage(const bk_scalable *f, uint32_t i)
+{
+    bk_scalable_stage_stats ss;
+    assert_int_equal(bk_scalable_get_stage_stats(f, i, &ss), BK_OK);
+    return ss;
+}
+
 /* A hash that the growable filter (lib/growable.c, docs/FORMAT.md family
  * 18) puts in mini q of a level of n minis with fingerprint fp (11 bits):
  * the 128-bit product h * n has q above bit 64 and fp in the top 11 bits
