@@ -87,11 +87,8 @@ static void check_copies(const bk_filter *f)
         check_usage(c, since);
         bk_filter_free(c);
     }
-    size_t n = (size_t)bk_filter_serialized_size(f);
-    assert_true(n > 0);
-    void *buf = malloc(n);
-    assert_non_null(buf);
-    assert_int_equal(bk_filter_serialize(f, buf, n), BK_OK);
+    size_t n;
+    unsigned char *buf = tu_serialize(f, &n);
     since = mark();
     bk_filter *d = NULL;
     assert_int_equal(bk_filter_deserialize(&d, buf, n), BK_OK);
@@ -117,40 +114,61 @@ typedef struct usage_case {
     uint32_t counter_bits, bucket_size;
     int split, by_count;
     uint64_t capacity, adds; /* adds beyond capacity grow a growing family */
+    double auto_clear;       /* nonzero: wrapped in an auto-clear filter */
+    int rotate;              /* its mode: BK_AUTOCLEAR_ROTATE, else _CLEAR */
 } usage_case;
 
 static const usage_case cases[] = {
-    {BK_FAMILY_BLOOM, 0, 0, 0, 0, 1000, 500},
-    {BK_FAMILY_BLOCKED, 0, 0, 0, 0, 1000, 500},
-    {BK_FAMILY_BLOCKED, 0, 0, 1, 0, 1000, 500},
-    {BK_FAMILY_COUNTING, 4, 0, 0, 0, 1000, 500},
-    {BK_FAMILY_COUNTING, 8, 0, 0, 0, 1000, 500},
-    {BK_FAMILY_DELETABLE, 0, 0, 0, 0, 1000, 500},
-    {BK_FAMILY_CUCKOO, 0, 2, 0, 0, 1000, 500},
-    {BK_FAMILY_CUCKOO, 0, 4, 0, 0, 1000, 500},
-    {BK_FAMILY_SCALABLE, 0, 0, 0, 0, 100, 0},
-    {BK_FAMILY_SCALABLE, 0, 0, 0, 0, 100, 20000}, /* many stages, directories */
-    {BK_FAMILY_WINDOW, 0, 0, 0, 0, 1000, 0},
-    {BK_FAMILY_WINDOW, 0, 0, 0, 1, 1000, 5000},   /* rotated */
-    {BK_FAMILY_DLEFT, 0, 0, 0, 0, 1000, 500},
-    {BK_FAMILY_VARCOUNT, 0, 0, 0, 0, 1000, 500},
-    {BK_FAMILY_HIER, 0, 0, 0, 0, 1000, 500},
-    {BK_FAMILY_HYBRID, 0, 0, 0, 0, 1000, 500},
-    {BK_FAMILY_MORRIS, 0, 0, 0, 0, 1000, 500},
-    {BK_FAMILY_GROWABLE, 0, 0, 0, 0, 100, 10},
-    {BK_FAMILY_GROWABLE, 0, 0, 0, 0, 100, 5000},  /* doubled */
+    {BK_FAMILY_BLOOM, 0, 0, 0, 0, 1000, 500, 0, 0},
+    {BK_FAMILY_BLOCKED, 0, 0, 0, 0, 1000, 500, 0, 0},
+    {BK_FAMILY_BLOCKED, 0, 0, 1, 0, 1000, 500, 0, 0},
+    {BK_FAMILY_COUNTING, 4, 0, 0, 0, 1000, 500, 0, 0},
+    {BK_FAMILY_COUNTING, 8, 0, 0, 0, 1000, 500, 0, 0},
+    {BK_FAMILY_DELETABLE, 0, 0, 0, 0, 1000, 500, 0, 0},
+    {BK_FAMILY_CUCKOO, 0, 2, 0, 0, 1000, 500, 0, 0},
+    {BK_FAMILY_CUCKOO, 0, 4, 0, 0, 1000, 500, 0, 0},
+    {BK_FAMILY_SCALABLE, 0, 0, 0, 0, 100, 0, 0, 0},
+    {BK_FAMILY_SCALABLE, 0, 0, 0, 0, 100, 20000, 0, 0}, /* many stages, directories */
+    {BK_FAMILY_WINDOW, 0, 0, 0, 0, 1000, 0, 0, 0},
+    {BK_FAMILY_WINDOW, 0, 0, 0, 1, 1000, 5000, 0, 0},   /* rotated */
+    {BK_FAMILY_DLEFT, 0, 0, 0, 0, 1000, 500, 0, 0},
+    {BK_FAMILY_VARCOUNT, 0, 0, 0, 0, 1000, 500, 0, 0},
+    {BK_FAMILY_HIER, 0, 0, 0, 0, 1000, 500, 0, 0},
+    {BK_FAMILY_HYBRID, 0, 0, 0, 0, 1000, 500, 0, 0},
+    {BK_FAMILY_MORRIS, 0, 0, 0, 0, 1000, 500, 0, 0},
+    {BK_FAMILY_GROWABLE, 0, 0, 0, 0, 100, 10, 0, 0},
+    {BK_FAMILY_GROWABLE, 0, 0, 0, 0, 100, 5000, 0, 0},  /* doubled */
+    /* made of other families' filters: test_autoclear_and_ttl's */
+    {BK_FAMILY_BLOOM, 0, 0, 0, 0, 1000, 5000, 0.5, 0},
+    {BK_FAMILY_BLOCKED, 0, 0, 0, 0, 1000, 5000, 0.5, 1},
+    {BK_FAMILY_COUNTING, 0, 0, 0, 0, 1000, 5000, 0.4, 1},
+    {BK_FAMILY_TTL, 0, 0, 0, 0, 1000, 500, 0, 0},
+    {BK_FAMILY_TTL, 0, 0, 0, 0, 1000, 5000, 0, 0},
 };
 
+/* A case of a filter made of other families' filters (auto-clear, TTL). */
+static int composite(const usage_case *c)
+{
+    return c->auto_clear != 0 || c->family == BK_FAMILY_TTL;
+}
+
+/* The filter of a case. */
 static bk_filter *make(const usage_case *c)
 {
     bk_filter_config cfg = tu_config(c->family, c->capacity, 0.01);
     cfg.counter_bits = c->counter_bits;
     cfg.bucket_size = c->bucket_size;
     cfg.blocked_split = c->split;
+    cfg.auto_clear = c->auto_clear;
+    cfg.auto_clear_mode = c->rotate ? BK_AUTOCLEAR_ROTATE : BK_AUTOCLEAR_CLEAR;
     if (c->family == BK_FAMILY_WINDOW) {
         cfg.window_by_count = c->by_count;
         cfg.window = c->by_count ? c->capacity : 60000;
         cfg.generations = 4;
+    }
+    if (c->family == BK_FAMILY_TTL) {
+        cfg.window = 60000; /* the max TTL */
+        cfg.generations = 5;
     }
     bk_filter *f = NULL;
     assert_int_equal(bk_filter_create(&f, &cfg), BK_OK);
@@ -161,6 +179,7 @@ static void test_created_families(void **state)
 {
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (composite(&cases[i])) continue;
         /* one filter of the case first: whatever families share between
          * filters (the growable family's parameters) exists before the
          * record of the second starts */
@@ -176,40 +195,15 @@ static void test_created_families(void **state)
 /* Auto-clear filters (their wrapped generations: both with rotate, after
  * clears) and TTL filters (a generation grown past its first segment: every
  * key at the filter's clock with the max TTL lands in one generation). */
-static bk_filter *make_config(bk_family family, uint64_t capacity, double auto_clear, int rotate)
-{
-    bk_filter_config cfg = tu_config(family, capacity, 0.01);
-    cfg.auto_clear = auto_clear;
-    cfg.auto_clear_mode = rotate ? BK_AUTOCLEAR_ROTATE : BK_AUTOCLEAR_CLEAR;
-    if (family == BK_FAMILY_TTL) {
-        cfg.window = 60000; /* the max TTL */
-        cfg.generations = 5;
-    }
-    bk_filter *f = NULL;
-    assert_int_equal(bk_filter_create(&f, &cfg), BK_OK);
-    return f;
-}
-
 static void test_autoclear_and_ttl(void **state)
 {
     (void)state;
-    static const struct {
-        bk_family family;
-        double auto_clear;
-        int rotate;
-        uint64_t adds;
-    } rows[] = {
-        {BK_FAMILY_BLOOM, 0.5, 0, 5000},
-        {BK_FAMILY_BLOCKED, 0.5, 1, 5000},
-        {BK_FAMILY_COUNTING, 0.4, 1, 5000},
-        {BK_FAMILY_TTL, 0, 0, 500},
-        {BK_FAMILY_TTL, 0, 0, 5000},
-    };
-    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (!composite(&cases[i])) continue;
         uint64_t since = mark();
-        bk_filter *f = make_config(rows[i].family, 1000, rows[i].auto_clear, rows[i].rotate);
-        tu_add_keys(f, 0, rows[i].adds, 1);
-        if (rows[i].auto_clear != 0) {
+        bk_filter *f = make(&cases[i]);
+        tu_add_keys(f, 0, cases[i].adds, 1);
+        if (cases[i].auto_clear != 0) {
             bk_autoclear_stats st;
             assert_int_equal(bk_autoclear_get_stats(bk_filter_as_autoclear(f), &st), BK_OK);
             assert_true(st.clears > 0);
