@@ -97,6 +97,22 @@ static inline void tu_key(char out[TU_KEY_LEN], uint64_t i, uint64_t tag)
                              BK_EFPR);                                             \
     } while (0)
 
+/* The _hash variants of a counting family fam (bk_fam_add_hash, ...) on
+ * f, which does not hold key (len bytes): the key's hash added (answering
+ * `added`) is found by the key and counted once, if_absent_hash (the
+ * family's add-if-absent by hash) answers 0 for it, and once removed by
+ * hash it is gone. */
+#define TU_HASH_VARIANTS(fam, f, key, len, added, if_absent_hash)                  \
+    do {                                                                           \
+        bk_hash tu_h_ = bk_hash_key(key, len, bk_##fam##_seed(f));                 \
+        assert_int_equal(bk_##fam##_add_hash(f, tu_h_), added);                    \
+        assert_int_equal(bk_##fam##_contains(f, key, len), 1);                     \
+        assert_int_equal(bk_##fam##_count_hash(f, tu_h_), 1);                      \
+        assert_int_equal(if_absent_hash(f, tu_h_), 0);                             \
+        assert_int_equal(bk_##fam##_remove_hash(f, tu_h_), BK_OK);                 \
+        assert_int_equal(bk_##fam##_contains_hash(f, tu_h_), 0);                   \
+    } while (0)
+
 /* static int name(const T *f, uint64_t i, uint64_t tag, uint64_t now):
  * contains(f, key, len, now) of the key tu_key(i, tag), for the families
  * driven by a clock (test_ttl.c, test_window.c). */
