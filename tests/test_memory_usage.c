@@ -114,53 +114,40 @@ typedef struct usage_case {
     uint32_t counter_bits, bucket_size;
     int split, by_count;
     uint64_t capacity, adds; /* adds beyond capacity grow a growing family */
-    double auto_clear;       /* nonzero: wrapped in an auto-clear filter */
-    int rotate;              /* its mode: BK_AUTOCLEAR_ROTATE, else _CLEAR */
 } usage_case;
 
 static const usage_case cases[] = {
-    {BK_FAMILY_BLOOM, 0, 0, 0, 0, 1000, 500, 0, 0},
-    {BK_FAMILY_BLOCKED, 0, 0, 0, 0, 1000, 500, 0, 0},
-    {BK_FAMILY_BLOCKED, 0, 0, 1, 0, 1000, 500, 0, 0},
-    {BK_FAMILY_COUNTING, 4, 0, 0, 0, 1000, 500, 0, 0},
-    {BK_FAMILY_COUNTING, 8, 0, 0, 0, 1000, 500, 0, 0},
-    {BK_FAMILY_DELETABLE, 0, 0, 0, 0, 1000, 500, 0, 0},
-    {BK_FAMILY_CUCKOO, 0, 2, 0, 0, 1000, 500, 0, 0},
-    {BK_FAMILY_CUCKOO, 0, 4, 0, 0, 1000, 500, 0, 0},
-    {BK_FAMILY_SCALABLE, 0, 0, 0, 0, 100, 0, 0, 0},
-    {BK_FAMILY_SCALABLE, 0, 0, 0, 0, 100, 20000, 0, 0}, /* many stages, directories */
-    {BK_FAMILY_WINDOW, 0, 0, 0, 0, 1000, 0, 0, 0},
-    {BK_FAMILY_WINDOW, 0, 0, 0, 1, 1000, 5000, 0, 0},   /* rotated */
-    {BK_FAMILY_DLEFT, 0, 0, 0, 0, 1000, 500, 0, 0},
-    {BK_FAMILY_VARCOUNT, 0, 0, 0, 0, 1000, 500, 0, 0},
-    {BK_FAMILY_HIER, 0, 0, 0, 0, 1000, 500, 0, 0},
-    {BK_FAMILY_HYBRID, 0, 0, 0, 0, 1000, 500, 0, 0},
-    {BK_FAMILY_MORRIS, 0, 0, 0, 0, 1000, 500, 0, 0},
-    {BK_FAMILY_GROWABLE, 0, 0, 0, 0, 100, 10, 0, 0},
-    {BK_FAMILY_GROWABLE, 0, 0, 0, 0, 100, 5000, 0, 0},  /* doubled */
-    /* made of other families' filters: test_autoclear_and_ttl's */
-    {BK_FAMILY_BLOOM, 0, 0, 0, 0, 1000, 5000, 0.5, 0},
-    {BK_FAMILY_BLOCKED, 0, 0, 0, 0, 1000, 5000, 0.5, 1},
-    {BK_FAMILY_COUNTING, 0, 0, 0, 0, 1000, 5000, 0.4, 1},
-    {BK_FAMILY_TTL, 0, 0, 0, 0, 1000, 500, 0, 0},
-    {BK_FAMILY_TTL, 0, 0, 0, 0, 1000, 5000, 0, 0},
+    {BK_FAMILY_BLOOM, 0, 0, 0, 0, 1000, 500},
+    {BK_FAMILY_BLOCKED, 0, 0, 0, 0, 1000, 500},
+    {BK_FAMILY_BLOCKED, 0, 0, 1, 0, 1000, 500},
+    {BK_FAMILY_COUNTING, 4, 0, 0, 0, 1000, 500},
+    {BK_FAMILY_COUNTING, 8, 0, 0, 0, 1000, 500},
+    {BK_FAMILY_DELETABLE, 0, 0, 0, 0, 1000, 500},
+    {BK_FAMILY_CUCKOO, 0, 2, 0, 0, 1000, 500},
+    {BK_FAMILY_CUCKOO, 0, 4, 0, 0, 1000, 500},
+    {BK_FAMILY_SCALABLE, 0, 0, 0, 0, 100, 0},
+    {BK_FAMILY_SCALABLE, 0, 0, 0, 0, 100, 20000}, /* many stages, directories */
+    {BK_FAMILY_WINDOW, 0, 0, 0, 0, 1000, 0},
+    {BK_FAMILY_WINDOW, 0, 0, 0, 1, 1000, 5000},   /* rotated */
+    {BK_FAMILY_DLEFT, 0, 0, 0, 0, 1000, 500},
+    {BK_FAMILY_VARCOUNT, 0, 0, 0, 0, 1000, 500},
+    {BK_FAMILY_HIER, 0, 0, 0, 0, 1000, 500},
+    {BK_FAMILY_HYBRID, 0, 0, 0, 0, 1000, 500},
+    {BK_FAMILY_MORRIS, 0, 0, 0, 0, 1000, 500},
+    {BK_FAMILY_GROWABLE, 0, 0, 0, 0, 100, 10},
+    {BK_FAMILY_GROWABLE, 0, 0, 0, 0, 100, 5000},  /* doubled */
 };
 
-/* A case of a filter made of other families' filters (auto-clear, TTL). */
-static int composite(const usage_case *c)
-{
-    return c->auto_clear != 0 || c->family == BK_FAMILY_TTL;
-}
-
-/* The filter of a case. */
-static bk_filter *make(const usage_case *c)
+/* The filter of a case; with auto_clear nonzero, wrapped in an auto-clear
+ * filter (mode BK_AUTOCLEAR_ROTATE with `rotate`, else _CLEAR). */
+static bk_filter *make(const usage_case *c, double auto_clear, int rotate)
 {
     bk_filter_config cfg = tu_config(c->family, c->capacity, 0.01);
     cfg.counter_bits = c->counter_bits;
     cfg.bucket_size = c->bucket_size;
     cfg.blocked_split = c->split;
-    cfg.auto_clear = c->auto_clear;
-    cfg.auto_clear_mode = c->rotate ? BK_AUTOCLEAR_ROTATE : BK_AUTOCLEAR_CLEAR;
+    cfg.auto_clear = auto_clear;
+    cfg.auto_clear_mode = rotate ? BK_AUTOCLEAR_ROTATE : BK_AUTOCLEAR_CLEAR;
     if (c->family == BK_FAMILY_WINDOW) {
         cfg.window_by_count = c->by_count;
         cfg.window = c->by_count ? c->capacity : 60000;
@@ -179,13 +166,12 @@ static void test_created_families(void **state)
 {
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        if (composite(&cases[i])) continue;
         /* one filter of the case first: whatever families share between
          * filters (the growable family's parameters) exists before the
          * record of the second starts */
-        bk_filter *anchor = make(&cases[i]);
+        bk_filter *anchor = make(&cases[i], 0, 0);
         uint64_t since = mark();
-        bk_filter *f = make(&cases[i]);
+        bk_filter *f = make(&cases[i], 0, 0);
         tu_add_keys(f, 0, cases[i].adds, 1);
         check_made(f, since);
         bk_filter_free(anchor);
@@ -198,12 +184,24 @@ static void test_created_families(void **state)
 static void test_autoclear_and_ttl(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        if (!composite(&cases[i])) continue;
+    static const struct {
+        bk_family family;
+        double auto_clear;
+        int rotate;
+        uint64_t adds;
+    } rows[] = {
+        {BK_FAMILY_BLOOM, 0.5, 0, 5000},
+        {BK_FAMILY_BLOCKED, 0.5, 1, 5000},
+        {BK_FAMILY_COUNTING, 0.4, 1, 5000},
+        {BK_FAMILY_TTL, 0, 0, 500},
+        {BK_FAMILY_TTL, 0, 0, 5000},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         uint64_t since = mark();
-        bk_filter *f = make(&cases[i]);
-        tu_add_keys(f, 0, cases[i].adds, 1);
-        if (cases[i].auto_clear != 0) {
+        const usage_case c = {rows[i].family, 0, 0, 0, 0, 1000, rows[i].adds};
+        bk_filter *f = make(&c, rows[i].auto_clear, rows[i].rotate);
+        tu_add_keys(f, 0, rows[i].adds, 1);
+        if (rows[i].auto_clear != 0) {
             bk_autoclear_stats st;
             assert_int_equal(bk_autoclear_get_stats(bk_filter_as_autoclear(f), &st), BK_OK);
             assert_true(st.clears > 0);
