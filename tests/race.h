@@ -166,6 +166,20 @@ static inline void *tu_add_batches(tu_progress *p, uint64_t tag, tu_batch_fn fn,
     return NULL;
 }
 
+/* A job whose work is tu_add_batches of its keys (of tag 1) through fn,
+ * with the job itself as fn's job; tu_batch_adder is its thread. A worker
+ * of tu_progress_run that starts with a tu_adder is such a job. */
+typedef struct tu_adder {
+    tu_progress p; /* first, where tu_reader finds it */
+    tu_batch_fn fn;
+} tu_adder;
+
+static inline void *tu_batch_adder(void *arg)
+{
+    tu_adder *a = arg;
+    return tu_add_batches(&a->p, 1, a->fn, a);
+}
+
 /* n adders' jobs, stride bytes apart from workers, each starting with its
  * tu_progress; the reader looks up their published keys (of `tag`) with
  * found(ctx, key, len), which answers 1 when the filter has the key. */

@@ -346,36 +346,28 @@ static void test_layout_matches_model(void **state)
  * probes - n absent (TAG_OUT), with pointer and length arrays for the
  * batch calls and result buffers. */
 typedef struct probe_set {
-    char (*keys)[TU_KEY_LEN];
-    const void **ptrs;
-    size_t *lens;
+    tu_keyset ks; /* the keys, with their pointers and lengths */
     uint8_t *want_add, *want, *got;
 } probe_set;
 
 static probe_set probes_make(uint64_t n, uint64_t probes, int repeats)
 {
     probe_set p;
-    p.keys = malloc(probes * TU_KEY_LEN);
-    p.ptrs = malloc(probes * sizeof(*p.ptrs));
-    p.lens = malloc(probes * sizeof(*p.lens));
+    tu_keyset_make(&p.ks, probes, 0, TAG_IN);
     p.want_add = malloc(n);
     p.want = malloc(probes);
     p.got = malloc(probes);
-    assert_true(p.keys && p.ptrs && p.lens && p.want_add && p.want && p.got);
+    assert_true(p.want_add && p.want && p.got);
     for (uint64_t i = 0; i < probes; i++) {
         uint64_t id = repeats && i < n && i % 5 == 4 ? i / 2 : i;
-        tu_key(p.keys[i], id, i < n ? TAG_IN : TAG_OUT);
-        p.ptrs[i] = p.keys[i];
-        p.lens[i] = TU_KEY_LEN;
+        tu_key(p.ks.store + i * TU_KEY_LEN, id, i < n ? TAG_IN : TAG_OUT);
     }
     return p;
 }
 
 static void probes_free(probe_set *p)
 {
-    free(p->keys);
-    free(p->ptrs);
-    free(p->lens);
+    tu_keyset_free(&p->ks);
     free(p->want_add);
     free(p->want);
     free(p->got);
@@ -388,9 +380,9 @@ static void test_levels_identical(void **state)
     (void)state;
     const uint64_t n = 20000, probes = 200000;
     probe_set ps = probes_make(n, probes, 0);
-    char (*keys)[TU_KEY_LEN] = ps.keys;
-    const void **ptrs = ps.ptrs;
-    size_t *lens = ps.lens;
+    char (*keys)[TU_KEY_LEN] = (char (*)[TU_KEY_LEN])ps.ks.store;
+    const void **ptrs = ps.ks.keys;
+    size_t *lens = ps.ks.lens;
     uint8_t *want = ps.want, *got = ps.got;
     for (uint32_t k = 1; k <= BK_BLOCKED_MAX_HASHES; k++) {
         bk_blocked *ref;
@@ -495,9 +487,9 @@ static uint64_t paths_identical(const probe_set *ps, uint64_t n, uint64_t probes
                                 blocked_create_fn create, const void *arg, int hows,
                                 const char *label)
 {
-    char (*keys)[TU_KEY_LEN] = ps->keys;
-    const void **ptrs = ps->ptrs;
-    size_t *lens = ps->lens;
+    char (*keys)[TU_KEY_LEN] = (char (*)[TU_KEY_LEN])ps->ks.store;
+    const void **ptrs = ps->ks.keys;
+    size_t *lens = ps->ks.lens;
     uint8_t *want_add = ps->want_add, *want = ps->want, *got = ps->got;
     bk_blocked *ref;
     uint64_t ref_size, size, fresh = 0;
@@ -1109,13 +1101,13 @@ static void test_invalid_parameters(void **state)
  * Allocation failures: every constructor, each allocation in turn.
  *--------------------------------------------------------------------------*/
 
-static int try_create(void *ctx)
+/* The end of an attempt (tu_oom_loop) of a constructor that answered rc
+ * and made f: on failure f is NULL; on success f, once check(f) has run
+ * (when given), is freed. */
+static int settle(int rc, bk_blocked *f, void (*check)(bk_blocked *f))
 {
-    (void)ctx;
-    bk_blocked *f;
-    int rc = bk_blocked_create(&f, 1000, 0.01, 1);
     if (rc == BK_OK) {
-        assert_int_equal(bk_blocked_add(f, "x", 1), 1);
+        if (check != NULL) check(f);
         bk_blocked_free(f);
     } else {
         assert_null(f);
@@ -1123,26 +1115,31 @@ static int try_create(void *ctx)
     return rc;
 }
 
+static void adds_x(bk_blocked *f) { assert_int_equal(bk_blocked_add(f, "x", 1), 1); }
+
+static void finds_y(bk_blocked *f) { assert_int_equal(bk_blocked_contains(f, "y", 1), 1); }
+
+static int try_create(void *ctx)
+{
+    (void)ctx;
+    bk_blocked *f;
+    int rc = bk_blocked_create(&f, 1000, 0.01, 1);
+    return settle(rc, f, adds_x);
+}
+
 static int try_create_mk(void *ctx)
 {
     (void)ctx;
     bk_blocked *f;
     int rc = bk_blocked_create_mk(&f, 4096, 5, 1);
-    if (rc == BK_OK) bk_blocked_free(f); else assert_null(f);
-    return rc;
+    return settle(rc, f, NULL);
 }
 
 static int try_clone(void *ctx)
 {
     bk_blocked *c;
     int rc = bk_blocked_clone(&c, ctx);
-    if (rc == BK_OK) {
-        assert_int_equal(bk_blocked_contains(c, "y", 1), 1);
-        bk_blocked_free(c);
-    } else {
-        assert_null(c);
-    }
-    return rc;
+    return settle(rc, c, finds_y);
 }
 
 static void test_allocation_failures(void **state)

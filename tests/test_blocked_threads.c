@@ -8,7 +8,7 @@
 #define PER_THREAD 40000u
 
 typedef struct {
-    tu_progress p; /* first */
+    tu_adder a; /* first: its keys, and add_batch */
     bk_blocked *f;
     int use_batch;
 } worker;
@@ -21,12 +21,6 @@ static int add_batch(void *job, const void *const *keys, const size_t *lens, uin
     else
         for (uint64_t j = 0; j < n; j++) bk_blocked_add(w->f, keys[j], lens[j]);
     return 0;
-}
-
-static void *adder(void *arg)
-{
-    worker *w = arg;
-    return tu_add_batches(&w->p, 1, add_batch, w);
 }
 
 /* The reader's lookup (tu_progress_run): every key an adder has published
@@ -81,11 +75,11 @@ static void concurrent_adds_lose_nothing(int split)
     pthread_t stid;
     worker ws[THREADS];
     for (int t = 0; t < THREADS; t++)
-        ws[t] = (worker){{(uint64_t)t * PER_THREAD, PER_THREAD, 0}, shared, t % 2};
+        ws[t] = (worker){{{(uint64_t)t * PER_THREAD, PER_THREAD, 0}, add_batch}, shared, t % 2};
     tu_reader r = {ws, sizeof(worker), THREADS, 1, found, shared};
     __atomic_store_n(&stop_switching, 0, __ATOMIC_RELEASE);
     assert_int_equal(pthread_create(&stid, NULL, switcher, NULL), 0);
-    void *reader_result = tu_progress_run(adder, &r, 1);
+    void *reader_result = tu_progress_run(tu_batch_adder, &r, 1);
     __atomic_store_n(&stop_switching, 1, __ATOMIC_RELEASE);
     pthread_join(stid, NULL);
     assert_true(bk_blocked_set_simd_level(bk_blocked_simd_best()) >= 0);

@@ -16,7 +16,7 @@
 #define KEYS 20000u
 
 typedef struct {
-    tu_progress p; /* keys [0, published) were added by this thread */
+    tu_adder a; /* first: keys [0, published) were added by this thread, through apply */
     bk_counting *f;
     int use_batch;
     int remove;
@@ -38,12 +38,6 @@ static int apply(void *job, const void *const *keys, const size_t *lens, uint64_
     return 0;
 }
 
-static void *adder(void *arg)
-{
-    worker *w = arg;
-    return tu_add_batches(&w->p, 1, apply, w);
-}
-
 /* While the adders run, every key an adder has published must be found
  * and counted at least once. */
 static int found(const void *f, const char *key, size_t len)
@@ -54,7 +48,7 @@ static int found(const void *f, const char *key, size_t len)
 static void run(worker *ws, int with_reader)
 {
     tu_reader r = {ws, sizeof(worker), THREADS, 1, found, ws[0].f};
-    assert_null(tu_progress_run(adder, &r, with_reader));
+    assert_null(tu_progress_run(tu_batch_adder, &r, with_reader));
 }
 
 /* The filter's payload: the last blocks * 64 bytes of its serialization. */
@@ -73,7 +67,7 @@ static void test_concurrent_adds_and_removes_exact(void **state)
     assert_int_equal(bk_counting_create(&serial, 4 * KEYS, 0.01, 8, 3), BK_OK);
     assert_int_equal(bk_counting_single_writer(shared), 0);
     worker ws[THREADS];
-    for (int t = 0; t < THREADS; t++) ws[t] = (worker){{0, KEYS, 0}, shared, t % 2, 0};
+    for (int t = 0; t < THREADS; t++) ws[t] = (worker){{{0, KEYS, 0}, apply}, shared, t % 2, 0};
     /* every thread adds the same keys: the same words race all the time */
     run(ws, 1);
     char key[TU_KEY_LEN];
@@ -96,7 +90,7 @@ static void test_concurrent_adds_and_removes_exact(void **state)
     /* every thread removes every key once: all counters return to zero */
     for (int t = 0; t < THREADS; t++) {
         ws[t].remove = 1;
-        ws[t].p.published = 0;
+        ws[t].a.p.published = 0;
     }
     run(ws, 0);
     a = payload_of(shared, &len_a);

@@ -304,6 +304,25 @@ static void hashes_of_mini(const bk_growable *f, uint64_t q, uint64_t *h, int n)
     for (int i = 0; i < n; i++) h[i] = tu_growable_hash(minis_of(f), q, (unsigned)(2 * i + 1));
 }
 
+/* A filter of 12800 keys at 1% (seed 5), and n hashes h of its mini 0. */
+static bk_growable *with_mini0(uint64_t *h, int n)
+{
+    bk_growable *f;
+    assert_int_equal(bk_growable_create(&f, 12800, 0.01, 5), BK_OK);
+    hashes_of_mini(f, 0, h, n);
+    return f;
+}
+
+/* with_mini0's filter holding its n hashes, each new: 37 fill block 0, 15
+ * more go to block 1 as pairs, the rest to the stash. */
+static bk_growable *with_stash(uint64_t *h, int n)
+{
+    bk_growable *f = with_mini0(h, n);
+    for (int i = 0; i < n; i++) assert_int_equal(bk_growable_add_hash(f, h[i]), 1);
+    assert_int_equal(bk_growable_stashed(f), (size_t)(n - 37 - 15));
+    return f;
+}
+
 /* Hashes chosen to land in mini 0 of a block table: 37 fill block 0, 15
  * more go to block 1 as pairs, the rest to the stash; all are found,
  * before and after the filter doubles, and other fingerprints of that
@@ -311,13 +330,9 @@ static void hashes_of_mini(const bk_growable *f, uint64_t q, uint64_t *h, int n)
 static void test_spill_and_stash(void **state)
 {
     (void)state;
-    bk_growable *f;
-    assert_int_equal(bk_growable_create(&f, 12800, 0.01, 5), BK_OK);
     const int n = 70;
     uint64_t h[70];
-    hashes_of_mini(f, 0, h, n);
-    for (int i = 0; i < n; i++) assert_int_equal(bk_growable_add_hash(f, h[i]), 1);
-    assert_int_equal(bk_growable_stashed(f), (size_t)(n - 37 - 15));
+    bk_growable *f = with_stash(h, n);
     for (int i = 0; i < n; i++) assert_int_equal(bk_growable_contains_hash(f, h[i]), 1);
     for (int i = 0; i < 200; i++)
         assert_int_equal(bk_growable_contains_hash(f, tu_growable_hash(minis_of(f), 0,
@@ -379,10 +394,8 @@ static void test_add_nogrow_as_add(void **state)
 static void test_add_nogrow_refuses_a_full_block(void **state)
 {
     (void)state;
-    bk_growable *f;
-    assert_int_equal(bk_growable_create(&f, 12800, 0.01, 5), BK_OK);
     uint64_t h[38];
-    hashes_of_mini(f, 0, h, 38);
+    bk_growable *f = with_mini0(h, 38);
     for (int i = 0; i < 37; i++) assert_int_equal(bk_growable_add_nogrow_hash(f, h[i]), 1);
     assert_int_equal(bk_growable_add_nogrow_hash(f, h[0]), 0);
     assert_int_equal(bk_growable_items(f), 37);
@@ -858,12 +871,8 @@ static void test_corrupt_images(void **state)
 static void test_stash_in_the_file(void **state)
 {
     (void)state;
-    bk_growable *f;
-    assert_int_equal(bk_growable_create(&f, 12800, 0.01, 5), BK_OK);
     uint64_t h[70];
-    hashes_of_mini(f, 0, h, 70);
-    for (int i = 0; i < 70; i++) assert_int_equal(bk_growable_add_hash(f, h[i]), 1);
-    assert_int_equal(bk_growable_stashed(f), 18);
+    bk_growable *f = with_stash(h, 70); /* 18 stashed */
     size_t len;
     unsigned char *clean = tu_serialize(bk_growable_as_filter(f), &len), *buf = malloc(len);
     assert_int_equal(clean[16], 2); /* two parts */

@@ -87,11 +87,8 @@ static void check_copies(const bk_filter *f)
         check_usage(c, since);
         bk_filter_free(c);
     }
-    size_t n = (size_t)bk_filter_serialized_size(f);
-    assert_true(n > 0);
-    void *buf = malloc(n);
-    assert_non_null(buf);
-    assert_int_equal(bk_filter_serialize(f, buf, n), BK_OK);
+    size_t n;
+    unsigned char *buf = tu_serialize(f, &n);
     since = mark();
     bk_filter *d = NULL;
     assert_int_equal(bk_filter_deserialize(&d, buf, n), BK_OK);
@@ -141,16 +138,24 @@ static const usage_case cases[] = {
     {BK_FAMILY_GROWABLE, 0, 0, 0, 0, 100, 5000},  /* doubled */
 };
 
-static bk_filter *make(const usage_case *c)
+/* The filter of a case; with auto_clear nonzero, wrapped in an auto-clear
+ * filter (mode BK_AUTOCLEAR_ROTATE with `rotate`, else _CLEAR). */
+static bk_filter *make(const usage_case *c, double auto_clear, int rotate)
 {
     bk_filter_config cfg = tu_config(c->family, c->capacity, 0.01);
     cfg.counter_bits = c->counter_bits;
     cfg.bucket_size = c->bucket_size;
     cfg.blocked_split = c->split;
+    cfg.auto_clear = auto_clear;
+    cfg.auto_clear_mode = rotate ? BK_AUTOCLEAR_ROTATE : BK_AUTOCLEAR_CLEAR;
     if (c->family == BK_FAMILY_WINDOW) {
         cfg.window_by_count = c->by_count;
         cfg.window = c->by_count ? c->capacity : 60000;
         cfg.generations = 4;
+    }
+    if (c->family == BK_FAMILY_TTL) {
+        cfg.window = 60000; /* the max TTL */
+        cfg.generations = 5;
     }
     bk_filter *f = NULL;
     assert_int_equal(bk_filter_create(&f, &cfg), BK_OK);
@@ -164,9 +169,9 @@ static void test_created_families(void **state)
         /* one filter of the case first: whatever families share between
          * filters (the growable family's parameters) exists before the
          * record of the second starts */
-        bk_filter *anchor = make(&cases[i]);
+        bk_filter *anchor = make(&cases[i], 0, 0);
         uint64_t since = mark();
-        bk_filter *f = make(&cases[i]);
+        bk_filter *f = make(&cases[i], 0, 0);
         tu_add_keys(f, 0, cases[i].adds, 1);
         check_made(f, since);
         bk_filter_free(anchor);
@@ -176,20 +181,6 @@ static void test_created_families(void **state)
 /* Auto-clear filters (their wrapped generations: both with rotate, after
  * clears) and TTL filters (a generation grown past its first segment: every
  * key at the filter's clock with the max TTL lands in one generation). */
-static bk_filter *make_config(bk_family family, uint64_t capacity, double auto_clear, int rotate)
-{
-    bk_filter_config cfg = tu_config(family, capacity, 0.01);
-    cfg.auto_clear = auto_clear;
-    cfg.auto_clear_mode = rotate ? BK_AUTOCLEAR_ROTATE : BK_AUTOCLEAR_CLEAR;
-    if (family == BK_FAMILY_TTL) {
-        cfg.window = 60000; /* the max TTL */
-        cfg.generations = 5;
-    }
-    bk_filter *f = NULL;
-    assert_int_equal(bk_filter_create(&f, &cfg), BK_OK);
-    return f;
-}
-
 static void test_autoclear_and_ttl(void **state)
 {
     (void)state;
@@ -207,7 +198,8 @@ static void test_autoclear_and_ttl(void **state)
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         uint64_t since = mark();
-        bk_filter *f = make_config(rows[i].family, 1000, rows[i].auto_clear, rows[i].rotate);
+        const usage_case c = {rows[i].family, 0, 0, 0, 0, 1000, rows[i].adds};
+        bk_filter *f = make(&c, rows[i].auto_clear, rows[i].rotate);
         tu_add_keys(f, 0, rows[i].adds, 1);
         if (rows[i].auto_clear != 0) {
             bk_autoclear_stats st;

@@ -776,22 +776,10 @@ static void test_file_format(void **state)
     bk_rbloom_free(f);
 }
 
-static int attempt_from_header(void *ctx)
-{
-    (void)ctx;
-    bk_rbloom *f;
-    int rc = bk_rbloom_from_header(&f, TINY_HDR, sizeof(TINY_HDR));
-    bk_rbloom_free(f);
-    return rc;
-}
-
-static int attempt_load_fields(void *ctx)
-{
-    bk_rbloom *f;
-    int rc = load(ctx, 4, &f);
-    bk_rbloom_free(f);
-    return rc;
-}
+TU_OOM_ATTEMPT(attempt_from_header, bk_rbloom,
+               bk_rbloom_from_header(&f, TINY_HDR, sizeof(TINY_HDR)), bk_rbloom_free)
+/* ctx: the saved stream to load */
+TU_OOM_ATTEMPT(attempt_load_fields, bk_rbloom, load(ctx, 4, &f), bk_rbloom_free)
 
 static int attempt_grow(void *ctx)
 {

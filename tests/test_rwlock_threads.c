@@ -141,23 +141,24 @@ static void test_readers_share(void **state)
 static _Atomic int order_next;
 static _Atomic int late_reader_at, writer_at;
 
-static void *queued_writer(void *arg)
+/* A thread that takes the lock (to write, or to read) and records in *at
+ * when its turn came. */
+typedef struct turn {
+    int write;
+    _Atomic int *at;
+} turn;
+
+static void *take_turn(void *arg)
 {
-    (void)arg;
-    bks_rwlock_wrlock(&lock);
-    atomic_store(&writer_at, atomic_fetch_add(&order_next, 1));
+    const turn *t = arg;
+    if (t->write) bks_rwlock_wrlock(&lock);
+    else bks_rwlock_rdlock(&lock);
+    atomic_store(t->at, atomic_fetch_add(&order_next, 1));
     bks_rwlock_unlock(&lock);
     return NULL;
 }
 
-static void *late_reader(void *arg)
-{
-    (void)arg;
-    bks_rwlock_rdlock(&lock);
-    atomic_store(&late_reader_at, atomic_fetch_add(&order_next, 1));
-    bks_rwlock_unlock(&lock);
-    return NULL;
-}
+static turn queued_writer = {1, &writer_at}, late_reader = {0, &late_reader_at};
 
 static int one_writer_queued(void) { return QUEUED_WRITERS(atomic_load(&lock.state)) == 1; }
 static int one_reader_queued(void) { return QUEUED_READERS(atomic_load(&lock.state)) == 1; }
@@ -169,12 +170,12 @@ static void test_queued_writer_first(void **state)
     reset();
     atomic_store(&order_next, 0);
     bks_rwlock_rdlock(&lock); /* a reader holds it */
-    assert_int_equal(pthread_create(&w, NULL, queued_writer, NULL), 0);
+    assert_int_equal(pthread_create(&w, NULL, take_turn, &queued_writer), 0);
     wait_for(one_writer_queued);
     /* a reader that comes now queues behind the writer (with a lock that
      * prefers readers, glibc's default, it would come in at once and a
      * stream of them would keep the writer out for ever) */
-    assert_int_equal(pthread_create(&r, NULL, late_reader, NULL), 0);
+    assert_int_equal(pthread_create(&r, NULL, take_turn, &late_reader), 0);
     wait_for(one_reader_queued);
     bks_rwlock_unlock(&lock);
     pthread_join(w, NULL);

@@ -99,8 +99,7 @@ static void check_growth(unsigned flags)
     uint64_t added = add_range(f, 0, n, TAG_IN);
     assert_true(count_found(f, 0, n, TAG_IN) == n);
 
-    bk_scalable_stats st;
-    assert_int_equal(bk_scalable_get_stats(f, &st), BK_OK);
+    bk_scalable_stats st = tu_scalable_stats(f);
     assert_true(st.items == added);
     assert_true(bk_scalable_items(f) == added);
     /* an add answers 0 only for a false positive: at most ~2% of them */
@@ -117,8 +116,7 @@ static void check_growth(unsigned flags)
     uint64_t total = 0;
     size_t bytes = 0;
     for (uint32_t i = 0; i < st.stages; i++) {
-        bk_scalable_stage_stats ss;
-        assert_int_equal(bk_scalable_get_stage_stats(f, i, &ss), BK_OK);
+        bk_scalable_stage_stats ss = tu_scalable_stage(f, i);
         assert_true(ss.capacity == (UINT64_C(100) << i));
         double want = i == 0 ? p0 : rest * (1 - 0.9) * pow(0.9, (double)(i - 1));
         assert_true(fabs(ss.target_fpr - want) < 1e-12 * want);
@@ -199,8 +197,7 @@ static void test_stage_cap(void **state)
     tu_key(key, 0, TAG_IN);
     assert_int_equal(bk_scalable_add(f, key, sizeof(key)), 0);
     assert_true(count_found(f, 0, next, TAG_IN) == next);
-    bk_scalable_stats st;
-    assert_int_equal(bk_scalable_get_stats(f, &st), BK_OK);
+    bk_scalable_stats st = tu_scalable_stats(f);
     print_message("64 stages: %zu bytes, bound %.5f\n", st.bytes, st.fpr_bound);
     bk_scalable_free(f);
 
@@ -242,8 +239,7 @@ static void test_nonscaling(void **state)
     /* the stage limit cannot be raised */
     assert_int_equal(bk_scalable_set_max_stages(f, 10), BK_OK);
     assert_int_equal(bk_scalable_max_stages(f), 1);
-    bk_scalable_stats st;
-    assert_int_equal(bk_scalable_get_stats(f, &st), BK_OK);
+    bk_scalable_stats st = tu_scalable_stats(f);
     assert_int_equal(st.nonscaling, 1);
     assert_int_equal(st.expansion, 0);
     assert_true(st.fpr_limit == 0.01);
@@ -419,10 +415,8 @@ static int attempt_growth(void *ctx)
 static void test_oom(void **state)
 {
     (void)state;
-    long n = tu_oom_loop(attempt_create, NULL);
-    print_message("create: %ld allocations\n", n);
-    n = tu_oom_loop(attempt_growth, NULL);
-    print_message("create + 3 growth steps: %ld allocations\n", n);
+    tu_oom_report("create", attempt_create, NULL);
+    long n = tu_oom_report("create + 3 growth steps", attempt_growth, NULL);
     /* the handle with stage 0, then per stage one allocation, plus the
      * stage directory with the first one */
     assert_true(n >= 5);

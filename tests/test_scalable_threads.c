@@ -33,12 +33,10 @@ static void run(uint32_t expansion)
     tu_race r = {.ctx = f, .add = add, .contains = contains, .check = check,
                  .tag = 10, .writers = 3, .per_writer = 40000, .reader = 1};
     tu_race_run(&r);
-    bk_scalable_stats st;
-    assert_int_equal(bk_scalable_get_stats(f, &st), BK_OK);
+    bk_scalable_stats st = tu_scalable_stats(f);
     uint64_t stage_items = 0;
     for (uint32_t i = 0; i < st.stages; i++) {
-        bk_scalable_stage_stats ss;
-        assert_int_equal(bk_scalable_get_stage_stats(f, i, &ss), BK_OK);
+        bk_scalable_stage_stats ss = tu_scalable_stage(f, i);
         stage_items += ss.items;
         /* racing adds may overfill a stage by one key per writer */
         assert_true(ss.items <= ss.capacity + (uint64_t)r.writers);

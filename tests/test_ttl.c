@@ -657,8 +657,7 @@ static int attempt_create_grow(void *ctx)
 static void test_oom(void **state)
 {
     (void)state;
-    long n = tu_oom_loop(attempt_create_grow, NULL);
-    print_message("create and grow (g = 5): %ld allocations\n", n);
+    long n = tu_oom_report("create and grow (g = 5)", attempt_create_grow, NULL);
     assert_true(n >= 3 + 5 * 3 + 2);
     bk_ttl *f = make_sample();
     tu_oom_clone_and_load(bk_ttl_as_filter(f));

@@ -412,11 +412,8 @@ static int attempt_create(void *ctx)
 static void test_oom(void **state)
 {
     (void)state;
-    long n = tu_oom_loop(attempt_create, NULL);
-    print_message("create (g = 5): %ld allocations\n", n);
-    assert_true(n >= 3 + 5);
-    n = tu_oom_loop(attempt_create, (void *)1);
-    print_message("create_count (g = 6): %ld allocations\n", n);
+    assert_true(tu_oom_report("create (g = 5)", attempt_create, NULL) >= 3 + 5);
+    tu_oom_report("create_count (g = 6)", attempt_create, (void *)1);
 }
 
 int main(void)

@@ -97,6 +97,22 @@ static inline void tu_key(char out[TU_KEY_LEN], uint64_t i, uint64_t tag)
                              BK_EFPR);                                             \
     } while (0)
 
+/* The _hash variants of a counting family fam (bk_fam_add_hash, ...) on
+ * f, which does not hold key (len bytes): the key's hash added (answering
+ * `added`) is found by the key and counted once, if_absent_hash (the
+ * family's add-if-absent by hash) answers 0 for it, and once removed by
+ * hash it is gone. */
+#define TU_HASH_VARIANTS(fam, f, key, len, added, if_absent_hash)                  \
+    do {                                                                           \
+        bk_hash tu_h_ = bk_hash_key(key, len, bk_##fam##_seed(f));                 \
+        assert_int_equal(bk_##fam##_add_hash(f, tu_h_), added);                    \
+        assert_int_equal(bk_##fam##_contains(f, key, len), 1);                     \
+        assert_int_equal(bk_##fam##_count_hash(f, tu_h_), 1);                      \
+        assert_int_equal(if_absent_hash(f, tu_h_), 0);                             \
+        assert_int_equal(bk_##fam##_remove_hash(f, tu_h_), BK_OK);                 \
+        assert_int_equal(bk_##fam##_contains_hash(f, tu_h_), 0);                   \
+    } while (0)
+
 /* static int name(const T *f, uint64_t i, uint64_t tag, uint64_t now):
  * contains(f, key, len, now) of the key tu_key(i, tag), for the families
  * driven by a clock (test_ttl.c, test_window.c). */
@@ -139,6 +155,22 @@ static inline bk_filter_config tu_config(bk_family family, uint64_t capacity, do
 /* Through the generic handle. */
 TU_COUNT_FOUND(tu_count_found, bk_filter, bk_filter_contains)
 TU_ADD_RANGE_OK(tu_add_keys, bk_filter, bk_filter_add)
+
+/* A scalable filter's statistics, and those of its stage i (each call
+ * must answer BK_OK): what the tests of its growth schedule walk. */
+static inline bk_scalable_stats tu_scalable_stats(const bk_scalable *f)
+{
+    bk_scalable_stats st;
+    assert_int_equal(bk_scalable_get_stats(f, &st), BK_OK);
+    return st;
+}
+
+static inline bk_scalable_stage_stats tu_scalable_stage(const bk_scalable *f, uint32_t i)
+{
+    bk_scalable_stage_stats ss;
+    assert_int_equal(bk_scalable_get_stage_stats(f, i, &ss), BK_OK);
+    return ss;
+}
 
 /* A hash that the growable filter (lib/growable.c, docs/FORMAT.md family
  * 18) puts in mini q of a level of n minis with fingerprint fp (11 bits):
@@ -234,6 +266,16 @@ static inline long tu_oom_loop(int (*attempt)(void *ctx), void *ctx)
     }
     fail_msg("no success after 10000 allocation failures");
     return -1;
+}
+
+/* tu_oom_loop(attempt, ctx) with the count of allocations the successful
+ * call made printed as "what: N allocations" (for the design notes);
+ * returns that count. */
+static inline long tu_oom_report(const char *what, int (*attempt)(void *ctx), void *ctx)
+{
+    long n = tu_oom_loop(attempt, ctx);
+    print_message("%s: %ld allocations\n", what, n);
+    return n;
 }
 
 /* static int name(void *ctx), an attempt for tu_oom_loop: `T *f; int rc =
