@@ -723,20 +723,27 @@ static void seed_mismatch(bkc_ctx *c, const char *what, uint64_t theirs, uint64_
     bkc__err(c, msg);
 }
 
+/* Whether the other side's message (what: "strata estimator", "IBLT")
+ * deserialized (rc): 1, or 0 after answering out of memory or
+ * "ERR invalid <what>: <why>". */
+static int message_ok(bkc_ctx *c, const char *what, int rc)
+{
+    if (rc == BK_OK) return 1;
+    char msg[160];
+    if (rc == BK_ENOMEM) snprintf(msg, sizeof msg, "%s", BKC_ERR_OOM);
+    else snprintf(msg, sizeof msg, "ERR invalid %s: %s", what, bk_strerror(rc));
+    bkc__err(c, msg);
+    return 0;
+}
+
 /* RS.ESTIMATE key strata: the estimated size of the symmetric difference
  * between this set and the one behind the other side's estimator. */
 void bkc_cmd_rs_estimate(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     bk_strata *theirs = NULL;
-    char msg[160];
     (void)argc;
     int rc = bk_strata_deserialize(&theirs, argv[2].ptr, argv[2].len);
-    if (rc != BK_OK) {
-        if (rc == BK_ENOMEM) snprintf(msg, sizeof msg, "%s", BKC_ERR_OOM);
-        else snprintf(msg, sizeof msg, "ERR invalid strata estimator: %s", bk_strerror(rc));
-        bkc__err(c, msg);
-        return;
-    }
+    if (!message_ok(c, "strata estimator", rc)) return;
     bkc_key *k;
     bkc_keyset *s = open_set(c, argv[1], &k);
     /* the estimator's seed: bytes 24..32 of its wire form (docs/FORMAT.md,
@@ -803,15 +810,8 @@ void bkc_cmd_rs_diff(bkc_ctx *c, int argc, const bkc_str *argv)
     bk_iblt *theirs = NULL, *ours = NULL;
     uint64_t *only_a = NULL, *only_b = NULL;
     bkc_key *k = NULL;
-    char msg[160];
     (void)argc;
-    int rc = bk_iblt_deserialize(&theirs, argv[2].ptr, argv[2].len);
-    if (rc != BK_OK) {
-        if (rc == BK_ENOMEM) snprintf(msg, sizeof msg, "%s", BKC_ERR_OOM);
-        else snprintf(msg, sizeof msg, "ERR invalid IBLT: %s", bk_strerror(rc));
-        bkc__err(c, msg);
-        return;
-    }
+    if (!message_ok(c, "IBLT", bk_iblt_deserialize(&theirs, argv[2].ptr, argv[2].len))) return;
     uint64_t cells = bk_iblt_cells(theirs);
     if (cells > RS_MAX_CELLS) {
         bkc__err(c, "ERR invalid IBLT: more than 33554432 cells");
@@ -825,7 +825,7 @@ void bkc_cmd_rs_diff(bkc_ctx *c, int argc, const bkc_str *argv)
         seed_mismatch(c, "IBLT", bk_iblt_seed(theirs), s->seed);
         goto done;
     }
-    rc = build_iblt(s, cells, bk_iblt_hashes(theirs), &ours);
+    int rc = build_iblt(s, cells, bk_iblt_hashes(theirs), &ours);
     if (rc == BK_OK) rc = bk_iblt_subtract(ours, theirs);
     if (rc != BK_OK) {
         bkc__lib_error(c, rc);
