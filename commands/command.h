@@ -153,6 +153,9 @@ typedef struct bkc_value {
  * value's accounting stays the command layer's. */
 bkc_value *bkc_value_new(bkc_kind kind);
 int bkc_value_push(bkc_value *v, bk_filter *f);
+/* Both: a new value of a kind holding f, or NULL when out of memory or the
+ * push refuses f (f is then freed). */
+bkc_value *bkc_value_with(bkc_kind kind, bk_filter *f);
 
 void bkc_value_free(bkc_value *v);
 

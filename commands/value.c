@@ -89,6 +89,17 @@ bkc_value *bkc_value_new(bkc_kind kind)
 
 static int family_fits(bkc_kind kind, bk_family family);
 
+bkc_value *bkc_value_with(bkc_kind kind, bk_filter *f)
+{
+    bkc_value *v = bkc_value_new(kind);
+    if (v == NULL || bkc_value_push(v, f) != BK_OK) {
+        bk_filter_free(f);
+        bkc_value_free(v);
+        return NULL;
+    }
+    return v;
+}
+
 int bkc_value_push(bkc_value *v, bk_filter *f)
 {
     /* a filter of another family (a damaged or forged snapshot frame) would

@@ -770,15 +770,11 @@ static void *rb_load(RedisModuleIO *io, int encver, int bloom)
                                type, encver, bk_strerror(rc));
         return NULL;
     }
-    bk_filter *f = b ? bk_rbloom_as_filter(b) : bk_rcuckoo_as_filter(c);
-    bkc_value *v = bkc_value_new(bloom ? BKC_KIND_BLOOM : BKC_KIND_CUCKOO);
-    if (v == NULL || bkc_value_push(v, f) != BK_OK) {
-        bkc_value_free(v);
-        bk_filter_free(f);
+    bkc_value *v = bkc_value_with(bloom ? BKC_KIND_BLOOM : BKC_KIND_CUCKOO,
+                                  b ? bk_rbloom_as_filter(b) : bk_rcuckoo_as_filter(c));
+    if (v == NULL)
         RedisModule_LogIOError(io, "warning", "bloomkit: no memory for a RedisBloom %s value",
                                type);
-        return NULL;
-    }
     return v;
 }
 
