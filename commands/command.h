@@ -216,7 +216,11 @@ typedef struct bkc_allocator {
     void *opaque;
 } bkc_allocator;
 
-/* Install an allocator (NULL: malloc, calloc, realloc, free, no size_fn).
+/* malloc, calloc, realloc and free, no size_fn: the default, and a base
+ * for a host that only adds a size_fn. */
+extern const bkc_allocator bkc_std_allocator;
+
+/* Install an allocator (NULL: bkc_std_allocator).
  * Process-wide; before any value exists (values made with the previous
  * one must not be freed with this one). Not thread-safe. */
 void bkc_set_allocator(const bkc_allocator *a);

@@ -174,15 +174,16 @@ static void std_free(void *opaque, void *ptr)
     free(ptr);
 }
 
+const bkc_allocator bkc_std_allocator = {std_malloc, std_calloc, std_realloc, std_free, NULL,
+                                         NULL};
+
 static bkc_allocator allocator = {std_malloc, std_calloc, std_realloc, std_free, NULL, NULL};
 
 void bkc_set_allocator(const bkc_allocator *a)
 {
-    static const bkc_allocator std = {std_malloc, std_calloc, std_realloc, std_free, NULL,
-                                      NULL};
     if (a == NULL || a->malloc_fn == NULL || a->calloc_fn == NULL || a->realloc_fn == NULL ||
         a->free_fn == NULL)
-        a = &std;
+        a = &bkc_std_allocator;
     allocator = *a;
 }
 
