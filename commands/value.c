@@ -714,19 +714,14 @@ void bkc__scandump(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind)
 {
     long long iter;
     bkc_key *k;
-    bkc_value *v;
     (void)argc;
     if (!bkc_parse_ll(argv[2], &iter) || iter < 0) {
         bkc__err(c, ERR_ITERATOR);
         return;
     }
-    int st = bkc__open(c, argv[1], BKC_OPEN_WHOLE, kind, &k, &v);
-    if (st == BKC__FAILED) return;
-    if (st == BKC__MISSING) {
-        bkc__err(c, BKC_ERR_NOT_FOUND);
-    } else if (st == BKC__WRONG) {
-        bkc__err(c, BKC_ERR_WRONGTYPE);
-    } else if (kind == BKC_KIND_CUCKOO && cf_items(v) == 0) {
+    bkc_value *v = bkc__open_found(c, argv[1], BKC_OPEN_WHOLE, kind, &k);
+    if (v == NULL) return;
+    if (kind == BKC_KIND_CUCKOO && cf_items(v) == 0) {
         /* RedisBloom's answer for a CF key without items, whatever the
          * iterator: nothing to dump */
         bkc__array(c, 2);
