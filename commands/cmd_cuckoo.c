@@ -858,31 +858,31 @@ static void figures_of(const bkc_value *v, cf_figures *out)
     }
 }
 
-/* CF.INFO's and CF.DEBUG's start: argv[1] opened for reading and its
- * figures taken; the value, or NULL after replying (missing or another
- * kind). */
-static bkc_value *open_figures(bkc_ctx *c, const bkc_str *argv, bkc_key **k, cf_figures *f)
+/* CF.INFO and CF.DEBUG: argv[1] opened for reading, its figures taken
+ * and reply() answering from them; missing or another kind answered by
+ * bkc__open_found. */
+static void reply_figures(bkc_ctx *c, const bkc_str *argv,
+                          void (*reply)(bkc_ctx *c, const bkc_value *v, const cf_figures *f))
 {
-    bkc_value *v = bkc__open_found(c, argv[1], BKC_OPEN_READ, BKC_KIND_CUCKOO, k);
-    if (v != NULL) figures_of(v, f);
-    return v;
+    bkc_key *k;
+    cf_figures f;
+    bkc_value *v = bkc__open_found(c, argv[1], BKC_OPEN_READ, BKC_KIND_CUCKOO, &k);
+    if (v == NULL) return;
+    figures_of(v, &f);
+    reply(c, v, &f);
+    bkc__close(c, k);
 }
 
-void bkc_cmd_cf_info(bkc_ctx *c, int argc, const bkc_str *argv)
+static void info_reply(bkc_ctx *c, const bkc_value *v, const cf_figures *f)
 {
     static const char *const labels[8] = {
         "Size", "Number of buckets", "Number of filters", "Number of items inserted",
         "Number of items deleted", "Bucket size", "Expansion rate", "Max iterations"};
-    bkc_key *k;
-    cf_figures f;
-    (void)argc;
-    bkc_value *v = open_figures(c, argv, &k, &f);
-    if (v == NULL) return;
     char note[200];
     int noted = cf_of(v) != NULL && waste_note(v, note, sizeof(note));
-    long long vals[8] = {(long long)f.size,    (long long)f.buckets,  f.filters,
-                         (long long)f.items,   (long long)f.deleted,  f.bucket_size,
-                         f.expansion,          f.max_iterations};
+    long long vals[8] = {(long long)f->size,  (long long)f->buckets, f->filters,
+                         (long long)f->items, (long long)f->deleted, f->bucket_size,
+                         f->expansion,        f->max_iterations};
     c->reply->vt->map(c->reply, 8 + (size_t)noted);
     for (int i = 0; i < 8; i++) {
         bkc__simple(c, labels[i]);
@@ -892,7 +892,12 @@ void bkc_cmd_cf_info(bkc_ctx *c, int argc, const bkc_str *argv)
         bkc__simple(c, "Warning");
         c->reply->vt->bulk(c->reply, note, strlen(note));
     }
-    bkc__close(c, k);
+}
+
+void bkc_cmd_cf_info(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    (void)argc;
+    reply_figures(c, argv, info_reply);
 }
 
 void bkc_cmd_cf_scandump(bkc_ctx *c, int argc, const bkc_str *argv)
@@ -907,20 +912,21 @@ void bkc_cmd_cf_loadchunk(bkc_ctx *c, int argc, const bkc_str *argv)
 
 /* RedisBloom's CF.DEBUG: one bulk string of the filter's settings and
  * counts, in its words and order; here the numbers CF.INFO reports. */
-void bkc_cmd_cf_debug(bkc_ctx *c, int argc, const bkc_str *argv)
+static void debug_reply(bkc_ctx *c, const bkc_value *v, const cf_figures *f)
 {
-    bkc_key *k;
-    cf_figures f;
-    (void)argc;
-    bkc_value *v = open_figures(c, argv, &k, &f);
-    if (v == NULL) return;
+    (void)v;
     char line[200];
     int n = snprintf(line, sizeof(line),
                      "bktsize:%u buckets:%llu items:%llu deletes:%llu filters:%u "
                      "max_iterations:%u expansion:%u",
-                     f.bucket_size, (unsigned long long)f.buckets,
-                     (unsigned long long)f.items, (unsigned long long)f.deleted, f.filters,
-                     f.max_iterations, f.expansion);
+                     f->bucket_size, (unsigned long long)f->buckets,
+                     (unsigned long long)f->items, (unsigned long long)f->deleted, f->filters,
+                     f->max_iterations, f->expansion);
     c->reply->vt->bulk(c->reply, line, (size_t)n);
-    bkc__close(c, k);
+}
+
+void bkc_cmd_cf_debug(bkc_ctx *c, int argc, const bkc_str *argv)
+{
+    (void)argc;
+    reply_figures(c, argv, debug_reply);
 }

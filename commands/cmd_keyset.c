@@ -438,6 +438,33 @@ static void close_key(bkc_ctx *c, bkc_key *k)
     if (k != NULL) bkc__close(c, k);
 }
 
+/* Open key with mode as a set for a command a missing key suits:
+ * bkc__open's result, with BKC__FAILED also after answering WRONGTYPE to
+ * another kind (the key closed again). */
+static inline int open_set_or_missing(bkc_ctx *c, bkc_str name, bkc_open_mode mode,
+                                      bkc_key **k, bkc_value **v)
+{
+    int st = bkc__open(c, name, mode, BKC_KIND_KEYSET, k, v);
+    if (st == BKC__WRONG || (st == BKC__FOUND && (*v)->keyset == NULL)) {
+        bkc__err(c, BKC_ERR_WRONGTYPE);
+        bkc__close(c, *k);
+        return BKC__FAILED;
+    }
+    return st;
+}
+
+/* The end of RS.ADD / RS.REM: when the set changed, tell the host its size
+ * did and log the command; then close the key. */
+static inline void close_written(bkc_ctx *c, bkc_key *k, int changed, int argc,
+                                 const bkc_str *argv)
+{
+    if (changed) {
+        c->host_vt->resized(k);
+        bkc__wrote(c, argc, argv);
+    }
+    bkc__close(c, k);
+}
+
 /* An empty set value; NULL after replying when out of memory. */
 static bkc_value *new_set_value(bkc_ctx *c, uint64_t seed)
 {
@@ -514,12 +541,8 @@ void bkc_cmd_rs_add(bkc_ctx *c, int argc, const bkc_str *argv)
     }
     bkc_key *k;
     bkc_value *v;
-    int st = bkc__open(c, argv[1], BKC_OPEN_WRITE, BKC_KIND_KEYSET, &k, &v);
+    int st = open_set_or_missing(c, argv[1], BKC_OPEN_WRITE, &k, &v);
     if (st == BKC__FAILED) return;
-    if (st == BKC__WRONG || (st == BKC__FOUND && v->keyset == NULL)) {
-        bkc__err(c, BKC_ERR_WRONGTYPE);
-        goto out;
-    }
     int created = 0;
     if (st == BKC__MISSING) {
         bkc_value *nv = new_set_value(c, BK_DEFAULT_SEED);
@@ -543,10 +566,8 @@ void bkc_cmd_rs_add(bkc_ctx *c, int argc, const bkc_str *argv)
         else bkc__bool(c, rc);
         if (rc == 1) changed = 1;
     }
-    if (changed) {
-        c->host_vt->resized(k);
-        bkc__wrote(c, argc, argv);
-    }
+    close_written(c, k, changed, argc, argv);
+    return;
 out:
     bkc__close(c, k);
 }
@@ -557,12 +578,8 @@ void bkc_cmd_rs_rem(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     bkc_key *k;
     bkc_value *v;
-    int st = bkc__open(c, argv[1], BKC_OPEN_WRITE, BKC_KIND_KEYSET, &k, &v);
+    int st = open_set_or_missing(c, argv[1], BKC_OPEN_WRITE, &k, &v);
     if (st == BKC__FAILED) return;
-    if (st == BKC__WRONG || (st == BKC__FOUND && v->keyset == NULL)) {
-        bkc__err(c, BKC_ERR_WRONGTYPE);
-        goto out;
-    }
     bkc__array(c, (size_t)(argc - 2));
     int changed = 0;
     for (int i = 2; i < argc; i++) {
@@ -570,12 +587,7 @@ void bkc_cmd_rs_rem(bkc_ctx *c, int argc, const bkc_str *argv)
         bkc__bool(c, rc);
         changed |= rc;
     }
-    if (changed) {
-        c->host_vt->resized(k);
-        bkc__wrote(c, argc, argv);
-    }
-out:
-    bkc__close(c, k);
+    close_written(c, k, changed, argc, argv);
 }
 
 /* RS.CARD key: 0 for a missing key. */
@@ -584,12 +596,9 @@ void bkc_cmd_rs_card(bkc_ctx *c, int argc, const bkc_str *argv)
     bkc_key *k;
     bkc_value *v;
     (void)argc;
-    int st = bkc__open(c, argv[1], BKC_OPEN_READ, BKC_KIND_KEYSET, &k, &v);
+    int st = open_set_or_missing(c, argv[1], BKC_OPEN_READ, &k, &v);
     if (st == BKC__FAILED) return;
-    if (st == BKC__WRONG || (st == BKC__FOUND && v->keyset == NULL))
-        bkc__err(c, BKC_ERR_WRONGTYPE);
-    else
-        bkc__int(c, st == BKC__FOUND ? (long long)v->keyset->count : 0);
+    bkc__int(c, st == BKC__FOUND ? (long long)v->keyset->count : 0);
     bkc__close(c, k);
 }
 
@@ -663,12 +672,8 @@ void bkc_cmd_rs_getids(bkc_ctx *c, int argc, const bkc_str *argv)
         }
     bkc_key *k;
     bkc_value *v;
-    int st = bkc__open(c, argv[1], BKC_OPEN_READ, BKC_KIND_KEYSET, &k, &v);
+    int st = open_set_or_missing(c, argv[1], BKC_OPEN_READ, &k, &v);
     if (st == BKC__FAILED) return;
-    if (st == BKC__WRONG || (st == BKC__FOUND && v->keyset == NULL)) {
-        bkc__err(c, BKC_ERR_WRONGTYPE);
-        goto out;
-    }
     bkc__array(c, (size_t)(argc - 2));
     for (int i = 2; i < argc; i++) {
         parse_hex_id(argv[i], &id);
@@ -681,7 +686,6 @@ void bkc_cmd_rs_getids(bkc_ctx *c, int argc, const bkc_str *argv)
             c->reply->vt->bulk(c->reply, p, len);
         }
     }
-out:
     bkc__close(c, k);
 }
 
@@ -719,20 +723,27 @@ static void seed_mismatch(bkc_ctx *c, const char *what, uint64_t theirs, uint64_
     bkc__err(c, msg);
 }
 
+/* Whether the other side's message (what: "strata estimator", "IBLT")
+ * deserialized (rc): 1, or 0 after answering out of memory or
+ * "ERR invalid <what>: <why>". */
+static int message_ok(bkc_ctx *c, const char *what, int rc)
+{
+    if (rc == BK_OK) return 1;
+    char msg[160];
+    if (rc == BK_ENOMEM) snprintf(msg, sizeof msg, "%s", BKC_ERR_OOM);
+    else snprintf(msg, sizeof msg, "ERR invalid %s: %s", what, bk_strerror(rc));
+    bkc__err(c, msg);
+    return 0;
+}
+
 /* RS.ESTIMATE key strata: the estimated size of the symmetric difference
  * between this set and the one behind the other side's estimator. */
 void bkc_cmd_rs_estimate(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     bk_strata *theirs = NULL;
-    char msg[160];
     (void)argc;
     int rc = bk_strata_deserialize(&theirs, argv[2].ptr, argv[2].len);
-    if (rc != BK_OK) {
-        if (rc == BK_ENOMEM) snprintf(msg, sizeof msg, "%s", BKC_ERR_OOM);
-        else snprintf(msg, sizeof msg, "ERR invalid strata estimator: %s", bk_strerror(rc));
-        bkc__err(c, msg);
-        return;
-    }
+    if (!message_ok(c, "strata estimator", rc)) return;
     bkc_key *k;
     bkc_keyset *s = open_set(c, argv[1], &k);
     /* the estimator's seed: bytes 24..32 of its wire form (docs/FORMAT.md,
@@ -799,15 +810,8 @@ void bkc_cmd_rs_diff(bkc_ctx *c, int argc, const bkc_str *argv)
     bk_iblt *theirs = NULL, *ours = NULL;
     uint64_t *only_a = NULL, *only_b = NULL;
     bkc_key *k = NULL;
-    char msg[160];
     (void)argc;
-    int rc = bk_iblt_deserialize(&theirs, argv[2].ptr, argv[2].len);
-    if (rc != BK_OK) {
-        if (rc == BK_ENOMEM) snprintf(msg, sizeof msg, "%s", BKC_ERR_OOM);
-        else snprintf(msg, sizeof msg, "ERR invalid IBLT: %s", bk_strerror(rc));
-        bkc__err(c, msg);
-        return;
-    }
+    if (!message_ok(c, "IBLT", bk_iblt_deserialize(&theirs, argv[2].ptr, argv[2].len))) return;
     uint64_t cells = bk_iblt_cells(theirs);
     if (cells > RS_MAX_CELLS) {
         bkc__err(c, "ERR invalid IBLT: more than 33554432 cells");
@@ -821,7 +825,7 @@ void bkc_cmd_rs_diff(bkc_ctx *c, int argc, const bkc_str *argv)
         seed_mismatch(c, "IBLT", bk_iblt_seed(theirs), s->seed);
         goto done;
     }
-    rc = build_iblt(s, cells, bk_iblt_hashes(theirs), &ours);
+    int rc = build_iblt(s, cells, bk_iblt_hashes(theirs), &ours);
     if (rc == BK_OK) rc = bk_iblt_subtract(ours, theirs);
     if (rc != BK_OK) {
         bkc__lib_error(c, rc);

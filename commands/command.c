@@ -634,13 +634,8 @@ void bkc__wrote_as(bkc_ctx *c, int argc, const bkc_str *sent, const bkc_str *hea
 
 bkc_value *bkc__value_of(bkc_ctx *c, bkc_kind kind, bk_filter *f)
 {
-    bkc_value *v = bkc_value_new(kind);
-    if (v == NULL || bkc_value_push(v, f) != BK_OK) {
-        bk_filter_free(f);
-        bkc_value_free(v);
-        bkc__err(c, BKC_ERR_OOM);
-        return NULL;
-    }
+    bkc_value *v = bkc_value_with(kind, f);
+    if (v == NULL) bkc__err(c, BKC_ERR_OOM);
     return v;
 }
 

@@ -153,6 +153,9 @@ typedef struct bkc_value {
  * value's accounting stays the command layer's. */
 bkc_value *bkc_value_new(bkc_kind kind);
 int bkc_value_push(bkc_value *v, bk_filter *f);
+/* Both: a new value of a kind holding f, or NULL when out of memory or the
+ * push refuses f (f is then freed). */
+bkc_value *bkc_value_with(bkc_kind kind, bk_filter *f);
 
 void bkc_value_free(bkc_value *v);
 
@@ -213,7 +216,11 @@ typedef struct bkc_allocator {
     void *opaque;
 } bkc_allocator;
 
-/* Install an allocator (NULL: malloc, calloc, realloc, free, no size_fn).
+/* malloc, calloc, realloc and free, no size_fn: the default, and a base
+ * for a host that only adds a size_fn. */
+extern const bkc_allocator bkc_std_allocator;
+
+/* Install an allocator (NULL: bkc_std_allocator).
  * Process-wide; before any value exists (values made with the previous
  * one must not be freed with this one). Not thread-safe. */
 void bkc_set_allocator(const bkc_allocator *a);

@@ -89,6 +89,17 @@ bkc_value *bkc_value_new(bkc_kind kind)
 
 static int family_fits(bkc_kind kind, bk_family family);
 
+bkc_value *bkc_value_with(bkc_kind kind, bk_filter *f)
+{
+    bkc_value *v = bkc_value_new(kind);
+    if (v == NULL || bkc_value_push(v, f) != BK_OK) {
+        bk_filter_free(f);
+        bkc_value_free(v);
+        return NULL;
+    }
+    return v;
+}
+
 int bkc_value_push(bkc_value *v, bk_filter *f)
 {
     /* a filter of another family (a damaged or forged snapshot frame) would
@@ -163,15 +174,16 @@ static void std_free(void *opaque, void *ptr)
     free(ptr);
 }
 
+const bkc_allocator bkc_std_allocator = {std_malloc, std_calloc, std_realloc, std_free, NULL,
+                                         NULL};
+
 static bkc_allocator allocator = {std_malloc, std_calloc, std_realloc, std_free, NULL, NULL};
 
 void bkc_set_allocator(const bkc_allocator *a)
 {
-    static const bkc_allocator std = {std_malloc, std_calloc, std_realloc, std_free, NULL,
-                                      NULL};
     if (a == NULL || a->malloc_fn == NULL || a->calloc_fn == NULL || a->realloc_fn == NULL ||
         a->free_fn == NULL)
-        a = &std;
+        a = &bkc_std_allocator;
     allocator = *a;
 }
 
@@ -702,19 +714,14 @@ void bkc__scandump(bkc_ctx *c, int argc, const bkc_str *argv, bkc_kind kind)
 {
     long long iter;
     bkc_key *k;
-    bkc_value *v;
     (void)argc;
     if (!bkc_parse_ll(argv[2], &iter) || iter < 0) {
         bkc__err(c, ERR_ITERATOR);
         return;
     }
-    int st = bkc__open(c, argv[1], BKC_OPEN_WHOLE, kind, &k, &v);
-    if (st == BKC__FAILED) return;
-    if (st == BKC__MISSING) {
-        bkc__err(c, BKC_ERR_NOT_FOUND);
-    } else if (st == BKC__WRONG) {
-        bkc__err(c, BKC_ERR_WRONGTYPE);
-    } else if (kind == BKC_KIND_CUCKOO && cf_items(v) == 0) {
+    bkc_value *v = bkc__open_found(c, argv[1], BKC_OPEN_WHOLE, kind, &k);
+    if (v == NULL) return;
+    if (kind == BKC_KIND_CUCKOO && cf_items(v) == 0) {
         /* RedisBloom's answer for a CF key without items, whatever the
          * iterator: nothing to dump */
         bkc__array(c, 2);

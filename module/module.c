@@ -577,6 +577,30 @@ BKM_RDB_LOAD(ttl, BKC_KIND_TTL)
  * its main thread or from a snapshot child, never two at once. */
 static unsigned char bkm_piece[BKM_RDB_PIECE];
 
+/* The container of v (total bytes) encoded in pieces of at most cap bytes
+ * through buf, each handed to emit(arg, end offset, piece, length) as it
+ * is made: BK_OK, or the library's error at a piece (not emitted, the
+ * pieces before it were). */
+static int encode_pieces(const bkc_value *v, uint64_t total, unsigned char *buf, size_t cap,
+                         void (*emit)(void *arg, uint64_t end, const unsigned char *p, size_t n),
+                         void *arg)
+{
+    for (uint64_t off = 0; off < total;) {
+        size_t n = total - off < cap ? (size_t)(total - off) : cap;
+        int rc = bkc_value_encode_range(v, off, buf, n);
+        if (rc != BK_OK) return rc;
+        emit(arg, off + n, buf, n);
+        off += n;
+    }
+    return BK_OK;
+}
+
+static void rdb_piece(void *io, uint64_t end, const unsigned char *p, size_t n)
+{
+    (void)end;
+    RedisModule_SaveStringBuffer(io, (const char *)p, n);
+}
+
 /* Encoding 2: the total, then pieces of the container. No allocation. */
 static void rdb_save(RedisModuleIO *io, void *value)
 {
@@ -591,18 +615,12 @@ static void rdb_save(RedisModuleIO *io, void *value)
         return;
     }
     RedisModule_SaveUnsigned(io, total);
-    for (uint64_t off = 0; off < total;) {
-        size_t n = total - off < BKM_RDB_PIECE ? (size_t)(total - off) : BKM_RDB_PIECE;
-        int rc = bkc_value_encode_range(v, off, bkm_piece, n);
-        if (rc != BK_OK) {
-            /* cannot happen for a live value; if it does, end the payload
-             * short, which rdb_load refuses */
-            RedisModule_LogIOError(io, "warning", "bloomkit: cannot encode a %s value: %s",
-                                   bkc_kind_type_name(v->kind), bk_strerror(rc));
-            return;
-        }
-        RedisModule_SaveStringBuffer(io, (const char *)bkm_piece, n);
-        off += n;
+    int rc = encode_pieces(v, total, bkm_piece, BKM_RDB_PIECE, rdb_piece, io);
+    if (rc != BK_OK) {
+        /* cannot happen for a live value; if it does, the payload ends
+         * short, which rdb_load refuses */
+        RedisModule_LogIOError(io, "warning", "bloomkit: cannot encode a %s value: %s",
+                               bkc_kind_type_name(v->kind), bk_strerror(rc));
     }
 }
 
@@ -618,6 +636,19 @@ static const char *loadchunk_name(bkc_kind kind)
     case BKC_KIND_TTL: return "TF.LOADCHUNK";
     default: return "BF.LOADCHUNK";
     }
+}
+
+/* A *.LOADCHUNK command of aof_rewrite. */
+typedef struct aof_sink {
+    RedisModuleIO *aof;
+    RedisModuleString *key;
+    const char *cmd;
+} aof_sink;
+
+static void aof_piece(void *arg, uint64_t end, const unsigned char *p, size_t n)
+{
+    const aof_sink *s = arg;
+    RedisModule_EmitAOF(s->aof, s->cmd, "slb", s->key, (long long)end, (const char *)p, n);
 }
 
 /* The AOF gets the value as the *.LOADCHUNK commands that rebuild it,
@@ -659,18 +690,11 @@ static void aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *value)
                                total ? "out of memory" : "not serialisable");
         return;
     }
-    const char *cmd = loadchunk_name(v->kind);
-    for (uint64_t off = 0; off < total;) {
-        size_t n = total - off < BKM_AOF_CHUNK ? (size_t)(total - off) : BKM_AOF_CHUNK;
-        int rc = bkc_value_encode_range(v, off, chunk, n);
-        if (rc != BK_OK) {
-            RedisModule_LogIOError(aof, "warning", "bloomkit: cannot rewrite a %s value: %s",
-                                   bkc_kind_type_name(v->kind), bk_strerror(rc));
-            break;
-        }
-        RedisModule_EmitAOF(aof, cmd, "slb", key, (long long)(off + n), (const char *)chunk, n);
-        off += n;
-    }
+    aof_sink sink = {aof, key, loadchunk_name(v->kind)};
+    int rc = encode_pieces(v, total, chunk, BKM_AOF_CHUNK, aof_piece, &sink);
+    if (rc != BK_OK)
+        RedisModule_LogIOError(aof, "warning", "bloomkit: cannot rewrite a %s value: %s",
+                               bkc_kind_type_name(v->kind), bk_strerror(rc));
     RedisModule_Free(chunk);
 }
 
@@ -746,15 +770,11 @@ static void *rb_load(RedisModuleIO *io, int encver, int bloom)
                                type, encver, bk_strerror(rc));
         return NULL;
     }
-    bk_filter *f = b ? bk_rbloom_as_filter(b) : bk_rcuckoo_as_filter(c);
-    bkc_value *v = bkc_value_new(bloom ? BKC_KIND_BLOOM : BKC_KIND_CUCKOO);
-    if (v == NULL || bkc_value_push(v, f) != BK_OK) {
-        bkc_value_free(v);
-        bk_filter_free(f);
+    bkc_value *v = bkc_value_with(bloom ? BKC_KIND_BLOOM : BKC_KIND_CUCKOO,
+                                  b ? bk_rbloom_as_filter(b) : bk_rcuckoo_as_filter(c));
+    if (v == NULL)
         RedisModule_LogIOError(io, "warning", "bloomkit: no memory for a RedisBloom %s value",
                                type);
-        return NULL;
-    }
     return v;
 }
 
@@ -806,20 +826,18 @@ static size_t mem_usage(const void *value)
     return bkc_value_bytes(value) + BKM_REDIS_KEY_OVERHEAD;
 }
 
+static void digest_piece(void *md, uint64_t end, const unsigned char *p, size_t n)
+{
+    (void)end;
+    RedisModule_DigestAddStringBuffer(md, (const char *)p, n);
+}
+
 static void digest(RedisModuleDigest *md, void *value)
 {
     uint64_t total = bkc_value_encoded_size(value);
-    if (total == 0)
+    if (total == 0 ||
+        encode_pieces(value, total, bkm_piece, BKM_RDB_PIECE, digest_piece, md) != BK_OK)
         RedisModule_DigestAddLongLong(md, -1);
-    for (uint64_t off = 0; off < total;) {
-        size_t n = total - off < BKM_RDB_PIECE ? (size_t)(total - off) : BKM_RDB_PIECE;
-        if (bkc_value_encode_range(value, off, bkm_piece, n) != BK_OK) {
-            RedisModule_DigestAddLongLong(md, -1);
-            break;
-        }
-        RedisModule_DigestAddStringBuffer(md, (const char *)bkm_piece, n);
-        off += n;
-    }
     RedisModule_DigestEndSequence(md);
 }
 

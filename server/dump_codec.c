@@ -434,14 +434,10 @@ static bkc_value *restore_redisbloom(reader *r, int bloom, unsigned encver, char
                      bloom ? BK_RBLOOM_TYPE_NAME : BK_RCUCKOO_TYPE_NAME, bk_strerror(st));
         return NULL;
     }
-    bk_filter *f = rb ? bk_rbloom_as_filter(rb) : bk_rcuckoo_as_filter(rc);
-    bkc_value *v = bkc_value_new(bloom ? BKC_KIND_BLOOM : BKC_KIND_CUCKOO);
-    if (v == NULL || bkc_value_push(v, f) != BK_OK) {
-        bkc_value_free(v);
-        bk_filter_free(f);
+    bkc_value *v = bkc_value_with(bloom ? BKC_KIND_BLOOM : BKC_KIND_CUCKOO,
+                                  rb ? bk_rbloom_as_filter(rb) : bk_rcuckoo_as_filter(rc));
+    if (v == NULL)
         snprintf(err, errlen, "ERR out of memory");
-        return NULL;
-    }
     return v;
 }
 

@@ -148,34 +148,6 @@ static size_t server_block_bytes(void *opaque, const void *p)
     return bks_block_bytes(p);
 }
 
-static void *server_malloc(void *opaque, size_t size)
-{
-    (void)opaque;
-    return malloc(size);
-}
-
-static void *server_calloc(void *opaque, size_t count, size_t size)
-{
-    (void)opaque;
-    return calloc(count, size);
-}
-
-static void *server_realloc(void *opaque, void *ptr, size_t size)
-{
-    (void)opaque;
-    return realloc(ptr, size);
-}
-
-static void server_free(void *opaque, void *ptr)
-{
-    (void)opaque;
-    free(ptr);
-}
-
-/* The command layer allocates with malloc as the library does; what its
- * blocks cost is what bks_block_bytes says. */
-static const bkc_allocator server_allocator = {server_malloc, server_calloc, server_realloc,
-                                               server_free, server_block_bytes, NULL};
 
 /* The entry's own blocks: itself (name included) and its extra. */
 static size_t entry_cost(const ks_entry *e)
@@ -514,8 +486,11 @@ int bks_keyspace_create(bks_keyspace **out, uint64_t maxmemory)
     if (!ks)
         return BK_ENOMEM;
     /* values are counted as the blocks they are (process-wide: there is
-     * one keyspace) */
-    bkc_set_allocator(&server_allocator);
+     * one keyspace): the command layer allocates with malloc as the
+     * library does; what its blocks cost is what bks_block_bytes says */
+    bkc_allocator alloc = bkc_std_allocator;
+    alloc.size_fn = server_block_bytes;
+    bkc_set_allocator(&alloc);
     for (unsigned i = 0; i < NSTRIPES; i++)
         pthread_mutex_init(&ks->stripes[i].mu, NULL);
     if (getrandom(&ks->seed, sizeof ks->seed, 0) != sizeof ks->seed)

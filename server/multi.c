@@ -267,12 +267,10 @@ int bks_multi_queue(bks_client *c, int argc, const bkc_str *argv)
     if (m->qbytes + bytes > g_srv.cfg.max_query_buffer)
         return -1;
     if (m->nq == m->capq) {
-        size_t cap = m->capq ? m->capq * 2 : 8;
-        queued *q = realloc(m->q, cap * sizeof *q);
+        queued *q = bks_grow(m->q, &m->capq, m->nq + 1, 8, sizeof *q);
         if (!q)
             return -1;
         m->q = q;
-        m->capq = cap;
     }
     bkc_str *copy = malloc(bytes ? bytes : 1);
     if (!copy)

@@ -713,14 +713,10 @@ static int batch_push(bks_client *c, int argc, const bkc_str *argv)
         c->req_cap = cap;
     }
     if (c->pool_cap - c->pool_len < (size_t)argc) {
-        size_t cap = c->pool_cap ? c->pool_cap : 64;
-        while (cap - c->pool_len < (size_t)argc)
-            cap *= 2;
-        bkc_str *p = realloc(c->pool, cap * sizeof *p);
+        bkc_str *p = bks_grow(c->pool, &c->pool_cap, c->pool_len + (size_t)argc, 64, sizeof *p);
         if (!p)
             return -1;
         c->pool = p;
-        c->pool_cap = cap;
     }
     memcpy(c->pool + c->pool_len, argv, (size_t)argc * sizeof *argv);
     c->req_off[c->nreq] = c->pool_len;

@@ -29,44 +29,46 @@
 #  define PST_LE 0
 #endif
 
-void pst_put32(unsigned char *p, uint32_t v)
+/* The low n bytes of v at p, least significant first. */
+static inline void put_le(unsigned char *p, uint64_t v, int n)
 {
     if (PST_LE) {
-        memcpy(p, &v, sizeof v);
+        memcpy(p, &v, (size_t)n);
         return;
     }
-    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+    for (int i = 0; i < n; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* The n bytes at p, least significant first. */
+static inline uint64_t get_le(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    if (PST_LE) {
+        memcpy(&v, p, (size_t)n);
+        return v;
+    }
+    for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+void pst_put32(unsigned char *p, uint32_t v)
+{
+    put_le(p, v, 4);
 }
 
 void pst_put64(unsigned char *p, uint64_t v)
 {
-    if (PST_LE) {
-        memcpy(p, &v, sizeof v);
-        return;
-    }
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+    put_le(p, v, 8);
 }
 
 uint32_t pst_get32(const unsigned char *p)
 {
-    uint32_t v = 0;
-    if (PST_LE) {
-        memcpy(&v, p, sizeof v);
-        return v;
-    }
-    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
+    return (uint32_t)get_le(p, 4);
 }
 
 uint64_t pst_get64(const unsigned char *p)
 {
-    uint64_t v = 0;
-    if (PST_LE) {
-        memcpy(&v, p, sizeof v);
-        return v;
-    }
-    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
+    return get_le(p, 8);
 }
 
 uint64_t pst_checksum(const void *p, size_t n)
@@ -210,23 +212,25 @@ int pst_frame_read(const unsigned char *base, size_t size, size_t *off,
     return 0;
 }
 
-uint32_t pst_fd_u32(fields *f)
+/* The next n-byte field of f, or 0 with f->bad set when fewer bytes are
+ * left. */
+static uint64_t fd_le(fields *f, int n)
 {
-    if (f->n - f->pos < 4) {
+    if (f->n - f->pos < (size_t)n) {
         f->bad = 1;
         return 0;
     }
-    f->pos += 4;
-    return pst_get32(f->p + f->pos - 4);
+    f->pos += (size_t)n;
+    return get_le(f->p + f->pos - n, n);
+}
+
+uint32_t pst_fd_u32(fields *f)
+{
+    return (uint32_t)fd_le(f, 4);
 }
 
 uint64_t pst_fd_u64(fields *f)
 {
-    if (f->n - f->pos < 8) {
-        f->bad = 1;
-        return 0;
-    }
-    f->pos += 8;
-    return pst_get64(f->p + f->pos - 8);
+    return fd_le(f, 8);
 }
 

@@ -147,15 +147,27 @@ fail:
     return -1;
 }
 
+/* Map the file name (name/leaf when leaf is not NULL) of the persistence
+ * directory to read it, its full name in path (PATH_MAX bytes): 0, or -1
+ * with err set (pst_map_file). */
+static int map_in_dir(const bks_persist *p, const char *name, const char *leaf, char *path,
+                      const unsigned char **base, size_t *size, char *err, size_t errlen)
+{
+    if (leaf != NULL)
+        snprintf(path, PATH_MAX, "%s/%s/%s", p->dir, name, leaf);
+    else
+        snprintf(path, PATH_MAX, "%s/%s", p->dir, name);
+    return pst_map_file(AT_FDCWD, path, path, base, size, err, errlen);
+}
+
 int pst_snapshot_load(bks_persist *p, uint64_t gen, int check_only, uint64_t *nkeys_out,
                       char *err, size_t errlen)
 {
     char sname[64], mpath[PATH_MAX];
     pst_snap_name(sname, sizeof sname, gen);
-    snprintf(mpath, sizeof mpath, "%s/%s/manifest", p->dir, sname);
     size_t size;
     const unsigned char *base;
-    if (pst_map_file(AT_FDCWD, mpath, mpath, &base, &size, err, errlen) != 0) return -1;
+    if (map_in_dir(p, sname, "manifest", mpath, &base, &size, err, errlen) != 0) return -1;
 
     int rc = -1;
     size_t off = 0, at;
@@ -348,10 +360,9 @@ int pst_replay_log(bks_persist *p, uint64_t gen, int last, replay_sink *sink,
 {
     char name[64], path[PATH_MAX];
     pst_log_name(name, sizeof name, gen);
-    snprintf(path, sizeof path, "%s/%s", p->dir, name);
     size_t size;
     const unsigned char *base;
-    if (pst_map_file(AT_FDCWD, path, path, &base, &size, err, errlen) != 0) return -1;
+    if (map_in_dir(p, name, NULL, path, &base, &size, err, errlen) != 0) return -1;
     size_t mapped = size;
     if (base != NULL) madvise((void *)base, size, MADV_SEQUENTIAL);
 

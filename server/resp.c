@@ -282,15 +282,24 @@ static int parse_ll(const char *s, size_t n, long long *out)
     return 1;
 }
 
+void *bks_grow(void *arr, size_t *cap, size_t need, size_t first, size_t elem)
+{
+    size_t n = *cap ? *cap : first;
+    while (n < need)
+        n *= 2;
+    void *p = realloc(arr, n * elem);
+    if (p)
+        *cap = n;
+    return p;
+}
+
 static inline int push_arg(bks_parser *p, size_t off, size_t len)
 {
     if (__builtin_expect(p->nargs == p->cap, 0)) {
-        size_t cap = p->cap ? p->cap * 2 : 16;
-        bks_arg *a = realloc(p->args, cap * sizeof *a);
+        bks_arg *a = bks_grow(p->args, &p->cap, p->nargs + 1, 16, sizeof *a);
         if (!a)
             return -1;
         p->args = a;
-        p->cap = cap;
     }
     p->args[p->nargs].off = off;
     p->args[p->nargs].len = len;
@@ -301,14 +310,10 @@ static inline int push_arg(bks_parser *p, size_t off, size_t len)
 static int build_argv(bks_parser *p, char *buf, int *argc, const bkc_str **argv)
 {
     if (p->argv_cap < p->nargs) {
-        size_t cap = p->argv_cap ? p->argv_cap : 16;
-        while (cap < p->nargs)
-            cap *= 2;
-        bkc_str *v = realloc(p->argv, cap * sizeof *v);
+        bkc_str *v = bks_grow(p->argv, &p->argv_cap, p->nargs, 16, sizeof *v);
         if (!v)
             return -1;
         p->argv = v;
-        p->argv_cap = cap;
     }
     for (size_t i = 0; i < p->nargs; i++) {
         p->argv[i].ptr = buf + p->args[i].off;

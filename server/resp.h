@@ -28,6 +28,13 @@ typedef struct bks_outbuf {
 } bks_outbuf;
 
 void bks_outbuf_free(bks_outbuf *b);
+
+/* Grow an array of elements of size elem (arr, *cap of them) to hold at
+ * least need, doubling its capacity from `first` when it has none: the
+ * array (perhaps moved) with *cap updated, or NULL when out of memory (arr
+ * and *cap unchanged). Called only when *cap < need: the parser's argument
+ * lists, a client's batch, the MULTI queue. */
+void *bks_grow(void *arr, size_t *cap, size_t need, size_t first, size_t elem);
 void bks_outbuf_append(bks_outbuf *b, const void *data, size_t n);
 
 /*==========================================================================

@@ -60,19 +60,6 @@ def bloomkit(*args, expect=0):
     return out, err
 
 
-def fill(r):
-    r.execute_command("BF.RESERVE", "bf", "0.01", "2000")
-    r.execute_command("BF.MADD", "bf", *["b%d" % i for i in range(1500)])
-    r.execute_command("CF.RESERVE", "cf", "2000")
-    for i in range(300):
-        r.execute_command("CF.ADD", "cf", "c%d" % i)
-    r.execute_command("CBF.ADD", "cbf", "x")
-    r.execute_command("WF.RESERVE", "wf", "0.01", "100", "600000")
-    r.execute_command("WF.ADD", "wf", "w")
-    r.execute_command("BF.ADD", "ttl", "t")
-    r.pexpire("ttl", 600000)
-
-
 def answers(r):
     """What the filters say: (bf hits, bf false positives, cf hits, ...)."""
     bf = r.execute_command("BF.MEXISTS", "bf", *["b%d" % i for i in range(1500)])
@@ -85,7 +72,7 @@ def answers(r):
 def dump_restore_both_ways():
     with bloomkit_server() as bk, Server() as rs:
         a, b = bk.client(), rs.client()
-        fill(a)
+        harness.fill_kinds(a)
         want = answers(a)
         assert all(want[0]) and all(want[2])
         for k in ("bf", "cf", "cbf", "wf", "ttl"):
@@ -131,7 +118,7 @@ def cluster_keys():
 def copy_to_cluster_and_back():
     with bloomkit_server() as bk:
         a = bk.client()
-        fill(a)
+        harness.fill_kinds(a)
         for i in range(200):
             a.execute_command("BF.ADD", "many:%d" % i, "v%d" % i)
         want = answers(a)

@@ -462,6 +462,22 @@ class Workers:
         assert self.error is None, self.error
 
 
+def fill_kinds(r, prefix=""):
+    """A small key of each kind for copy and move tests: <prefix>bf (1500
+    items), cf (300), cbf (x once), wf, and ttl (a BF key with a 600 s
+    expiry)."""
+    r.execute_command("BF.RESERVE", prefix + "bf", "0.01", "2000")
+    r.execute_command("BF.MADD", prefix + "bf", *["b%d" % i for i in range(1500)])
+    r.execute_command("CF.RESERVE", prefix + "cf", "2000")
+    for i in range(300):
+        r.execute_command("CF.ADD", prefix + "cf", "c%d" % i)
+    r.execute_command("CBF.ADD", prefix + "cbf", "x")
+    r.execute_command("WF.RESERVE", prefix + "wf", "0.01", "100", "600000")
+    r.execute_command("WF.ADD", prefix + "wf", "w")
+    r.execute_command("BF.ADD", prefix + "ttl", "t")
+    r.pexpire(prefix + "ttl", 600000)
+
+
 def bf_copy_by_chunks(bf, src, dst):
     """BF.SCANDUMP src to the end, each chunk BF.LOADCHUNK'ed into dst
     (python-redis's bf() helpers)."""

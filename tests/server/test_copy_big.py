@@ -99,18 +99,9 @@ def copy(src, dst, *args):
 
 
 def fill_small(r):
-    r.execute_command("BF.RESERVE", "small:bf", "0.01", "2000")
-    r.execute_command("BF.MADD", "small:bf", *["b%d" % i for i in range(1500)])
-    r.execute_command("CF.RESERVE", "small:cf", "2000")
-    for i in range(300):
-        r.execute_command("CF.ADD", "small:cf", "c%d" % i)
-    r.execute_command("CBF.ADD", "small:cbf", "x")
-    r.execute_command("CBF.ADD", "small:cbf", "x")
-    r.execute_command("WF.RESERVE", "small:wf", "0.01", "100", "600000")
-    r.execute_command("WF.ADD", "small:wf", "w")
+    harness.fill_kinds(r, "small:")
+    r.execute_command("CBF.ADD", "small:cbf", "x")   # counted twice
     r.execute_command("RS.ADD", "small:rs", "r1", "r2", "r3")
-    r.execute_command("BF.ADD", "small:ttl", "t")
-    r.pexpire("small:ttl", 600000)
 
 
 def small_answers(r):
