@@ -2322,7 +2322,25 @@ BK_API bk_window *bk_filter_as_window(bk_filter *f);
  * server), passed to each call; a time earlier than the latest seen is
  * taken as the latest (the clock never goes back).
  *
- * Structure (lib/ttl.c): g generations (2..64, default 17), each holding
+ * Two layouts (lib/ttl.c), chosen at creation:
+ *
+ * The table (the default: bk_ttl_create with generations 0, or
+ * bk_ttl_create_table): one table of fingerprints, each stored with its
+ * expiry slot, 4 per bucket, two buckets per key (a cuckoo table of m =
+ * ceil(capacity / 3.8) buckets, any m). Granularity gran = ceil(max_ttl /
+ * S) for S slots (1..64, default 12). An entry takes f + x bits: the
+ * least f with 7.6 / (2^f - 1) <= fpr, and x with 2^x >= S + ceil(S/4)
+ * (f = 10, x = 4 at 1% and S = 12: 14.7 bits a key at capacity, about
+ * 1.5x one blocked filter at the same rate). A lookup reads 2 buckets,
+ * prefetched together. The memory is fixed at creation: an add that
+ * finds no room among live keys (about capacity / 0.95 of them live; a
+ * walk of up to 500 moves) answers BK_EFULL and adds nothing. Keys whose
+ * slot ended free their entries for new keys at once; one pass over the
+ * table empties them at most every S / 4 slots (by an add or
+ * bk_ttl_advance). Rates down to about 8 / 2^(32 - x) (BK_EFPR below).
+ *
+ * The generations layout (bk_ttl_create with generations g >= 2): g
+ * generations (2..64), each holding
  * the keys whose expiry falls in one slot of the granularity
  *     gran = ceil(max_ttl / (g - 1))
  * on a fixed grid (slot j is [j gran, (j + 1) gran)). A generation is a
@@ -2368,6 +2386,10 @@ BK_API bk_window *bk_filter_as_window(bk_filter *f);
 
 typedef struct bk_ttl bk_ttl;
 
+#define BK_TTL_LAYOUT_GENERATIONS 0
+#define BK_TTL_LAYOUT_TABLE 1
+#define BK_TTL_DEFAULT_SLOTS 12 /* table: granularity max_ttl / 12 */
+#define BK_TTL_MAX_SLOTS 64
 #define BK_TTL_MIN_GENERATIONS 2
 #define BK_TTL_MAX_GENERATIONS 64
 #define BK_TTL_DEFAULT_GENERATIONS 17 /* granularity max_ttl / 16 */
@@ -2377,14 +2399,25 @@ typedef struct bk_ttl bk_ttl;
 #define BK_TTL_MAX_SEGMENTS 4095u
 
 /* Create a TTL filter for `capacity` live keys at rate `fpr`, TTLs up to
- * `max_ttl`, `generations` generations (0: BK_TTL_DEFAULT_GENERATIONS),
- * the clock starting at `now`. Returns BK_OK and *out, BK_EINVAL,
+ * `max_ttl`, the clock starting at `now`: the generations layout with
+ * `generations` generations, or with 0 the table layout with
+ * BK_TTL_DEFAULT_SLOTS slots (as bk_ttl_create_table). Returns BK_OK and *out, BK_EINVAL,
  * BK_ECAPACITY (capacity 0), BK_EFPR, BK_EPARAM (max_ttl 0 or above
  * BK_TTL_MAX_TTL, generations out of 2..BK_TTL_MAX_GENERATIONS), BK_ESIZE
  * or BK_ENOMEM. Allocates one segment per generation now. */
 BK_API int bk_ttl_create(bk_ttl **out, uint64_t capacity, double fpr,
                          uint64_t max_ttl, uint32_t generations, uint64_t now,
                          uint64_t seed);
+
+/* Create a TTL filter of the table layout with `slots` slots in the
+ * longest TTL (0: BK_TTL_DEFAULT_SLOTS; granularity ceil(max_ttl /
+ * slots)). Returns BK_OK and *out, BK_EINVAL, BK_ECAPACITY, BK_EFPR (fpr
+ * out of (0, 1), or too low for 32-bit entries), BK_EPARAM (max_ttl 0 or
+ * above BK_TTL_MAX_TTL, slots above BK_TTL_MAX_SLOTS), BK_ESIZE or
+ * BK_ENOMEM. Allocates the whole table now. */
+BK_API int bk_ttl_create_table(bk_ttl **out, uint64_t capacity, double fpr,
+                               uint64_t max_ttl, uint32_t slots, uint64_t now,
+                               uint64_t seed);
 
 /* Release a filter. Accepts NULL. Exclusive. */
 BK_API void bk_ttl_free(bk_ttl *f);
@@ -2459,7 +2492,9 @@ BK_API int bk_ttl_set_max_bytes(bk_ttl *f, size_t max_bytes);
 BK_API size_t bk_ttl_max_bytes(const bk_ttl *f);
 
 typedef struct bk_ttl_stats {
-    uint32_t generations;       /* g */
+    int layout;                 /* BK_TTL_LAYOUT_* */
+    uint32_t slots;             /* slots in the longest TTL: S, or g - 1 */
+    uint32_t generations;       /* g (table: 0) */
     uint64_t max_ttl;           /* longest TTL */
     uint64_t granularity;       /* gran = ceil(max_ttl / (g - 1)) */
     uint64_t capacity;          /* live keys it was sized for */
@@ -2481,6 +2516,12 @@ typedef struct bk_ttl_stats {
                                    segment at its count) */
     double fpr_bound;           /* p * live_items / capacity (at most 1) */
     size_t bytes;               /* memory held */
+    /* the table layout (0 in the other) */
+    uint32_t fingerprint_bits;  /* f */
+    uint32_t expiry_bits;       /* x */
+    uint64_t buckets;           /* m, 4 entries each */
+    uint64_t kicks;             /* entries moved to make room since the
+                                   filter was made or loaded */
 } bk_ttl_stats;
 
 /* Fill *out at the filter's clock. O(segments). Returns BK_OK or
@@ -2492,7 +2533,8 @@ BK_API int bk_ttl_get_stats_at(const bk_ttl *f, uint64_t now, bk_ttl_stats *out)
 
 /* Cheap accessors. Readers. bk_ttl_now is the clock (latest time seen). */
 BK_API uint64_t bk_ttl_seed(const bk_ttl *f);
-BK_API uint32_t bk_ttl_generations(const bk_ttl *f);
+BK_API uint32_t bk_ttl_generations(const bk_ttl *f); /* table: 0 */
+BK_API int bk_ttl_layout(const bk_ttl *f);            /* BK_TTL_LAYOUT_* */
 BK_API uint64_t bk_ttl_max_ttl(const bk_ttl *f);
 BK_API uint64_t bk_ttl_granularity(const bk_ttl *f);
 BK_API uint64_t bk_ttl_now(const bk_ttl *f);

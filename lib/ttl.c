@@ -143,9 +143,30 @@ struct bk_ttl {
     uint64_t nsegments;   /* segments held */
     size_t max_bytes;     /* 0: no cap */
     size_t bytes;
+    /* the table layout (cells != NULL; g = 0, no generations): see "The
+     * table layout" below */
+    uint8_t *cells;       /* buckets * TT_WAYS entries of wbits bits, then
+                             TT_PAD zero bytes */
+    size_t cell_bytes;    /* the entries' bytes, without the pad */
+    uint64_t buckets;
+    uint32_t slots;       /* S: slots in the longest TTL */
+    uint32_t fbits;       /* fingerprint bits */
+    uint32_t ebits;       /* expiry bits: the ring of slot numbers mod R */
+    uint32_t wbits;       /* fbits + ebits */
+    uint64_t fpmask;      /* 2^fbits - 1 */
+    uint64_t rmask;       /* R - 1 */
+    uint64_t wmask;       /* 2^wbits - 1 */
+    uint64_t base;        /* every stored expiry slot is in [base, base + R) */
+    uint64_t occupied;    /* entries holding a key, live or ended */
+    uint64_t kicks;       /* entries moved to make room since creation */
 };
 
 static const bk__family_ops ttl_ops; /* at the end of this file */
+
+/* The table layout's key operations ("The table layout" below). */
+static int tt_contains(const bk_ttl *f, bk_hash h, uint64_t t);
+static int tt_add(bk_ttl *f, bk_hash h, uint64_t j, uint64_t a);
+static inline void tt_advance(bk_ttl *f, uint64_t a);
 
 /*==========================================================================
  * Internals
@@ -278,6 +299,7 @@ static int contains_lines(const bk_ttl *f, bk_hash h, uint64_t t, int prefetched
 
 static int contains_at(const bk_ttl *f, bk_hash h, uint64_t t)
 {
+    if (f->cells != NULL) return tt_contains(f, h, t);
     return contains_lines(f, h, t, 0);
 }
 
@@ -288,6 +310,13 @@ static int add_until_at(bk_ttl *f, bk_hash h, uint64_t e, uint64_t now)
     if (t > UINT64_MAX - f->max_ttl || e > t + f->max_ttl) return BK_EPARAM;
     f->now = t;
     uint64_t slot_now = t / f->gran;
+    if (f->cells != NULL) {
+        if (e <= t) {
+            tt_advance(f, slot_now);
+            return 0;
+        }
+        return tt_add(f, h, (e - 1) / f->gran, slot_now);
+    }
     sweep(f, slot_now);
     if (e <= t) return 0; /* expired already: nothing to keep */
 
@@ -399,6 +428,341 @@ static int alloc_segments(bk_ttl *f, uint32_t i, uint32_t nseg)
 }
 
 /*==========================================================================
+ * The table layout
+ *
+ * What bk_ttl_create makes by default (generations = 0), and
+ * bk_ttl_create_table: one table of fingerprints, each stored with its
+ * expiry slot, so that a lookup reads two buckets (two cache lines at
+ * most, fetched together) whatever the spread of TTLs.
+ *
+ * Slots: gran = ceil(M / S) for S slots (default 12); a key expiring at e
+ *   has slot j = floor((e - 1) / gran) as in the generations layout, and
+ *   is live while the clock's slot a = floor(t / gran) is <= j. An add at
+ *   slot a names j in a .. a + S (see add_until_at).
+ *
+ * Entries: w = f + x bits: a fingerprint of f bits (1 .. 2^f - 1; 0 is an
+ *   empty entry) and x bits holding j mod R, R = 2^x >= S + ceil(S / 4).
+ *   Entry i of bucket b starts at bit (4 b + i) w of `cells` and is read
+ *   as 8 little-endian bytes from its first byte (w + 7 <= 64), so any w
+ *   from 2 to 32 packs with no waste. Every stored slot lies in
+ *   [base, base + R): entry field v decodes to j = base + ((v - base) mod
+ *   R). An add at slot a needs a + S < base + R; when the clock has moved
+ *   past that, a sweep (one pass) first empties every entry whose slot
+ *   ended (j < a) and sets base = a. So the table is swept at most once
+ *   per R - S >= S / 4 slots, at most 4 times per longest TTL, by an add
+ *   or bk_ttl_advance. A lookup never writes: at slot a it takes an entry
+ *   as live when its decoded j >= a, which the invariant makes exact (an
+ *   entry whose slot ended reads as ended, however far the clock moved).
+ *
+ * Buckets: a key hashes to bucket b1 = fastrange(h.lo, m), fingerprint
+ *   fp from h.hi, and b2 = alt(b1, fp) = (c(fp) - b1) mod m, c a hash of
+ *   fp: alt(alt(b, fp), fp) = b for any m, so the table need not be a
+ *   power of two (the memory target leaves no room for rounding up). 4
+ *   entries per bucket, m = ceil(n / (4 * 0.95)): sized for 95% of the
+ *   entries live at capacity (the cuckoo filter's reach at 4 ways).
+ *
+ * Adds: an entry of either bucket with the key's fingerprint that is live
+ *   until j or later: nothing to do (answer 0); live but ending earlier:
+ *   its slot is raised to j (answer 0; a fingerprint shared with another
+ *   key only lengthens that one's life: a false positive, never a false
+ *   negative). Otherwise the key takes an empty or ended entry of either
+ *   bucket, or moves live entries as a cuckoo filter does (a walk of at
+ *   most 500 moves; the victim drawn from a hash of the walk, so a replay
+ *   moves the same entries). A walk that finds no room is undone and the
+ *   add answers BK_EFULL: nothing is lost, the key is not added.
+ *
+ * The guarantee is the generations layout's: found at every t' < e (its
+ *   entry is live while a <= j, and is moved, never dropped, until then:
+ *   only a sweep at a slot > j empties it), gone but for false positives
+ *   from (j + 1) gran <= e + gran - 1.
+ *
+ * False positives: a lookup compares 8 entries, each a different live
+ *   key's with probability (live entries) / (4 m); a live one matches with
+ *   probability 1 / (2^f - 1). f is the least with 8 * 0.95 / (2^f - 1)
+ *   <= p: at most p while live keys <= n, and p * live / n beyond (the
+ *   bound in the statistics). 1% takes f = 10, x = 4 at S = 12: 14 bits
+ *   an entry, 14.7 bits a key at capacity (a blocked filter at 1%: 9.9).
+ *
+ * Memory: fixed at creation, ceil(4 m w / 8) + 8 bytes and the handle.
+ *==========================================================================*/
+
+#define TT_WAYS 4         /* entries per bucket */
+#define TT_LOAD 0.95      /* share of the entries live at capacity */
+#define TT_MAX_KICKS 500  /* moves an add may make to find room */
+#define TT_PAD 8          /* zero bytes after the entries (8-byte reads) */
+
+static inline uint64_t tt_load8(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof(v));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+static inline void tt_store8(uint8_t *p, uint64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    memcpy(p, &v, sizeof(v));
+}
+
+/* Entry x (bucket x / 4, way x % 4). */
+static inline uint64_t tt_get(const bk_ttl *f, uint64_t x)
+{
+    uint64_t bit = x * f->wbits;
+    return (tt_load8(f->cells + (bit >> 3)) >> (bit & 7)) & f->wmask;
+}
+
+static inline void tt_put(bk_ttl *f, uint64_t x, uint64_t v)
+{
+    uint64_t bit = x * f->wbits;
+    uint8_t *p = f->cells + (bit >> 3);
+    unsigned shift = (unsigned)(bit & 7);
+    tt_store8(p, (tt_load8(p) & ~(f->wmask << shift)) | (v << shift));
+}
+
+/* Slots after base of an entry's expiry slot (valid for a non-empty one). */
+static inline uint64_t tt_dist(const bk_ttl *f, uint64_t v)
+{
+    return ((v >> f->fbits) - f->base) & f->rmask;
+}
+
+static inline uint64_t tt_alt(const bk_ttl *f, uint64_t b, uint64_t fp)
+{
+    uint64_t x = fp * UINT64_C(0x9E3779B97F4A7C15);
+    uint64_t c = bk__fastrange64(x ^ (x >> 29), f->buckets);
+    return c >= b ? c - b : c + f->buckets - b;
+}
+
+typedef struct tt_key {
+    uint64_t b1, b2, fp;
+} tt_key;
+
+static inline tt_key tt_key_of(const bk_ttl *f, bk_hash h)
+{
+    tt_key k;
+    k.b1 = bk__fastrange64(h.lo, f->buckets);
+    k.fp = (((h.hi >> 32) * f->fpmask) >> 32) + 1;
+    k.b2 = tt_alt(f, k.b1, k.fp);
+    return k;
+}
+
+static inline void tt_prefetch(const bk_ttl *f, const tt_key *k)
+{
+    uint64_t bucket_bits = (uint64_t)TT_WAYS * f->wbits;
+    BK_PREFETCH_READ(f->cells + ((k->b1 * bucket_bits) >> 3));
+    BK_PREFETCH_READ(f->cells + ((k->b2 * bucket_bits) >> 3));
+}
+
+/* Whether a bucket holds fp live at slot base + dnow. */
+static inline int tt_bucket_has(const bk_ttl *f, uint64_t b, uint64_t fp, uint64_t dnow)
+{
+    int hit = 0;
+    for (uint64_t x = b * TT_WAYS; x < (b + 1) * TT_WAYS; x++) {
+        uint64_t v = tt_get(f, x);
+        hit |= (v & f->fpmask) == fp && tt_dist(f, v) >= dnow;
+    }
+    return hit;
+}
+
+static inline int tt_contains_key(const bk_ttl *f, const tt_key *k, uint64_t t)
+{
+    uint64_t dnow = t / f->gran - f->base; /* base <= the clock's slot <= t's */
+    return tt_bucket_has(f, k->b1, k->fp, dnow) || tt_bucket_has(f, k->b2, k->fp, dnow);
+}
+
+static int tt_contains(const bk_ttl *f, bk_hash h, uint64_t t)
+{
+    tt_key k = tt_key_of(f, h);
+    tt_prefetch(f, &k);
+    return tt_contains_key(f, &k, t);
+}
+
+/* Empty every entry whose slot ended before slot a; base = a. */
+static void tt_sweep(bk_ttl *f, uint64_t a)
+{
+    uint64_t dnow = a - f->base;
+    uint64_t n = f->buckets * TT_WAYS;
+    for (uint64_t x = 0; x < n; x++) {
+        uint64_t v = tt_get(f, x);
+        if (v != 0 && tt_dist(f, v) < dnow) {
+            tt_put(f, x, 0);
+            f->occupied--;
+        }
+    }
+    f->base = a;
+}
+
+/* The clock is at slot a: sweep if an add at a could name a slot beyond
+ * the ring. */
+static inline void tt_advance(bk_ttl *f, uint64_t a)
+{
+    if (a + f->slots > f->base + f->rmask) tt_sweep(f, a);
+}
+
+/* Put entry v (live at slot base + dnow) into a free way of bucket b: one
+ * empty or ended. Returns 1 if it found one. */
+static int tt_place(bk_ttl *f, uint64_t b, uint64_t v, uint64_t dnow)
+{
+    for (uint64_t x = b * TT_WAYS; x < (b + 1) * TT_WAYS; x++) {
+        uint64_t old = tt_get(f, x);
+        if (old != 0 && tt_dist(f, old) >= dnow) continue;
+        tt_put(f, x, v);
+        f->occupied += old == 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* The add of h with expiry slot j at clock slot a (a <= j <= a + S). */
+static int tt_add(bk_ttl *f, bk_hash h, uint64_t j, uint64_t a)
+{
+    tt_advance(f, a);
+    tt_key k = tt_key_of(f, h);
+    tt_prefetch(f, &k);
+    uint64_t dnow = a - f->base, dj = j - f->base;
+    uint64_t mine = k.fp | (j & f->rmask) << f->fbits;
+    /* the key's fingerprint, live, in either bucket */
+    uint64_t shorter = UINT64_MAX;
+    for (int side = 0; side < 2; side++) {
+        uint64_t b = side ? k.b2 : k.b1;
+        for (uint64_t x = b * TT_WAYS; x < (b + 1) * TT_WAYS; x++) {
+            uint64_t v = tt_get(f, x);
+            if ((v & f->fpmask) != k.fp) continue;
+            uint64_t d = tt_dist(f, v);
+            if (d < dnow) continue;          /* ended: free */
+            if (d >= dj) return 0;           /* lives as long already */
+            shorter = x;
+        }
+    }
+    if (shorter != UINT64_MAX) {
+        tt_put(f, shorter, mine);
+        return 0;
+    }
+    if (tt_place(f, k.b1, mine, dnow) || tt_place(f, k.b2, mine, dnow)) {
+        f->added++;
+        return 1;
+    }
+    /* both full of live keys: move one along, as a cuckoo filter does */
+    uint64_t where[TT_MAX_KICKS], was[TT_MAX_KICKS];
+    uint64_t hand = mine, b = (k.fp & 1) ? k.b2 : k.b1;
+    for (int n = 0; n < TT_MAX_KICKS; n++) {
+        uint64_t r = (hand ^ (b << 20) ^ (uint64_t)n) * UINT64_C(0xD6E8FEB86659FD93);
+        uint64_t x = b * TT_WAYS + ((r >> 32) & (TT_WAYS - 1));
+        where[n] = x;
+        was[n] = tt_get(f, x);
+        tt_put(f, x, hand);
+        hand = was[n];
+        b = tt_alt(f, b, hand & f->fpmask);
+        if (tt_place(f, b, hand, dnow)) {
+            f->kicks += (uint64_t)n + 1;
+            f->added++;
+            return 1;
+        }
+    }
+    for (int n = TT_MAX_KICKS - 1; n >= 0; n--) tt_put(f, where[n], was[n]);
+    return BK_EFULL;
+}
+
+/* Live entries at slot a (a pass). */
+static uint64_t tt_live(const bk_ttl *f, uint64_t a)
+{
+    uint64_t dnow = a - f->base, live = 0;
+    uint64_t n = f->buckets * TT_WAYS;
+    for (uint64_t x = 0; x < n; x++) {
+        uint64_t v = tt_get(f, x);
+        live += v != 0 && tt_dist(f, v) >= dnow;
+    }
+    return live;
+}
+
+/* The rate a lookup sees with `live` live entries. */
+static double tt_rate(const bk_ttl *f, uint64_t live)
+{
+    double load = (double)live / (double)(f->buckets * TT_WAYS);
+    return -expm1(2.0 * TT_WAYS * load * log1p(-1.0 / (double)f->fpmask));
+}
+
+/* Batch lookup at time t: keys hashed and their buckets prefetched
+ * BATCH_AHEAD keys ahead. */
+static int64_t tt_contains_batch(const bk_ttl *f, const void *const *keys, const size_t *lens,
+                                 size_t n, uint64_t t, uint8_t *results)
+{
+    tt_key ring[BATCH_AHEAD];
+    int64_t found = 0;
+    size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
+    for (size_t i = 0; i < n + ahead; i++) {
+        if (i >= ahead) {
+            int r = tt_contains_key(f, &ring[(i - ahead) % BATCH_AHEAD], t);
+            found += r;
+            if (results != NULL) results[i - ahead] = (uint8_t)r;
+        }
+        if (i < n) {
+            tt_key k = tt_key_of(f, bk__hash(keys[i], lens[i], f->seed));
+            tt_prefetch(f, &k);
+            ring[i % BATCH_AHEAD] = k;
+        }
+    }
+    return found;
+}
+
+/* The table's shape from n, p, M and S: gran, the entry's bits, m. */
+static int tt_shape(bk_ttl *f, uint64_t capacity, double fpr, uint64_t max_ttl, uint32_t slots)
+{
+    f->capacity = capacity;
+    f->fpr = fpr;
+    f->max_ttl = max_ttl;
+    f->slots = slots;
+    f->gran = ceil_div(max_ttl, slots);
+    f->seg_capacity = capacity;
+    f->seg_fpr = fpr;
+    uint32_t x = 1;
+    while ((UINT64_C(1) << x) < (uint64_t)slots + ceil_div(slots, 4)) x++;
+    uint32_t fb = 1;
+    while (fb < 32 && 2.0 * TT_WAYS * TT_LOAD / (double)((UINT64_C(1) << fb) - 1) > fpr) fb++;
+    if (fb + x > 32) return BK_EFPR;
+    f->ebits = x;
+    f->fbits = fb;
+    f->wbits = fb + x;
+    f->fpmask = (UINT64_C(1) << fb) - 1;
+    f->rmask = (UINT64_C(1) << x) - 1;
+    f->wmask = (UINT64_C(1) << f->wbits) - 1;
+    if (capacity > (UINT64_C(1) << 56)) return BK_ESIZE;
+    /* m = ceil(n / (4 * 0.95)) = ceil(20 n / 76) */
+    f->buckets = ceil_div(capacity * 20, 76);
+    uint64_t bits = f->buckets * TT_WAYS * f->wbits;
+    if (bits / 8 + 1 > SIZE_MAX - TT_PAD - 1024) return BK_ESIZE;
+    f->cell_bytes = (size_t)ceil_div(bits, 8);
+    return BK_OK;
+}
+
+/* A table filter's handle with its (zeroed) entries. */
+static int tt_alloc(bk_ttl **out, uint64_t capacity, double fpr, uint64_t max_ttl,
+                    uint32_t slots)
+{
+    bk_ttl *f = bk__calloc(1, sizeof(*f));
+    if (f == NULL) return BK_ENOMEM;
+    bk__object_init(&f->obj, &ttl_ops);
+    int rc = tt_shape(f, capacity, fpr, max_ttl, slots);
+    if (rc == BK_OK) {
+        f->cells = bk__calloc_aligned(f->cell_bytes + TT_PAD);
+        if (f->cells == NULL) rc = BK_ENOMEM;
+    }
+    if (rc != BK_OK) {
+        bk__object_release(&f->obj);
+        bk__free(f);
+        return rc;
+    }
+    f->nsegments = 1;
+    f->bytes = sizeof(*f) + f->cell_bytes + TT_PAD;
+    *out = f;
+    return BK_OK;
+}
+
+/*==========================================================================
  * API: life cycle
  *==========================================================================*/
 
@@ -411,7 +775,7 @@ int bk_ttl_create(bk_ttl **out, uint64_t capacity, double fpr, uint64_t max_ttl,
     *out = NULL;
     if (capacity == 0) return BK_ECAPACITY;
     if (bk__check_fpr(fpr) != BK_OK) return BK_EFPR;
-    if (generations == 0) generations = BK_TTL_DEFAULT_GENERATIONS;
+    if (generations == 0) return bk_ttl_create_table(out, capacity, fpr, max_ttl, 0, now, seed);
     if (max_ttl == 0 || max_ttl > BK_TTL_MAX_TTL || generations < BK_TTL_MIN_GENERATIONS ||
         generations > BK_TTL_MAX_GENERATIONS)
         return BK_EPARAM;
@@ -439,9 +803,29 @@ fail:
     return rc;
 }
 
+int bk_ttl_create_table(bk_ttl **out, uint64_t capacity, double fpr, uint64_t max_ttl,
+                        uint32_t slots, uint64_t now, uint64_t seed)
+{
+    if (out == NULL) return BK_EINVAL;
+    *out = NULL;
+    if (capacity == 0) return BK_ECAPACITY;
+    if (bk__check_fpr(fpr) != BK_OK) return BK_EFPR;
+    if (slots == 0) slots = BK_TTL_DEFAULT_SLOTS;
+    if (max_ttl == 0 || max_ttl > BK_TTL_MAX_TTL || slots > BK_TTL_MAX_SLOTS) return BK_EPARAM;
+    bk_ttl *f;
+    int rc = tt_alloc(&f, capacity, fpr, max_ttl, slots);
+    if (rc != BK_OK) return rc;
+    f->seed = seed;
+    f->now = now;
+    f->base = now / f->gran;
+    *out = f;
+    return BK_OK;
+}
+
 void bk_ttl_free(bk_ttl *f)
 {
     if (f == NULL) return;
+    bk__free_aligned(f->cells);
     free_generations(f);
     bk__free(f->table);
     bk__object_release(&f->obj);
@@ -451,6 +835,11 @@ void bk_ttl_free(bk_ttl *f)
 void bk_ttl_clear(bk_ttl *f)
 {
     if (f == NULL) return;
+    if (f->cells != NULL) {
+        memset(f->cells, 0, f->cell_bytes);
+        f->occupied = 0;
+        f->base = f->now / f->gran;
+    }
     for (uint32_t i = 0; i < f->g; i++) {
         trim_generation(f, i, 1);
         bk_blocked_clear(f->gens[i].segs[0].b);
@@ -464,6 +853,10 @@ int bk_ttl_advance(bk_ttl *f, uint64_t now)
 {
     if (f == NULL) return BK_EINVAL;
     f->now = effective_time(f, now);
+    if (f->cells != NULL) {
+        tt_advance(f, f->now / f->gran);
+        return 0;
+    }
     return sweep(f, f->now / f->gran);
 }
 
@@ -559,6 +952,7 @@ int64_t bk_ttl_contains_batch(const bk_ttl *f, const void *const *keys, const si
 {
     if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
     uint64_t t = effective_time(f, now);
+    if (f->cells != NULL) return tt_contains_batch(f, keys, lens, n, t, results);
     uint64_t slot_now = t / f->gran;
     /* the live segments' bits, listed once for the batch */
     const uint64_t *live[PREFETCH_MAX];
@@ -594,6 +988,10 @@ int64_t bk_ttl_contains_batch(const bk_ttl *f, const void *const *keys, const si
 
 uint64_t bk_ttl_seed(const bk_ttl *f) { return f->seed; }
 uint32_t bk_ttl_generations(const bk_ttl *f) { return f->g; }
+int bk_ttl_layout(const bk_ttl *f)
+{
+    return f->cells != NULL ? BK_TTL_LAYOUT_TABLE : BK_TTL_LAYOUT_GENERATIONS;
+}
 uint64_t bk_ttl_max_ttl(const bk_ttl *f) { return f->max_ttl; }
 uint64_t bk_ttl_granularity(const bk_ttl *f) { return f->gran; }
 uint64_t bk_ttl_now(const bk_ttl *f) { return f->now; }
@@ -622,6 +1020,22 @@ int bk_ttl_get_stats_at(const bk_ttl *f, uint64_t now, bk_ttl_stats *out)
     out->added = f->added;
     out->bytes = f->bytes;
     uint64_t slot_now = effective_time(f, now) / f->gran;
+    if (f->cells != NULL) {
+        out->layout = BK_TTL_LAYOUT_TABLE;
+        out->slots = f->slots;
+        out->fingerprint_bits = f->fbits;
+        out->expiry_bits = f->ebits;
+        out->buckets = f->buckets;
+        out->kicks = f->kicks;
+        out->live_items = tt_live(f, slot_now);
+        out->live_segments = out->live_items > 0;
+        out->fpr_now = tt_rate(f, out->live_items);
+        double tbound = f->fpr * (double)out->live_items / (double)f->capacity;
+        out->fpr_bound = tbound < 1.0 ? tbound : 1.0;
+        return BK_OK;
+    }
+    out->layout = BK_TTL_LAYOUT_GENERATIONS;
+    out->slots = f->g - 1;
     uint64_t bits = f->nblocks * 512;
     double log_pass = 0.0;
     for (uint32_t i = 0; i < f->g; i++) {
@@ -709,6 +1123,11 @@ static int ops_info(const void *vf, bk_filter_info *out)
     out->fpr_at_capacity = st.target_fpr;
     out->bytes = st.bytes;
     out->parts = (uint32_t)st.segments;
+    if (f->cells != NULL) { /* the share of entries live; the live count */
+        out->fill = (double)st.live_items / (double)(f->buckets * TT_WAYS);
+        out->estimated_items = (double)st.live_items;
+        return BK_OK;
+    }
     double set = 0.0, bits = 0.0, estimate = 0.0;
     uint64_t slot_now = f->now / f->gran;
     for (uint32_t i = 0; i < f->g; i++) {
@@ -726,6 +1145,89 @@ static int ops_info(const void *vf, bk_filter_info *out)
     return BK_OK;
 }
 
+/* The table layout's image: one part, the entries as they are in memory
+ * (little-endian, w bits each, 4 per bucket, no pad): m = buckets, width
+ * = w, k = f, slots = 4, param = base, items = entries holding a key.
+ * Header: as the generations layout's but param[3] = S and flags =
+ * IMAGE_TABLE. The shape is recomputed from n, p, M and S and checked
+ * against the part, and every entry against the ring and the clock. */
+#define IMAGE_TABLE 1u
+
+static int tt_describe(const bk_ttl *f, bk__image *img)
+{
+    if (img->nparts != 1) return BK_EINVAL;
+    img->seed = f->seed;
+    img->capacity = f->capacity;
+    img->fpr = f->fpr;
+    img->items = f->occupied;
+    img->param[0] = f->max_ttl;
+    img->param[1] = f->now;
+    img->param[2] = f->added;
+    img->param[3] = f->slots;
+    img->flags = IMAGE_TABLE;
+    bk__part *p = &img->parts[0];
+    memset(p, 0, sizeof(*p));
+    p->m = f->buckets;
+    p->width = (uint8_t)f->wbits;
+    p->k = f->fbits;
+    p->slots = TT_WAYS;
+    p->capacity = f->capacity;
+    p->fpr = f->fpr;
+    p->items = f->occupied;
+    p->param = f->base;
+    p->data = f->cells;
+    p->length = f->cell_bytes;
+    return BK_OK;
+}
+
+static int tt_restore(const bk__image *img, void **out)
+{
+    uint64_t slots = img->param[3], max_ttl = img->param[0], clock = img->param[1];
+    if (img->nparts != 1 || slots == 0 || slots > BK_TTL_MAX_SLOTS) return BK_ECORRUPT;
+    if (img->capacity == 0 || !(img->fpr > 0.0 && img->fpr < 1.0)) return BK_ECORRUPT;
+    if (max_ttl == 0 || max_ttl > BK_TTL_MAX_TTL || clock > UINT64_MAX - max_ttl)
+        return BK_ECORRUPT;
+    bk_ttl probe;
+    memset(&probe, 0, sizeof(probe));
+    if (tt_shape(&probe, img->capacity, img->fpr, max_ttl, (uint32_t)slots) != BK_OK)
+        return BK_ECORRUPT;
+    const bk__part *p = &img->parts[0];
+    uint64_t a = clock / probe.gran;
+    if (p->m != probe.buckets || p->width != probe.wbits || p->k != probe.fbits ||
+        p->slots != TT_WAYS || p->flags != 0 || p->length != probe.cell_bytes ||
+        p->capacity != img->capacity || p->fpr != img->fpr || p->items != img->items ||
+        p->param > a || a + slots > p->param + probe.rmask)
+        return BK_ECORRUPT;
+    bk_ttl *f;
+    int rc = tt_alloc(&f, img->capacity, img->fpr, max_ttl, (uint32_t)slots);
+    if (rc != BK_OK) return rc;
+    memcpy(f->cells, p->data, f->cell_bytes);
+    f->seed = img->seed;
+    f->now = clock;
+    f->added = img->param[2];
+    f->base = p->param;
+    /* every entry: a fingerprint when not empty, a slot no later than an
+     * add at the clock can name */
+    uint64_t n = f->buckets * TT_WAYS, occupied = 0, latest = a + slots - f->base;
+    for (uint64_t x = 0; x < n; x++) {
+        uint64_t v = tt_get(f, x);
+        if (v == 0) continue;
+        if ((v & f->fpmask) == 0 || tt_dist(f, v) > latest) {
+            bk_ttl_free(f);
+            return BK_ECORRUPT;
+        }
+        occupied++;
+    }
+    if (occupied != p->items) {
+        bk_ttl_free(f);
+        return BK_ECORRUPT;
+    }
+    f->occupied = occupied;
+    f->obj.payload_copied = 1;
+    *out = f;
+    return BK_OK;
+}
+
 /* Image: parts 0 .. S-1 are the segments (blocked filters), generation by
  * generation in ring order, each generation's in order; part S is the
  * table: 2g 64-bit little-endian integers, slot then segment count of
@@ -737,12 +1239,14 @@ static int ops_info(const void *vf, bk_filter_info *out)
 static uint32_t ops_nparts(const void *vf)
 {
     const bk_ttl *f = vf;
+    if (f->cells != NULL) return 1;
     return (uint32_t)f->nsegments + 1;
 }
 
 static int ops_describe(const void *vf, bk__image *img)
 {
     const bk_ttl *f = vf;
+    if (f->cells != NULL) return tt_describe(f, img);
     if (img->nparts != f->nsegments + 1) return BK_EINVAL;
     img->seed = f->seed;
     img->capacity = f->capacity;
@@ -772,6 +1276,7 @@ static int ops_restore(const bk__image *img, void **out)
     bk_ttl *f = NULL;
     int rc = BK_ECORRUPT;
     uint64_t g = img->param[3];
+    if (img->flags == IMAGE_TABLE) return tt_restore(img, out);
     if (g < BK_TTL_MIN_GENERATIONS || g > BK_TTL_MAX_GENERATIONS || img->flags != 0)
         return BK_ECORRUPT;
     if (img->nparts < g + 1 || img->nparts - 1 > BK_TTL_MAX_SEGMENTS) return BK_ECORRUPT;
@@ -842,6 +1347,10 @@ static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
 {
     const bk_ttl *f = vf;
     visit(ctx, f, sizeof(*f));
+    if (f->cells != NULL) {
+        visit(ctx, bk__aligned_raw(f->cells), bk__aligned_asked(f->cell_bytes + TT_PAD));
+        return;
+    }
     visit(ctx, f->gens, f->g * sizeof(*f->gens));
     visit(ctx, f->table, 2 * (size_t)f->g * sizeof(*f->table));
     for (uint32_t i = 0; i < f->g; i++) {

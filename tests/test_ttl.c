@@ -51,8 +51,8 @@ static void test_create_errors(void **state)
     assert_int_equal(bk_ttl_create(&f, UINT64_C(1) << 60, 0.01, 10, 4, 0, 1), BK_ESIZE);
     bk_ttl_free(NULL);
 
-    /* defaults: g = 17, gran = ceil(1000 / 16) = 63, c = ceil(3000 / 16) */
-    assert_int_equal(bk_ttl_create(&f, 3000, 0.01, 1000, 0, 5, 77), BK_OK);
+    /* g = 17, gran = ceil(1000 / 16) = 63, c = ceil(3000 / 16) */
+    assert_int_equal(bk_ttl_create(&f, 3000, 0.01, 1000, 17, 5, 77), BK_OK);
     assert_int_equal(bk_ttl_generations(f), BK_TTL_DEFAULT_GENERATIONS);
     assert_true(bk_ttl_max_ttl(f) == 1000);
     assert_true(bk_ttl_granularity(f) == 63);
@@ -94,11 +94,8 @@ static void test_create_errors(void **state)
  * TTL 7 expires at 30 = a slot end: found through 29, gone at 30. With TTL
  * 8 (expiry 31) it lives through slot [30, 40): found at 39, gone at 40 =
  * 31 + gran - 1. */
-static void test_boundaries(void **state)
+static void check_boundaries(bk_ttl *f)
 {
-    (void)state;
-    bk_ttl *f;
-    assert_int_equal(bk_ttl_create(&f, 100, 0.001, 40, 5, 0, 3), BK_OK);
     assert_true(bk_ttl_granularity(f) == 10);
     assert_int_equal(bk_ttl_add(f, "a", 1, 7, 23), 1);
     assert_int_equal(bk_ttl_add(f, "b", 1, 8, 23), 1);
@@ -134,6 +131,18 @@ static void test_boundaries(void **state)
     bk_ttl_free(f);
 }
 
+/* The same boundaries in both layouts: g = 5 generations, or 4 slots. */
+static void test_boundaries(void **state)
+{
+    (void)state;
+    bk_ttl *f;
+    assert_int_equal(bk_ttl_create(&f, 100, 0.001, 40, 5, 0, 3), BK_OK);
+    check_boundaries(f);
+    assert_int_equal(bk_ttl_create_table(&f, 100, 0.001, 40, 4, 0, 3), BK_OK);
+    assert_int_equal(bk_ttl_layout(f), BK_TTL_LAYOUT_TABLE);
+    check_boundaries(f);
+}
+
 /*--------------------------------------------------------------------------
  * The stream of mixed TTLs
  *--------------------------------------------------------------------------*/
@@ -155,11 +164,13 @@ static uint64_t draw_ttl(uint64_t *rng, uint64_t M, uint64_t gran)
     }
 }
 
-static void check_stream(uint32_t g, uint64_t M, uint64_t capacity, double p, uint64_t ticks,
-                         uint64_t seed)
+/* g generations, or (g = 0) the table layout with `slots` slots. */
+static void check_stream(uint32_t g, uint32_t slots, uint64_t M, uint64_t capacity, double p,
+                         uint64_t ticks, uint64_t seed)
 {
     bk_ttl *f;
-    assert_int_equal(bk_ttl_create(&f, capacity, p, M, g, 1000, seed), BK_OK);
+    if (g > 0) assert_int_equal(bk_ttl_create(&f, capacity, p, M, g, 1000, seed), BK_OK);
+    else assert_int_equal(bk_ttl_create_table(&f, capacity, p, M, slots, 1000, seed), BK_OK);
     const uint64_t gran = bk_ttl_granularity(f);
     /* keys per tick so that about 0.8 capacity are held: a key is held
      * from its add until its slot ends, about its TTL plus gran / 2; the
@@ -229,10 +240,10 @@ static void check_stream(uint32_t g, uint64_t M, uint64_t capacity, double p, ui
     double expired = (double)expired_found / (double)expired_checked;
     double absent = (double)absent_found / (double)absent_checked;
     double mean_bound = bound_sum / (double)ticks;
-    print_message("g=%u M=%llu gran=%llu cap=%llu: %llu keys, max live %llu; %llu checks, "
+    print_message("g=%u slots=%u M=%llu gran=%llu cap=%llu: %llu keys, max live %llu; %llu checks, "
                   "misses %llu; expired found %.5f of %llu; absent found %.5f of %llu "
                   "(mean bound %.5f, p %.3f); segments %llu, %.2f bits per capacity key\n",
-                  g, (unsigned long long)M, (unsigned long long)gran,
+                  g, st.slots, (unsigned long long)M, (unsigned long long)gran,
                   (unsigned long long)capacity, (unsigned long long)next,
                   (unsigned long long)max_live, (unsigned long long)checks,
                   (unsigned long long)misses, expired, (unsigned long long)expired_checked,
@@ -248,9 +259,18 @@ static void check_stream(uint32_t g, uint64_t M, uint64_t capacity, double p, ui
     bk_ttl_free(f);
 }
 
-static void test_stream_g17(void **state) { (void)state; check_stream(17, 1600, 4000, 0.01, 6000, 11); }
-static void test_stream_g5(void **state) { (void)state; check_stream(5, 400, 3000, 0.02, 3000, 12); }
-static void test_stream_g2(void **state) { (void)state; check_stream(2, 300, 2000, 0.01, 2000, 13); }
+static void test_stream_g17(void **state) { (void)state; check_stream(17, 0, 1600, 4000, 0.01, 6000, 11); }
+static void test_stream_g5(void **state) { (void)state; check_stream(5, 0, 400, 3000, 0.02, 3000, 12); }
+static void test_stream_g2(void **state) { (void)state; check_stream(2, 0, 300, 2000, 0.01, 2000, 13); }
+/* the table: the default 12 slots (sweeps every 4), one slot (a sweep
+ * every slot), 64 slots (7 expiry bits) */
+static void test_stream_table(void **state)
+{
+    (void)state;
+    check_stream(0, 12, 1600, 4000, 0.01, 6000, 14);
+    check_stream(0, 1, 300, 2000, 0.01, 2000, 15);
+    check_stream(0, 64, 1600, 3000, 0.001, 3000, 16);
+}
 
 /*--------------------------------------------------------------------------
  * Spreads
@@ -623,6 +643,250 @@ static void test_corrupt_images(void **state)
     bk_ttl_free(f);
 }
 
+
+/*--------------------------------------------------------------------------
+ * The table layout
+ *--------------------------------------------------------------------------*/
+
+/* Defaults and shape: 12 slots, f = 10 and x = 4 bits at 1%; bad slots and
+ * rates too low for 32-bit entries. */
+static void test_table_create(void **state)
+{
+    (void)state;
+    bk_ttl *f;
+    assert_int_equal(bk_ttl_create(&f, 3800, 0.01, 1200, 0, 5, 77), BK_OK);
+    assert_int_equal(bk_ttl_layout(f), BK_TTL_LAYOUT_TABLE);
+    assert_int_equal(bk_ttl_generations(f), 0);
+    assert_true(bk_ttl_granularity(f) == 100 && bk_ttl_now(f) == 5 && bk_ttl_seed(f) == 77);
+    bk_ttl_stats st;
+    assert_int_equal(bk_ttl_get_stats(f, &st), BK_OK);
+    assert_true(st.layout == BK_TTL_LAYOUT_TABLE && st.slots == 12 && st.generations == 0);
+    assert_true(st.fingerprint_bits == 10 && st.expiry_bits == 4 && st.buckets == 1000);
+    assert_true(st.segments == 1 && st.live_items == 0 && st.fpr_now == 0.0);
+    /* 4000 entries of 14 bits, the pad and the handle */
+    assert_true(st.bytes >= 7000 + 8 && st.bytes < 7000 + 8 + 1024);
+    assert_true(st.bytes == bk_ttl_bytes(f));
+    bk_ttl_free(f);
+    assert_int_equal(bk_ttl_create_table(&f, 100, 0.01, 100, BK_TTL_MAX_SLOTS + 1, 0, 1),
+                     BK_EPARAM);
+    assert_int_equal(bk_ttl_create_table(&f, 100, 0.01, 0, 4, 0, 1), BK_EPARAM);
+    assert_int_equal(bk_ttl_create_table(&f, 0, 0.01, 100, 4, 0, 1), BK_ECAPACITY);
+    assert_int_equal(bk_ttl_create_table(&f, 100, 1e-9, 100, 12, 0, 1), BK_EFPR);
+    assert_int_equal(bk_ttl_create_table(&f, 100, 1.5, 100, 12, 0, 1), BK_EFPR);
+    assert_int_equal(bk_ttl_create_table(NULL, 100, 0.01, 100, 12, 0, 1), BK_EINVAL);
+    assert_int_equal(bk_ttl_create_table(&f, UINT64_C(1) << 60, 0.01, 100, 12, 0, 1),
+                     BK_ESIZE);
+    /* 64 slots: 2^7 >= 64 + 16 */
+    assert_int_equal(bk_ttl_create_table(&f, 100, 0.01, 6400, 64, 0, 1), BK_OK);
+    assert_int_equal(bk_ttl_get_stats(f, &st), BK_OK);
+    assert_true(st.expiry_bits == 7 && bk_ttl_granularity(f) == 100);
+    bk_ttl_free(f);
+}
+
+/* Memory and rate at capacity: n keys with mixed TTLs all live, the rate
+ * of never-added keys within p, the bytes within 1.5x one blocked filter
+ * of n keys at p. */
+static void test_table_memory_rate(void **state)
+{
+    (void)state;
+    const uint64_t n = 200000;
+    const double p = 0.01;
+    bk_ttl *f;
+    uint64_t rng = 5;
+    assert_int_equal(bk_ttl_create(&f, n, p, 3600000, 0, 0, 41), BK_OK);
+    uint64_t fresh = 0;
+    for (uint64_t i = 0; i < n; i++)
+        fresh += (uint64_t)add_key(f, i, TAG_IN, 1 + tu_next(&rng) % 3600000, 0);
+    bk_ttl_stats st;
+    assert_int_equal(bk_ttl_get_stats(f, &st), BK_OK);
+    /* an add answers 0 when a live entry of its buckets has its
+     * fingerprint: a false positive among the keys before it */
+    assert_true(st.live_items == fresh && fresh > n - n * p);
+    uint64_t trials = 400000, found = 0, missed = 0;
+    for (uint64_t i = 0; i < trials; i++) found += (uint64_t)has_key(f, i, TAG_OUT, 0);
+    for (uint64_t i = 0; i < n; i++) missed += !has_key(f, i, TAG_IN, 0);
+    double measured = (double)found / (double)trials;
+    uint64_t plain_bits;
+    assert_int_equal(bk_blocked_optimal(n, p, &plain_bits, NULL), BK_OK);
+    double ratio = 8.0 * (double)st.bytes / (double)plain_bits;
+    print_message("table at capacity: %llu live, rate %.5f (model %.5f, p %.3f), %.2f bits "
+                  "per key, %.3fx one blocked filter; %llu moves\n",
+                  (unsigned long long)st.live_items, measured, st.fpr_now, p,
+                  8.0 * (double)st.bytes / (double)n, ratio, (unsigned long long)st.kicks);
+    assert_true(missed == 0);
+    assert_true(st.fpr_now <= p);
+    assert_true(measured < st.fpr_now + tu_tolerance(st.fpr_now, trials, 5));
+    assert_true(measured > st.fpr_now - tu_tolerance(st.fpr_now, trials, 5));
+    assert_true(ratio < 1.5);
+    bk_ttl_free(f);
+}
+
+/* Full: the table takes keys until no walk finds room (beyond capacity),
+ * then answers BK_EFULL and loses nothing; keys whose slot ended make
+ * room again, with no sweep needed. */
+static void test_table_full(void **state)
+{
+    (void)state;
+    char key[TU_KEY_LEN];
+    bk_ttl *f;
+    assert_int_equal(bk_ttl_create_table(&f, 1000, 0.01, 1200, 12, 0, 8), BK_OK);
+    uint64_t accepted = 0, fresh, i;
+    int rc = 0;
+    for (i = 0; i < 5000; i++) {
+        tu_key(key, i, TAG_IN);
+        if ((rc = bk_ttl_add(f, key, sizeof(key), 1200, 0)) < 0) break;
+        accepted += (uint64_t)rc;
+    }
+    assert_int_equal(rc, BK_EFULL);
+    bk_ttl_stats st;
+    assert_int_equal(bk_ttl_get_stats(f, &st), BK_OK);
+    print_message("table full after %llu keys of capacity 1000 (%.1f%% of %llu entries)\n",
+                  (unsigned long long)accepted, 100.0 * (double)accepted / (4.0 * (double)st.buckets),
+                  (unsigned long long)(4 * st.buckets));
+    assert_true(accepted >= 1000 && st.live_items == accepted);
+    assert_true(st.fpr_bound > 0.01); /* past capacity: p * live / n */
+    for (uint64_t j = 0; j < i; j++) assert_int_equal(has_key(f, j, TAG_IN, 1199), 1);
+    assert_int_equal(has_key(f, i, TAG_IN, 1199), 0); /* the refused key */
+    /* a key present already is still answered (0), full or not */
+    assert_int_equal(add_key(f, 0, TAG_IN, 100, 0), 0);
+    /* at 1200 every key has ended: all gone, and the room is back */
+    for (uint64_t j = 0; j < i; j++) assert_int_equal(has_key(f, j, TAG_IN, 1200), 0);
+    fresh = 0;
+    for (uint64_t j = 0; j < 1000; j++) fresh += (uint64_t)add_key(f, j, TAG_OUT, 50, 1200);
+    assert_true(fresh > 980);
+    for (uint64_t j = 0; j < 1000; j++) assert_int_equal(has_key(f, j, TAG_OUT, 1249), 1);
+    bk_ttl_free(f);
+}
+
+/* The clock far ahead with no add: a lookup needs no sweep to see that
+ * every entry ended, whatever the ring's wrap; adds then sweep once. */
+static void test_table_clock_jumps(void **state)
+{
+    (void)state;
+    bk_ttl *f;
+    assert_int_equal(bk_ttl_create_table(&f, 2000, 0.01, 1200, 12, 0, 9), BK_OK);
+    for (uint64_t i = 0; i < 1000; i++) add_key(f, i, TAG_IN, 1 + i % 1200, 0);
+    /* lookups at every slot up to several rings (R = 16) later: a key is
+     * found before its expiry; past its slot's end, found only as a false
+     * positive */
+    uint64_t late = 0, late_found = 0;
+    for (uint64_t t = 0; t < 10000; t += 50) {
+        for (uint64_t i = 0; i < 1000; i++) {
+            uint64_t e = 1 + i % 1200, end = ((e - 1) / 100 + 1) * 100;
+            if (e > t) {
+                assert_int_equal(has_key(f, i, TAG_IN, t), 1);
+            } else if (t >= end) {
+                late++;
+                late_found += (uint64_t)has_key(f, i, TAG_IN, t);
+            }
+        }
+    }
+    assert_true(late > 100000 && late_found < late / 100);
+    uint64_t found = 0;
+    for (uint64_t i = 0; i < 1000; i++) found += (uint64_t)has_key(f, i, TAG_IN, 1300);
+    assert_true(found == 0);
+    assert_int_equal(bk_ttl_advance(f, 50000), 0);
+    bk_ttl_stats st;
+    assert_int_equal(bk_ttl_get_stats(f, &st), BK_OK);
+    assert_true(st.live_items == 0);
+    uint64_t fresh = 0;
+    for (uint64_t i = 0; i < 1000; i++) fresh += (uint64_t)add_key(f, i, TAG_IN, 700, 50000);
+    assert_true(fresh > 980);
+    for (uint64_t i = 0; i < 1000; i++) assert_int_equal(has_key(f, i, TAG_IN, 50699), 1);
+    bk_ttl_free(f);
+}
+
+/* Files, clone and clear of the table; its damaged images refused. */
+static bk_ttl *make_table_sample(void)
+{
+    bk_ttl *f;
+    uint64_t rng = 77;
+    assert_int_equal(bk_ttl_create_table(&f, 1000, 0.01, 400, 4, 100000, 32), BK_OK);
+    for (uint64_t i = 0; i < 900; i++)
+        add_key(f, i, TAG_IN, 1 + tu_next(&rng) % 400, 100000 + i / 2);
+    assert_true(bk_ttl_add(f, "x", 1, 400, 100450) >= 0); /* for the OOM loops */
+    return f;
+}
+
+static void test_table_files(void **state)
+{
+    (void)state;
+    bk_ttl *f = make_table_sample();
+    bk_filter *g = bk_ttl_as_filter(f);
+    tu_check_save_load_map(g, TAG_IN, TAG_OUT);
+    bk_filter *copy = tu_reload(g);
+    bk_ttl *c = bk_filter_as_ttl(copy);
+    assert_int_equal(bk_ttl_layout(c), BK_TTL_LAYOUT_TABLE);
+    assert_true(bk_ttl_now(c) == bk_ttl_now(f));
+    for (uint64_t t = 100400; t < 101000; t += 7)
+        for (uint64_t i = 0; i < 900; i += 3)
+            assert_int_equal(has_key(c, i, TAG_IN, t), has_key(f, i, TAG_IN, t));
+    /* the copy goes on alike, sweeps included */
+    for (uint64_t i = 900; i < 3000; i++)
+        assert_int_equal(add_key(c, i, TAG_IN, 1 + i % 400, 100400 + i),
+                         add_key(f, i, TAG_IN, 1 + i % 400, 100400 + i));
+    tu_same_image(g, copy);
+    bk_filter_free(copy);
+    bk_filter *cl = NULL;
+    assert_int_equal(bk_filter_clone(&cl, g), BK_OK);
+    tu_same_image(g, cl);
+    bk_filter_free(cl);
+    bk_filter_info info;
+    assert_int_equal(bk_filter_get_info(g, &info), BK_OK);
+    assert_true(info.fill > 0.0 && info.fill < 1.0 && info.bytes == bk_ttl_bytes(f));
+    uint64_t clock = bk_ttl_now(f);
+    bk_ttl_clear(f);
+    bk_ttl_stats st;
+    assert_int_equal(bk_ttl_get_stats(f, &st), BK_OK);
+    assert_true(st.live_items == 0 && st.added == 0 && bk_ttl_now(f) == clock);
+    for (uint64_t i = 0; i < 3000; i++) assert_int_equal(has_key(f, i, TAG_IN, clock), 0);
+    bk_ttl_free(f);
+
+    f = make_table_sample();
+    size_t len;
+    unsigned char *good = tu_serialize(bk_ttl_as_filter(f), &len);
+    const size_t H = 0, P0 = 128, data = len - 700; /* 1000 entries of 14 bits (4 slots: x = 3) */
+    assert_int_equal(bk_ttl_get_stats(f, &st), BK_OK);
+    assert_true(st.fingerprint_bits == 10 && st.expiry_bits == 3 && st.buckets == 264);
+    (void)data;
+    const tu_damage cases[] = {
+        {H + 56 + 24, 0, 8},                   /* no slots */
+        {H + 56 + 24, 65, 8},                  /* too many slots */
+        {H + 56 + 24, 5, 8},                   /* slots: another shape */
+        {H + 56, 0, 8},                        /* max TTL 0 */
+        {H + 56 + 8, UINT64_MAX - 10, 8},      /* clock + max TTL overflows */
+        {H + 56 + 8, 0, 8},                    /* clock before the ring's base */
+        {H + 56 + 8, 1000000, 8},              /* clock beyond the ring */
+        {H + 32, 0, 8},                        /* capacity 0 */
+        {H + 32, 2000, 8},                     /* capacity: another shape */
+        {H + 48, 12345, 8},                    /* items: not the part's */
+        {P0 + 48, 12345, 8},                   /* part items: not the entries */
+        {P0 + 24, 11, 4},                      /* another f */
+    };
+    tu_expect_corrupt(good, len, cases, sizeof(cases) / sizeof(cases[0]));
+    /* batches answer as single lookups, at every distance of the clock */
+    batch_make(BATCH_N, TAG_IN);
+    uint8_t ra[BATCH_N];
+    for (uint64_t t = 100000; t < 101200; t += 37) {
+        int64_t hits = bk_ttl_contains_batch(f, batch_ptrs, batch_lens, BATCH_N, t, ra);
+        int64_t single = 0;
+        for (int i = 0; i < BATCH_N; i++) {
+            int r = bk_ttl_contains(f, batch_ptrs[i], batch_lens[i], t);
+            assert_int_equal(ra[i], r);
+            single += r;
+        }
+        assert_true(hits == single);
+    }
+    tu_oom_clone_and_load(bk_ttl_as_filter(f));
+    for (size_t cut = 0; cut < len; cut += 37) {
+        bk_filter *h = NULL;
+        assert_true(bk_filter_deserialize(&h, good, cut) < 0);
+        assert_null(h);
+    }
+    free(good);
+    bk_ttl_free(f);
+}
+
 /*--------------------------------------------------------------------------
  * Allocation failures
  *--------------------------------------------------------------------------*/
@@ -672,6 +936,12 @@ int main(void)
         cmocka_unit_test(test_stream_g17),
         cmocka_unit_test(test_stream_g5),
         cmocka_unit_test(test_stream_g2),
+        cmocka_unit_test(test_stream_table),
+        cmocka_unit_test(test_table_create),
+        cmocka_unit_test(test_table_memory_rate),
+        cmocka_unit_test(test_table_full),
+        cmocka_unit_test(test_table_clock_jumps),
+        cmocka_unit_test(test_table_files),
         cmocka_unit_test(test_worst_spread),
         cmocka_unit_test(test_even_spread_memory),
         cmocka_unit_test(test_memory_tradeoff),
