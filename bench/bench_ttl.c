@@ -3,13 +3,21 @@
  * the same live keys at the same rate (issue 34's targets: lookups within
  * 2x, memory within 1.5x), with XXH3-128 alone as the floor.
  *
- * The TTL filter: capacity n, rate p, max TTL M = 3600000 (ms), g
- * generations (default 17). It is filled by a stream: key i added at time
+ * The TTL filter: capacity n, rate p, max TTL M = 3600000 (ms), the
+ * table layout (the default; --g N: the generations layout, N
+ * generations). It is filled by a stream: key i added at time
  * i * M / n with TTL M (--mixed: a TTL drawn uniformly from 1..M, keys
  * added twice as fast so that about n are held), then looked up at time M,
- * when every generation is live: a lookup tests g segments or so. The
+ * when every generation is live: a lookup tests g segments or so (the
+ * table: two buckets). An add the table refuses (BK_EFULL: more held than
+ * it has room for, --mixed holds a little over n) is counted and shown. The
  * blocked filter holds n keys at p (what one filter needs for the same
  * live keys); it is single-writer, as the TTL filter's segments are.
+ *
+ * "blocked =B": a blocked filter of the same keys in as many bytes as the
+ * TTL filter (a lower rate), to tell what the table's layout costs from
+ * what its size costs where the machine's cache holds one and not the
+ * other.
  *
  * Lookups: absent keys (never added) and present keys (the latest added:
  * live), by single calls and in batches of 1024 (bk_*_contains_batch).
@@ -117,7 +125,7 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     uint64_t n = 10000000, lookups = 2000000;
-    uint32_t g = BK_TTL_DEFAULT_GENERATIONS;
+    uint32_t g = 0; /* the table */
     double p = 0.01;
     int repeat = 3, mixed = 0;
     for (int i = 1; i < argc; i++) {
@@ -144,13 +152,15 @@ int main(int argc, char **argv)
 
     /* the stream: key i at time i * M / n (--mixed: twice as fast, TTLs
      * uniform in 1..M: about n held at time M) */
-    uint64_t total = mixed ? 2 * n : n, rng = 42, key;
+    uint64_t total = mixed ? 2 * n : n, rng = 42, key, refused = 0;
     double t0 = now_ns();
     for (uint64_t i = 0; i < total; i++) {
         uint64_t t = i * MAX_TTL / total;
         uint64_t ttl = mixed ? 1 + splitmix(&rng) % MAX_TTL : MAX_TTL;
         key_of(i, &key);
-        if ((rc = bk_ttl_add(tf, &key, 8, ttl, t)) < 0) {
+        if ((rc = bk_ttl_add(tf, &key, 8, ttl, t)) == BK_EFULL) {
+            refused++;
+        } else if (rc < 0) {
             fprintf(stderr, "bench_ttl: add %llu: %s\n", (unsigned long long)i, bk_strerror(rc));
             return 1;
         }
@@ -164,6 +174,16 @@ int main(int argc, char **argv)
     for (uint64_t i = 0; i < st.live_items; i++) {
         key_of(total - 1 - i, &key);
         bk_blocked_add(bf, &key, 8);
+    }
+    /* a blocked filter of the same keys in as many bytes as the TTL
+     * filter: what the cache alone does to a lookup of that size */
+    bk_blocked *big = NULL;
+    double scale = (double)bk_ttl_bytes(tf) / ((double)bk_blocked_bits(bf) / 8);
+    if (bk_blocked_create(&big, (uint64_t)((double)n * scale), p, 1) != BK_OK) return 1;
+    bk_blocked_set_single_writer(big, 1);
+    for (uint64_t i = 0; i < st.live_items; i++) {
+        key_of(total - 1 - i, &key);
+        bk_blocked_add(big, &key, 8);
     }
     double add_bf = (now_ns() - t0) / (double)(st.live_items ? st.live_items : 1);
 
@@ -183,8 +203,14 @@ int main(int argc, char **argv)
            (double)n, (unsigned long long)st.live_items, p, g,
            (unsigned long long)bk_ttl_granularity(tf), mixed ? "mixed" : "max", 
            (unsigned long long)lookups, repeat);
-    printf("TTL filter: %llu segments, %u live generations; add %.1f ns (blocked %.1f)\n",
-           (unsigned long long)st.segments, st.live_generations, add_ttl, add_bf);
+    if (st.layout == BK_TTL_LAYOUT_TABLE)
+        printf("TTL filter: table, %u slots, %u + %u bits an entry, %llu buckets, %llu adds "
+               "refused; add %.1f ns (blocked %.1f)\n",
+               st.slots, st.fingerprint_bits, st.expiry_bits, (unsigned long long)st.buckets,
+               (unsigned long long)refused, add_ttl, add_bf);
+    else
+        printf("TTL filter: %llu segments, %u live generations; add %.1f ns (blocked %.1f)\n",
+               (unsigned long long)st.segments, st.live_generations, add_ttl, add_bf);
     printf("| filter     |      bytes | bits/key | FPR measured | absent | present | b.absent | b.present |\n");
     printf("|------------|------------|----------|--------------|--------|---------|----------|-----------|\n");
     /* the same filter saved and loaded: its segments then lie in the one
@@ -203,9 +229,10 @@ int main(int argc, char **argv)
         {"blocked", run_blocked, bf, (size_t)bk_blocked_bits(bf) / 8},
         {"ttl", run_ttl, tf, bk_ttl_bytes(tf)},
         {"ttl loaded", run_ttl, bk_filter_as_ttl(loaded), bk_ttl_bytes(tf)},
+        {"blocked =B", run_blocked, big, (size_t)bk_blocked_bits(big) / 8},
     };
-    double cell[4][4];
-    for (int r = 0; r < 4; r++) {
+    double cell[5][4];
+    for (int r = 0; r < 5; r++) {
         uint64_t fp = 0, hit = 0;
         cell[r][0] = best_of(rows[r].fn, rows[r].f, &absent, now, 0, repeat, &fp);
         cell[r][1] = best_of(rows[r].fn, rows[r].f, &present, now, 0, repeat, &hit);
@@ -230,8 +257,13 @@ int main(int argc, char **argv)
            "present %.2fx\n",
            cell[3][0] / cell[1][0], cell[3][1] / cell[1][1], cell[3][2] / cell[1][2],
            cell[3][3] / cell[1][3]);
+    printf("ttl / blocked of its bytes (=B): lookups absent %.2fx, present %.2fx, batched "
+           "absent %.2fx, present %.2fx\n",
+           cell[2][0] / cell[4][0], cell[2][1] / cell[4][1], cell[2][2] / cell[4][2],
+           cell[2][3] / cell[4][3]);
     bk_filter_free(loaded);
     bk_ttl_free(tf);
     bk_blocked_free(bf);
+    bk_blocked_free(big);
     return 0;
 }

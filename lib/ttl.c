@@ -158,7 +158,14 @@ struct bk_ttl {
     uint64_t wmask;       /* 2^wbits - 1 */
     uint64_t base;        /* every stored expiry slot is in [base, base + R) */
     uint64_t occupied;    /* entries holding a key, live or ended */
+    /* a bucket's 4 entries in one 64-bit word (when 4 w + 7 <= 64): */
+    int swar;             /* set when they fit */
+    uint64_t lanes;       /* bit 0 of each entry */
+    uint64_t fp_lanes;    /* the fingerprint bits of each entry */
+    uint64_t fp_tops;     /* the top fingerprint bit of each entry */
     uint64_t kicks;       /* entries moved to make room since creation */
+    uint64_t now_slot;    /* now / gran, and the time that slot ends: */
+    uint64_t now_slot_end; /* a lookup in the clock's slot divides nothing */
 };
 
 static const bk__family_ops ttl_ops; /* at the end of this file */
@@ -490,6 +497,7 @@ static int alloc_segments(bk_ttl *f, uint32_t i, uint32_t nseg)
 #define TT_LOAD 0.95      /* share of the entries live at capacity */
 #define TT_MAX_KICKS 500  /* moves an add may make to find room */
 #define TT_PAD 8          /* zero bytes after the entries (8-byte reads) */
+#define TT_AHEAD 16       /* keys a batch hashes and prefetches ahead */
 
 static inline uint64_t tt_load8(const uint8_t *p)
 {
@@ -530,7 +538,7 @@ static inline uint64_t tt_dist(const bk_ttl *f, uint64_t v)
     return ((v >> f->fbits) - f->base) & f->rmask;
 }
 
-static inline uint64_t tt_alt(const bk_ttl *f, uint64_t b, uint64_t fp)
+__attribute__((always_inline)) static inline uint64_t tt_alt(const bk_ttl *f, uint64_t b, uint64_t fp)
 {
     uint64_t x = fp * UINT64_C(0x9E3779B97F4A7C15);
     uint64_t c = bk__fastrange64(x ^ (x >> 29), f->buckets);
@@ -541,7 +549,7 @@ typedef struct tt_key {
     uint64_t b1, b2, fp;
 } tt_key;
 
-static inline tt_key tt_key_of(const bk_ttl *f, bk_hash h)
+__attribute__((always_inline)) static inline tt_key tt_key_of(const bk_ttl *f, bk_hash h)
 {
     tt_key k;
     k.b1 = bk__fastrange64(h.lo, f->buckets);
@@ -550,14 +558,15 @@ static inline tt_key tt_key_of(const bk_ttl *f, bk_hash h)
     return k;
 }
 
-static inline void tt_prefetch(const bk_ttl *f, const tt_key *k)
+__attribute__((always_inline)) static inline void tt_prefetch(const bk_ttl *f, const tt_key *k)
 {
     uint64_t bucket_bits = (uint64_t)TT_WAYS * f->wbits;
     BK_PREFETCH_READ(f->cells + ((k->b1 * bucket_bits) >> 3));
     BK_PREFETCH_READ(f->cells + ((k->b2 * bucket_bits) >> 3));
 }
 
-/* Whether a bucket holds fp live at slot base + dnow. */
+/* Whether a bucket holds fp live at slot base + dnow, entry by entry (the
+ * layouts whose bucket does not fit in one word). */
 static inline int tt_bucket_has(const bk_ttl *f, uint64_t b, uint64_t fp, uint64_t dnow)
 {
     int hit = 0;
@@ -568,9 +577,68 @@ static inline int tt_bucket_has(const bk_ttl *f, uint64_t b, uint64_t fp, uint64
     return hit;
 }
 
-static inline int tt_contains_key(const bk_ttl *f, const tt_key *k, uint64_t t)
+/* Slots from base to t's (base <= the clock's slot <= t's). */
+__attribute__((always_inline)) static inline uint64_t tt_dnow(const bk_ttl *f, uint64_t t)
 {
-    uint64_t dnow = t / f->gran - f->base; /* base <= the clock's slot <= t's */
+    return (t < f->now_slot_end ? f->now_slot : t / f->gran) - f->base;
+}
+
+/* The 4 entries of bucket b in one word (f->swar). */
+__attribute__((always_inline)) static inline uint64_t tt_word(const bk_ttl *f, uint64_t b)
+{
+    uint64_t bit = b * TT_WAYS * f->wbits;
+    return tt_load8(f->cells + (bit >> 3)) >> (bit & 7);
+}
+
+/* Nonzero when some entry of the word may have fingerprint fp: the
+ * zero-lane test of (word ^ fp in each lane) on the fingerprint bits,
+ * which marks the top fingerprint bit of each lane that is zero, and may
+ * mark lanes above one (a borrow): never misses a match, and screens out
+ * nearly every bucket of an absent key in a few instructions. */
+__attribute__((always_inline)) static inline uint64_t tt_word_may(const bk_ttl *f, uint64_t word, uint64_t fp)
+{
+    uint64_t x = (word ^ fp * f->lanes) & f->fp_lanes;
+    return (x - f->lanes) & ~x & f->fp_tops;
+}
+
+/* Whether an entry of the word has fp live at base + dnow: the lanes
+ * tt_word_may marked (by their top fingerprint bit), one by one. */
+static inline int tt_word_has(const bk_ttl *f, uint64_t word, uint64_t may, uint64_t fp,
+                              uint64_t dnow)
+{
+    for (; may != 0; may &= may - 1) {
+        uint64_t v = (word >> (__builtin_ctzll(may) + 1 - f->fbits)) & f->wmask;
+        if ((v & f->fpmask) == fp && tt_dist(f, v) >= dnow) return 1;
+    }
+    return 0;
+}
+
+/* Whether the lowest lane `may` marks (a fingerprint match, when may is
+ * not 0) is live at base + dnow; 0 when may is 0. No branch. */
+__attribute__((always_inline)) static inline int tt_lowest_has(const bk_ttl *f, uint64_t word, uint64_t may, uint64_t dnow)
+{
+    unsigned top = (unsigned)__builtin_ctzll(may | UINT64_C(1) << 63);
+    uint64_t v = (word >> ((top + 1 - f->fbits) & 63)) & f->wmask;
+    return (may != 0) & (tt_dist(f, v) >= dnow);
+}
+
+__attribute__((always_inline)) static inline int tt_contains_key(const bk_ttl *f, const tt_key *k, uint64_t dnow)
+{
+    if (f->swar) { /* both words, one branch nearly always the same way */
+        uint64_t w1 = tt_word(f, k->b1), w2 = tt_word(f, k->b2);
+        uint64_t m1 = tt_word_may(f, w1, k->fp), m2 = tt_word_may(f, w2, k->fp);
+        if ((m1 | m2) == 0) return 0;
+        /* the lowest lane each marks is a true match (a borrow only marks
+         * lanes above one): test both without a branch; the rest only
+         * when neither is live and more lanes are marked */
+        int h1 = tt_lowest_has(f, w1, m1, dnow), h2 = tt_lowest_has(f, w2, m2, dnow);
+#if defined(__GNUC__)
+        __asm__("" : "+r"(h1), "+r"(h2)); /* both computed: no branch on h1 */
+#endif
+        int hit = h1 | h2;
+        if (hit || ((m1 & (m1 - 1)) | (m2 & (m2 - 1))) == 0) return hit;
+        return tt_word_has(f, w1, m1, k->fp, dnow) || tt_word_has(f, w2, m2, k->fp, dnow);
+    }
     return tt_bucket_has(f, k->b1, k->fp, dnow) || tt_bucket_has(f, k->b2, k->fp, dnow);
 }
 
@@ -578,7 +646,7 @@ static int tt_contains(const bk_ttl *f, bk_hash h, uint64_t t)
 {
     tt_key k = tt_key_of(f, h);
     tt_prefetch(f, &k);
-    return tt_contains_key(f, &k, t);
+    return tt_contains_key(f, &k, tt_dnow(f, t));
 }
 
 /* Empty every entry whose slot ended before slot a; base = a. */
@@ -601,6 +669,8 @@ static void tt_sweep(bk_ttl *f, uint64_t a)
 static inline void tt_advance(bk_ttl *f, uint64_t a)
 {
     if (a + f->slots > f->base + f->rmask) tt_sweep(f, a);
+    f->now_slot = a;
+    f->now_slot_end = a >= UINT64_MAX / f->gran ? UINT64_MAX : (a + 1) * f->gran;
 }
 
 /* Put entry v (live at slot base + dnow) into a free way of bucket b: one
@@ -691,19 +761,20 @@ static double tt_rate(const bk_ttl *f, uint64_t live)
 static int64_t tt_contains_batch(const bk_ttl *f, const void *const *keys, const size_t *lens,
                                  size_t n, uint64_t t, uint8_t *results)
 {
-    tt_key ring[BATCH_AHEAD];
+    tt_key ring[TT_AHEAD];
+    uint64_t dnow = tt_dnow(f, t);
     int64_t found = 0;
-    size_t ahead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
+    size_t ahead = n < TT_AHEAD ? n : TT_AHEAD;
     for (size_t i = 0; i < n + ahead; i++) {
         if (i >= ahead) {
-            int r = tt_contains_key(f, &ring[(i - ahead) % BATCH_AHEAD], t);
+            int r = tt_contains_key(f, &ring[(i - ahead) % TT_AHEAD], dnow);
             found += r;
             if (results != NULL) results[i - ahead] = (uint8_t)r;
         }
         if (i < n) {
             tt_key k = tt_key_of(f, bk__hash(keys[i], lens[i], f->seed));
             tt_prefetch(f, &k);
-            ring[i % BATCH_AHEAD] = k;
+            ring[i % TT_AHEAD] = k;
         }
     }
     return found;
@@ -730,6 +801,13 @@ static int tt_shape(bk_ttl *f, uint64_t capacity, double fpr, uint64_t max_ttl, 
     f->fpmask = (UINT64_C(1) << fb) - 1;
     f->rmask = (UINT64_C(1) << x) - 1;
     f->wmask = (UINT64_C(1) << f->wbits) - 1;
+    f->swar = TT_WAYS * f->wbits + 7 <= 64;
+    f->lanes = f->fp_lanes = f->fp_tops = 0;
+    for (uint32_t i = 0; f->swar && i < TT_WAYS; i++) {
+        f->lanes |= UINT64_C(1) << (i * f->wbits);
+        f->fp_lanes |= f->fpmask << (i * f->wbits);
+        f->fp_tops |= (UINT64_C(1) << (fb - 1)) << (i * f->wbits);
+    }
     if (capacity > (UINT64_C(1) << 56)) return BK_ESIZE;
     /* m = ceil(n / (4 * 0.95)) = ceil(20 n / 76) */
     f->buckets = ceil_div(capacity * 20, 76);
@@ -750,6 +828,7 @@ static int tt_alloc(bk_ttl **out, uint64_t capacity, double fpr, uint64_t max_tt
     if (rc == BK_OK) {
         f->cells = bk__calloc_aligned(f->cell_bytes + TT_PAD);
         if (f->cells == NULL) rc = BK_ENOMEM;
+        else bk__advise_huge(f->cells, f->cell_bytes);
     }
     if (rc != BK_OK) {
         bk__object_release(&f->obj);
@@ -818,6 +897,7 @@ int bk_ttl_create_table(bk_ttl **out, uint64_t capacity, double fpr, uint64_t ma
     f->seed = seed;
     f->now = now;
     f->base = now / f->gran;
+    tt_advance(f, f->base);
     *out = f;
     return BK_OK;
 }
@@ -1223,6 +1303,7 @@ static int tt_restore(const bk__image *img, void **out)
         return BK_ECORRUPT;
     }
     f->occupied = occupied;
+    tt_advance(f, a); /* the slot cache: no sweep (checked above) */
     f->obj.payload_copied = 1;
     *out = f;
     return BK_OK;
