@@ -53,6 +53,8 @@ static size_t family_params(bk_filter *f, param *out)
     if (ttl != NULL) { /* the CLI's clock: wall-clock milliseconds (clock.c) */
         out[n++] = (param){"max_ttl_ms", "max TTL (ms)", bk_ttl_max_ttl(ttl)};
         out[n++] = (param){"granularity_ms", "granularity (ms)", bk_ttl_granularity(ttl)};
+        out[n++] = (param){"table_layout", "table layout",
+                           bk_ttl_layout(ttl) == BK_TTL_LAYOUT_TABLE};
         out[n++] = (param){"generations", "generations", bk_ttl_generations(ttl)};
         out[n++] = (param){"clock_ms", "clock (ms)", bk_ttl_now(ttl)};
     }

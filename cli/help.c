@@ -43,9 +43,11 @@
     "                               generation for lookups until the next\n"   \
     "                               clear (twice the memory)\n"                \
     "      --max-ttl D              ttl: the longest TTL a key may have, a\n"  \
-    "                               duration (30s, 10m, 1h); --generations N\n" \
-    "                               (default 17) sets the granularity,\n"     \
-    "                               max TTL / (N - 1)\n"
+    "                               duration (30s, 10m, 1h); a table of\n"     \
+    "                               fixed size, granularity max TTL / 12;\n"  \
+    "                               --generations N: N generations instead\n" \
+    "                               (grow past capacity; granularity max\n"   \
+    "                               TTL / (N - 1))\n"
 
 #define INPUT_OPTIONS                                                          \
     "  -0, --null           keys end in NUL instead of newline (find -print0)\n" \

@@ -2,10 +2,15 @@
  * cmd_ttl.c - TF.*: the per-item TTL filter (our addition).
  *
  * "Was this item added with a time to live that has not run out yet?" A
- * TF key holds one bk_ttl filter: g generations (default 17) by expiry
- * time, each a list of cache-blocked segments. An item added with TTL d ms
- * is found until d ms after its add, and gone (but for false positives)
- * by d + granularity ms, granularity = ceil(max_ttl / (g - 1)).
+ * TF key holds one bk_ttl filter, of either layout (ttl.c):
+ *   - the table (the default; SLOTS s, default 12): fingerprints stored
+ *     with their expiry slot, two buckets per item, a fixed size; an add
+ *     that finds no room among live items answers ERR_TABLE_FULL;
+ *   - GENERATIONS g: g generations by expiry time, each a list of
+ *     cache-blocked segments, growing past capacity.
+ * An item added with TTL d ms is found until d ms after its add, and gone
+ * (but for false positives) by d + granularity ms, granularity =
+ * ceil(max_ttl / s), or ceil(max_ttl / (g - 1)).
  *
  * Time is the host's clock, ctx->now_ms, and only moves forward (an
  * earlier time is taken as the latest seen). TF.EXISTS looks at now_ms
@@ -21,9 +26,9 @@
  * had: restarts never extend a life. Only the items that were added are
  * logged (an item refused for memory is not).
  *
- * Growth: a generation that receives more than its segment's share takes
- * another segment (ttl.c): within the memory budget (BKC_ERR_MAXMEMORY
- * beyond it), reported to the host with resized().
+ * Growth (generations only): a generation that receives more than its
+ * segment's share takes another segment (ttl.c): within the memory budget
+ * (BKC_ERR_MAXMEMORY beyond it), reported to the host with resized().
  *
  * Locking: adds clear and allocate segments: WRITE. Lookups: READ.
  */
@@ -40,6 +45,10 @@
 #define ERR_BAD_TTL "ERR bad TTL: a whole number of milliseconds, at least 1"
 #define ERR_BAD_EXPIRY "ERR bad expiry time: a whole number of milliseconds since the epoch"
 #define ERR_FULL "ERR TTL filter is full: 4095 segments"
+#define ERR_TABLE_FULL \
+    "ERR TTL filter is full: no room among its live items (reserve a larger capacity)"
+#define ERR_TABLE_RATE "ERR error rate too low for the TTL table layout: use GENERATIONS"
+#define ERR_LAYOUTS "ERR GENERATIONS and SLOTS cannot be given together"
 
 /* Bytes the filter takes at creation: g segments of a blocked filter of
  * ceil(n / (g - 1)) keys at p / (g - 1). UINT64_MAX when too large. */
@@ -54,20 +63,68 @@ static uint64_t ttl_bytes(uint64_t capacity, double fpr, uint32_t g)
     return per * g + 1024;
 }
 
+/* g generations, or (g = 0) the table with `slots` slots. */
 static bkc_value *tf_create(bkc_ctx *c, uint64_t capacity, double error, uint64_t max_ttl,
-                            uint32_t g)
+                            uint32_t g, uint32_t slots)
 {
-    if (!bkc__may_make(c, ttl_bytes(capacity, error, g))) return NULL;
+    /* (a table too large or at a rate too low: no size; the create below
+     * says which) */
+    size_t table = g ? 0 : bk_ttl_table_size(capacity, error, slots);
+    if ((g || table) && !bkc__may_make(c, g ? ttl_bytes(capacity, error, g) : table))
+        return NULL;
     bk_ttl *f = NULL;
-    int rc = bk_ttl_create(&f, capacity, error, max_ttl, g, c->now_ms, BK_DEFAULT_SEED);
+    int rc = g ? bk_ttl_create(&f, capacity, error, max_ttl, g, c->now_ms, BK_DEFAULT_SEED)
+               : bk_ttl_create_table(&f, capacity, error, max_ttl, slots, c->now_ms,
+                                     BK_DEFAULT_SEED);
+    if (rc == BK_EFPR) { /* in (0, 1) (checked), but below 32-bit entries' reach */
+        bkc__err(c, ERR_TABLE_RATE);
+        return NULL;
+    }
     return bkc__made(c, rc, BKC_KIND_TTL, bk_ttl_as_filter(f));
+}
+
+/* [GENERATIONS g | SLOTS s] from argv[from]: *g = 0 for the table. */
+static int arg_layout(bkc_ctx *c, int argc, const bkc_str *argv, int from, long long *g,
+                      long long *slots)
+{
+    char msg[64];
+    int seen_g = 0, seen_s = 0;
+    *g = 0;
+    *slots = BK_TTL_DEFAULT_SLOTS;
+    for (int i = from; i < argc; i += 2) {
+        int is_g = bkc_streq(argv[i], "GENERATIONS");
+        if (!is_g && !bkc_streq(argv[i], "SLOTS")) {
+            bkc__err(c, BKC_ERR_UNKNOWN_ARG);
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            bkc__arity_error(c, argv);
+            return 0;
+        }
+        long long lo = is_g ? BK_TTL_MIN_GENERATIONS : 1;
+        long long hi = is_g ? BK_TTL_MAX_GENERATIONS : BK_TTL_MAX_SLOTS;
+        long long *v = is_g ? g : slots;
+        if (!bkc_parse_ll(argv[i + 1], v) || *v < lo || *v > hi) {
+            snprintf(msg, sizeof(msg), "ERR %s must be between %lld and %lld",
+                     is_g ? "generations" : "slots", lo, hi);
+            bkc__err(c, msg);
+            return 0;
+        }
+        seen_g |= is_g;
+        seen_s |= !is_g;
+    }
+    if (seen_g && seen_s) {
+        bkc__err(c, ERR_LAYOUTS);
+        return 0;
+    }
+    return 1;
 }
 
 void bkc_cmd_tf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
 {
     double error;
     uint64_t capacity;
-    long long g = BK_TTL_DEFAULT_GENERATIONS, max_ttl;
+    long long g, slots, max_ttl;
     if (!bkc__arg_error_rate(c, argv[2], &error)) return;
     if (!bkc__arg_capacity(c, argv[3], &capacity)) return;
     if (!bkc_parse_ll(argv[4], &max_ttl) || max_ttl <= 0) {
@@ -78,20 +135,20 @@ void bkc_cmd_tf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
         bkc__err(c, ERR_MAX_TTL_RANGE);
         return;
     }
-    if (!bkc__arg_generations(c, argc, argv, 5, BK_TTL_MIN_GENERATIONS, BK_TTL_MAX_GENERATIONS,
-                              &g))
-        return;
+    if (!arg_layout(c, argc, argv, 5, &g, &slots)) return;
     bkc_key *k;
     if (bkc__open_new(c, argv[1], BKC_KIND_TTL, 0, &k))
         bkc__store_new(c, argc, argv, k,
-                       tf_create(c, capacity, error, (uint64_t)max_ttl, (uint32_t)g));
+                       tf_create(c, capacity, error, (uint64_t)max_ttl, (uint32_t)g,
+                                 (uint32_t)slots));
 }
 
 /* The reply text of a failed add. */
-static void add_error(bkc_ctx *c, int rc)
+static void add_error(bkc_ctx *c, const bk_ttl *f, int rc)
 {
     if (rc == BK_ELIMIT) bkc__err(c, BKC_ERR_MAXMEMORY);
-    else if (rc == BK_EFULL) bkc__err(c, ERR_FULL);
+    else if (rc == BK_EFULL)
+        bkc__err(c, bk_ttl_layout(f) == BK_TTL_LAYOUT_TABLE ? ERR_TABLE_FULL : ERR_FULL);
     else if (rc == BK_ENOMEM) bkc__err(c, BKC_ERR_OOM);
     else bkc__lib_error(c, rc);
 }
@@ -114,7 +171,7 @@ static void add_until(bkc_ctx *c, bkc_key *k, bk_ttl *f, int argc, const bkc_str
     for (size_t i = 0; i < n; i++) {
         int rc = bk_ttl_add_until(f, items[i].ptr, items[i].len, expires_at, c->now_ms);
         if (rc < 0) {
-            add_error(c, rc);
+            add_error(c, f, rc);
             continue;
         }
         bkc__int(c, rc);
@@ -222,7 +279,7 @@ void bkc_cmd_tf_mexists(bkc_ctx *c, int argc, const bkc_str *argv)
 
 enum {
     F_CAPACITY, F_SIZE, F_ITEMS, F_LIVE, F_ERROR, F_MAXTTL, F_GRANULARITY, F_GENERATIONS,
-    F_SEGMENTS, F_BOUND, F_COUNT
+    F_SEGMENTS, F_BOUND, F_LAYOUT, F_SLOTS, F_COUNT
 };
 static const bkc__info_field info_fields[F_COUNT] = {
     {"CAPACITY", "Capacity"},
@@ -235,6 +292,8 @@ static const bkc__info_field info_fields[F_COUNT] = {
     {"GENERATIONS", "Generations"},
     {"SEGMENTS", "Segments"},
     {"BOUND", "Error bound now"},
+    {"LAYOUT", "Layout"},
+    {"SLOTS", "Slots"},
 };
 
 static void info_value(bkc_ctx *c, const void *src, int field)
@@ -250,6 +309,10 @@ static void info_value(bkc_ctx *c, const void *src, int field)
     case F_GRANULARITY: bkc__int(c, (long long)st->granularity); break;
     case F_GENERATIONS: bkc__int(c, (long long)st->generations); break;
     case F_SEGMENTS: bkc__int(c, (long long)st->segments); break;
+    case F_LAYOUT:
+        bkc__simple(c, st->layout == BK_TTL_LAYOUT_TABLE ? "table" : "generations");
+        break;
+    case F_SLOTS: bkc__int(c, (long long)st->slots); break;
     default: c->reply->vt->dbl(c->reply, st->fpr_bound); break;
     }
 }

@@ -2419,6 +2419,11 @@ BK_API int bk_ttl_create_table(bk_ttl **out, uint64_t capacity, double fpr,
                                uint64_t max_ttl, uint32_t slots, uint64_t now,
                                uint64_t seed);
 
+/* The bytes bk_ttl_create_table would hold for these parameters (0 when
+ * they are invalid or too large): what a server checks against its
+ * memory limit before making one. */
+BK_API size_t bk_ttl_table_size(uint64_t capacity, double fpr, uint32_t slots);
+
 /* Release a filter. Accepts NULL. Exclusive. */
 BK_API void bk_ttl_free(bk_ttl *f);
 

@@ -148,6 +148,7 @@ struct bk_ttl {
     uint8_t *cells;       /* buckets * TT_WAYS entries of wbits bits, then
                              TT_PAD zero bytes */
     size_t cell_bytes;    /* the entries' bytes, without the pad */
+    int owns_cells;       /* 0 when they live in a loaded block or mapping */
     uint64_t buckets;
     uint32_t slots;       /* S: slots in the longest TTL */
     uint32_t fbits;       /* fingerprint bits */
@@ -491,6 +492,8 @@ static int alloc_segments(bk_ttl *f, uint32_t i, uint32_t nseg)
  *   an entry, 14.7 bits a key at capacity (a blocked filter at 1%: 9.9).
  *
  * Memory: fixed at creation, ceil(4 m w / 8) + 8 bytes and the handle.
+ *   The image holds the same bytes (the 8 zero bytes too), so a loaded or
+ *   mapped filter uses them in place.
  *==========================================================================*/
 
 #define TT_WAYS 4         /* entries per bucket */
@@ -817,15 +820,19 @@ static int tt_shape(bk_ttl *f, uint64_t capacity, double fpr, uint64_t max_ttl, 
     return BK_OK;
 }
 
-/* A table filter's handle with its (zeroed) entries. */
+/* A table filter's handle with its (zeroed) entries, or with `borrowed`
+ * ones (a loaded image's, pad included). */
 static int tt_alloc(bk_ttl **out, uint64_t capacity, double fpr, uint64_t max_ttl,
-                    uint32_t slots)
+                    uint32_t slots, uint8_t *borrowed)
 {
     bk_ttl *f = bk__calloc(1, sizeof(*f));
     if (f == NULL) return BK_ENOMEM;
     bk__object_init(&f->obj, &ttl_ops);
     int rc = tt_shape(f, capacity, fpr, max_ttl, slots);
-    if (rc == BK_OK) {
+    if (rc == BK_OK && borrowed != NULL) {
+        f->cells = borrowed;
+    } else if (rc == BK_OK) {
+        f->owns_cells = 1;
         f->cells = bk__calloc_aligned(f->cell_bytes + TT_PAD);
         if (f->cells == NULL) rc = BK_ENOMEM;
         else bk__advise_huge(f->cells, f->cell_bytes);
@@ -892,7 +899,7 @@ int bk_ttl_create_table(bk_ttl **out, uint64_t capacity, double fpr, uint64_t ma
     if (slots == 0) slots = BK_TTL_DEFAULT_SLOTS;
     if (max_ttl == 0 || max_ttl > BK_TTL_MAX_TTL || slots > BK_TTL_MAX_SLOTS) return BK_EPARAM;
     bk_ttl *f;
-    int rc = tt_alloc(&f, capacity, fpr, max_ttl, slots);
+    int rc = tt_alloc(&f, capacity, fpr, max_ttl, slots, NULL);
     if (rc != BK_OK) return rc;
     f->seed = seed;
     f->now = now;
@@ -902,10 +909,21 @@ int bk_ttl_create_table(bk_ttl **out, uint64_t capacity, double fpr, uint64_t ma
     return BK_OK;
 }
 
+size_t bk_ttl_table_size(uint64_t capacity, double fpr, uint32_t slots)
+{
+    bk_ttl probe;
+    memset(&probe, 0, sizeof(probe));
+    if (slots == 0) slots = BK_TTL_DEFAULT_SLOTS;
+    if (capacity == 0 || bk__check_fpr(fpr) != BK_OK || slots > BK_TTL_MAX_SLOTS ||
+        tt_shape(&probe, capacity, fpr, 1, slots) != BK_OK)
+        return 0;
+    return sizeof(probe) + probe.cell_bytes + TT_PAD;
+}
+
 void bk_ttl_free(bk_ttl *f)
 {
     if (f == NULL) return;
-    bk__free_aligned(f->cells);
+    if (f->owns_cells) bk__free_aligned(f->cells);
     free_generations(f);
     bk__free(f->table);
     bk__object_release(&f->obj);
@@ -1256,7 +1274,7 @@ static int tt_describe(const bk_ttl *f, bk__image *img)
     p->items = f->occupied;
     p->param = f->base;
     p->data = f->cells;
-    p->length = f->cell_bytes;
+    p->length = f->cell_bytes + TT_PAD;
     return BK_OK;
 }
 
@@ -1274,14 +1292,19 @@ static int tt_restore(const bk__image *img, void **out)
     const bk__part *p = &img->parts[0];
     uint64_t a = clock / probe.gran;
     if (p->m != probe.buckets || p->width != probe.wbits || p->k != probe.fbits ||
-        p->slots != TT_WAYS || p->flags != 0 || p->length != probe.cell_bytes ||
+        p->slots != TT_WAYS || p->flags != 0 || p->length != probe.cell_bytes + TT_PAD ||
         p->capacity != img->capacity || p->fpr != img->fpr || p->items != img->items ||
         p->param > a || a + slots > p->param + probe.rmask)
         return BK_ECORRUPT;
+    /* the pad, and the bits after the last entry, are zero */
+    const uint8_t *data = p->data;
+    for (size_t i = probe.cell_bytes; i < probe.cell_bytes + TT_PAD; i++)
+        if (data[i] != 0) return BK_ECORRUPT;
+    uint64_t used = probe.buckets * TT_WAYS * probe.wbits;
+    if (used % 8 != 0 && (data[used / 8] >> (used % 8)) != 0) return BK_ECORRUPT;
     bk_ttl *f;
-    int rc = tt_alloc(&f, img->capacity, img->fpr, max_ttl, (uint32_t)slots);
+    int rc = tt_alloc(&f, img->capacity, img->fpr, max_ttl, (uint32_t)slots, p->data);
     if (rc != BK_OK) return rc;
-    memcpy(f->cells, p->data, f->cell_bytes);
     f->seed = img->seed;
     f->now = clock;
     f->added = img->param[2];
@@ -1304,7 +1327,6 @@ static int tt_restore(const bk__image *img, void **out)
     }
     f->occupied = occupied;
     tt_advance(f, a); /* the slot cache: no sweep (checked above) */
-    f->obj.payload_copied = 1;
     *out = f;
     return BK_OK;
 }
@@ -1429,7 +1451,8 @@ static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
     const bk_ttl *f = vf;
     visit(ctx, f, sizeof(*f));
     if (f->cells != NULL) {
-        visit(ctx, bk__aligned_raw(f->cells), bk__aligned_asked(f->cell_bytes + TT_PAD));
+        if (f->owns_cells)
+            visit(ctx, bk__aligned_raw(f->cells), bk__aligned_asked(f->cell_bytes + TT_PAD));
         return;
     }
     visit(ctx, f->gens, f->g * sizeof(*f->gens));

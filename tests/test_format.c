@@ -225,6 +225,28 @@ static bk_filter *make_ttl(void)
     return bk_ttl_as_filter(f);
 }
 
+/* A TTL filter of the table layout: 8 slots, longest TTL 400 ms
+ * (granularity 50), made at 5000 for SAMPLE_KEYS live keys; the sample
+ * keys' TTLs and times as make_ttl's, then re-added alike. */
+static bk_filter *make_ttl_table(void)
+{
+    bk_ttl *f;
+    assert_int_equal(bk_ttl_create_table(&f, SAMPLE_KEYS, 0.01, 400, 8, 5000, 49), BK_OK);
+    char key[TU_KEY_LEN];
+    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
+        tu_key(key, i, 1);
+        uint64_t ttl = i < SAMPLE_KEYS / 2 ? 400 : 1 + (i * 7919) % 400;
+        uint64_t now = i < SAMPLE_KEYS / 2 ? 5000 : 5000 + i * 90 / SAMPLE_KEYS;
+        assert_true(bk_ttl_add(f, key, sizeof(key), ttl, now) >= 0);
+    }
+    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
+        tu_key(key, i, 1);
+        if (!bk_ttl_contains(f, key, sizeof(key), bk_ttl_now(f)))
+            assert_true(bk_ttl_add(f, key, sizeof(key), 400, bk_ttl_now(f)) >= 0);
+    }
+    return bk_ttl_as_filter(f);
+}
+
 static const sample samples[] = {
     {"bloom-v1.bkf", make_bloom},
     {"blocked-v1.bkf", make_blocked},
@@ -247,6 +269,7 @@ static const sample samples[] = {
     {"morris-v1.bkf", make_morris},
     {"autoclear-v1.bkf", make_autoclear},
     {"ttl-v1.bkf", make_ttl},
+    {"ttl-table-v1.bkf", make_ttl_table},
 };
 #define NSAMPLES (sizeof(samples) / sizeof(samples[0]))
 

@@ -1,14 +1,16 @@
 #!/usr/bin/python3
 """TF.*: per-item TTL filters in bloomkit-server, on the real clock.
 
-Filters of max TTL 1600 ms in 17 generations (granularity 100 ms) take
-items with TTLs of 200 to 1500 ms; polled for 1.8 s, every item must be
+Filters of max TTL 1600 ms (granularity 100 ms: the table layout with 16
+slots, and the generations layout with 17 generations) take items with
+TTLs of 200 to 1500 ms; polled for 1.8 s, every item must be
 found while its TTL runs (with 30 ms for the command's travel) and be gone
 once TTL + granularity (+ 60 ms) have passed. The rate of the filters is
 1e-4 at 1000 live items, holding at most a few dozen: a false positive in
 these checks has a probability far below 1e-5. Then: every error text,
 TF.INFO's fields, DUMP/RESTORE and SCANDUMP/LOADCHUNK copies answer like
-the original, and a restart (from the log alone after SIGKILL, and from a
+the original, a full table refuses what it has no room for (an error per
+item, nothing lost, the refused items not logged), and a restart (from the log alone after SIGKILL, and from a
 snapshot) keeps each item's expiry: the log holds TF.ADDAT with the
 absolute time, so an item added 0.3 s before the restart with a 1 s TTL is
 still found until 1 s after its add and gone by 1.1 s.
@@ -27,7 +29,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import MODULE, Runner, Server, expect_error  # noqa: E402
 
-GRAN = 100        # ms: max TTL 1600 / (17 - 1)
+GRAN = 100        # ms: max TTL 1600 / 16 slots, or / (17 - 1) generations
 TRAVEL = 30       # ms a command may take to reach the server (before)
 LATE = 60         # ms of slack after TTL + granularity (after)
 # (redis-py drops the "ERR " that starts an error reply: the texts below
@@ -40,6 +42,8 @@ def now_ms():
 
 
 def reserve(r, key, capacity=1000, error=0.0001, max_ttl=1600, *extra):
+    """A TF key; by default the table layout with 16 slots (GRAN)."""
+    extra = extra or ("SLOTS", 16)
     assert r.execute_command("TF.RESERVE", key, error, capacity, max_ttl, *extra) in (b"OK", True)
 
 
@@ -95,8 +99,8 @@ class Timed:
         return alive, gone
 
 
-def mixed_ttls(srv, r):
-    reserve(r, "t")
+def mixed_ttls(srv, r, *layout):
+    reserve(r, "t", 1000, 0.0001, 1600, *layout)
     t = Timed()
     ttls = [200, 350, 500, 700, 900, 1200, 1500]
     for ttl in ttls:
@@ -111,6 +115,10 @@ def mixed_ttls(srv, r):
     assert r.execute_command("TF.EXISTS", "t", "never") == 0
     assert r.execute_command("TF.EXISTS", "missing", "x") == 0
     assert r.execute_command("TF.MEXISTS", "missing", "x", "y") == [0, 0]
+
+
+def mixed_ttls_generations(srv, r):
+    mixed_ttls(srv, r, "GENERATIONS", 17)
 
 
 def errors(srv, r):
@@ -132,6 +140,15 @@ def errors(srv, r):
         (("TF.RESERVE", "e2", 0.01, 10, 100, "GENERATIONS", 65),
          "generations must be between 2 and 64"),
         (("TF.RESERVE", "e2", 0.01, 10, 100, "WINDOW", 3), "Unknown argument received"),
+        (("TF.RESERVE", "e2", 0.01, 10, 100, "SLOTS", 0), "slots must be between 1 and 64"),
+        (("TF.RESERVE", "e2", 0.01, 10, 100, "SLOTS", 65), "slots must be between 1 and 64"),
+        (("TF.RESERVE", "e2", 0.01, 10, 100, "SLOTS", "x"), "slots must be between 1 and 64"),
+        (("TF.RESERVE", "e2", 0.01, 10, 100, "SLOTS"),
+         "wrong number of arguments for 'tf.reserve' command"),
+        (("TF.RESERVE", "e2", 0.01, 10, 100, "SLOTS", 8, "GENERATIONS", 9),
+         "GENERATIONS and SLOTS cannot be given together"),
+        (("TF.RESERVE", "e2", 1e-12, 10, 100),
+         "error rate too low for the TTL table layout: use GENERATIONS"),
         (("TF.RESERVE", "e", 0.01, 10, 100), "item exists"),
         (("TF.ADD", "e", "x", 0), "bad TTL: a whole number of milliseconds, at least 1"),
         (("TF.ADD", "e", "x", -5), "bad TTL: a whole number of milliseconds, at least 1"),
@@ -184,6 +201,50 @@ def info_fields(srv, r):
     time.sleep(0.45)
     assert r.execute_command("TF.INFO", "i", "LIVE") == [1]
     assert r.execute_command("TF.INFO", "i", "ITEMS") == [4]
+
+
+def info_table(srv, r):
+    # the default: the table, 12 slots (granularity ceil(1600 / 12))
+    assert r.execute_command("TF.RESERVE", "d", 0.01, 3800, 1600) in (b"OK", True)
+    r.execute_command("TF.MADD", "d", 1000, "a", "b", "c")
+    info = r.execute_command("TF.INFO", "d")
+    if isinstance(info, list):
+        info = dict(zip(info[::2], info[1::2]))
+    want = {b"Capacity": 3800, b"Number of items inserted": 3, b"Live items": 3,
+            b"Max TTL": 1600, b"Granularity": 134, b"Generations": 0, b"Segments": 1,
+            b"Slots": 12}
+    for k, v in want.items():
+        assert info[k] == v, (k, info[k], v)
+    assert info[b"Layout"] in (b"table", "table"), info[b"Layout"]
+    # 1000 buckets of 4 entries of 14 bits, and the handle
+    assert 7000 < info[b"Size"] < 7000 + 1024, info[b"Size"]
+    assert r.execute_command("TF.INFO", "d", "LAYOUT") in ([b"table"], ["table"])
+    assert r.execute_command("TF.INFO", "d", "SLOTS") == [12]
+
+
+def table_full(srv, r):
+    """A table of capacity 100 takes a little more, then answers an error
+    for each item it has no room for; what it took stays found, before
+    and after a restart from the log (refused items are not logged)."""
+    reserve(r, "f", 100, 0.01, 60000)
+    items = ["full%d" % i for i in range(300)]
+    got = r.execute_command("TF.MADD", "f", 60000, *items)
+    taken = [it for it, g in zip(items, got) if not isinstance(g, Exception)]
+    refused = [g for g in got if isinstance(g, Exception)]
+    assert 100 <= len(taken) < 120 and len(refused) == 300 - len(taken), len(taken)
+    for g in refused:
+        assert "TTL filter is full: no room among its live items" in str(g), g
+    expect_error(lambda: r.execute_command("TF.ADD", "f", "one-more", 100),
+                 "TTL filter is full: no room among its live items "
+                 "(reserve a larger capacity)")
+    before = r.execute_command("TF.MEXISTS", "f", *items)
+    assert all(before[i] == 1 for i, it in enumerate(items) if it in taken)
+    logged = log_records(srv)
+    assert b"one-more" not in logged
+    srv.kill()
+    srv.start()
+    r = srv.client()
+    assert r.execute_command("TF.MEXISTS", "f", *items) == before
 
 
 def same_answers(r, a, b, items):
@@ -269,7 +330,12 @@ def saved(srv, r):
     return srv.client()
 
 
-CORE = [mixed_ttls, errors, info_fields, copies]
+CORE = [mixed_ttls, mixed_ttls_generations, errors, info_fields, info_table, copies]
+
+
+def with_server(check):
+    with Server() as srv:
+        check(srv, srv.client())
 
 
 def run_core(run, make_server):
@@ -279,6 +345,8 @@ def run_core(run, make_server):
 def main():
     run = Runner("server ttl")
     run_core(run, Server)
+    run.check("a full table refuses, loses nothing, logs only what it took",
+              lambda: with_server(table_full))
     run.check("restart from the log after SIGKILL keeps expiries",
               restart_keeps_expiry(killed))
     run.check("restart from a snapshot keeps expiries", restart_keeps_expiry(saved))
