@@ -2335,9 +2335,9 @@ BK_API bk_window *bk_filter_as_window(bk_filter *f);
  * prefetched together. The memory is fixed at creation: an add that
  * finds no room among live keys (about capacity / 0.95 of them live; a
  * walk of up to 500 moves) answers BK_EFULL and adds nothing. Keys whose
- * slot ended free their entries for new keys at once; one pass over the
- * table empties them at most every S / 4 slots (by an add or
- * bk_ttl_advance). Rates down to about 8 / 2^(32 - x) (BK_EFPR below).
+ * slot ended free their entries for new keys at once; adds empty them in
+ * steps of 16 buckets, or, when too few adds came for that, one pass over
+ * the table at most every S / 4 slots (by an add or bk_ttl_advance). Rates down to about 8 / 2^(32 - x) (BK_EFPR below).
  *
  * The generations layout (bk_ttl_create with generations g >= 2): g
  * generations (2..64), each holding
@@ -2527,6 +2527,9 @@ typedef struct bk_ttl_stats {
     uint64_t buckets;           /* m, 4 entries each */
     uint64_t kicks;             /* entries moved to make room since the
                                    filter was made or loaded */
+    uint64_t full_sweeps;       /* whole passes over the table (adds sweep
+                                   in steps; a pass when they fell behind)
+                                   since the filter was made or loaded */
 } bk_ttl_stats;
 
 /* Fill *out at the filter's clock. O(segments). Returns BK_OK or

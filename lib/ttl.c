@@ -165,6 +165,10 @@ struct bk_ttl {
     uint64_t fp_lanes;    /* the fingerprint bits of each entry */
     uint64_t fp_tops;     /* the top fingerprint bit of each entry */
     uint64_t kicks;       /* entries moved to make room since creation */
+    uint64_t full_sweeps; /* whole passes since the filter was made or loaded */
+    int sweeping;         /* a sweep in steps is under way: */
+    uint64_t sweep_to;    /* it empties the entries of slots before this */
+    uint64_t sweep_pos;   /* the next bucket it looks at */
     uint64_t now_slot;    /* now / gran, and the time that slot ends: */
     uint64_t now_slot_end; /* a lookup in the clock's slot divides nothing */
 };
@@ -454,11 +458,13 @@ static int alloc_segments(bk_ttl *f, uint32_t i, uint32_t nseg)
  *   as 8 little-endian bytes from its first byte (w + 7 <= 64), so any w
  *   from 2 to 32 packs with no waste. Every stored slot lies in
  *   [base, base + R): entry field v decodes to j = base + ((v - base) mod
- *   R). An add at slot a needs a + S < base + R; when the clock has moved
- *   past that, a sweep (one pass) first empties every entry whose slot
- *   ended (j < a) and sets base = a. So the table is swept at most once
- *   per R - S >= S / 4 slots, at most 4 times per longest TTL, by an add
- *   or bk_ttl_advance. A lookup never writes: at slot a it takes an entry
+ *   R). An add at slot a needs a + S < base + R. Adds sweep in steps
+ *   (tt_sweep_step: 16 buckets each once a slot has ended, then base moves
+ *   up); when the clock has moved past base + R - S before a sweep in
+ *   steps finished (few adds), the add first makes the whole pass: empties
+ *   every entry whose slot ended (j < a) and sets base = a, at most once
+ *   per R - S >= S / 4 slots (4 times per longest TTL), by an add or
+ *   bk_ttl_advance. A lookup never writes: at slot a it takes an entry
  *   as live when its decoded j >= a, which the invariant makes exact (an
  *   entry whose slot ended reads as ended, however far the clock moved).
  *
@@ -501,6 +507,7 @@ static int alloc_segments(bk_ttl *f, uint32_t i, uint32_t nseg)
 #define TT_MAX_KICKS 500  /* moves an add may make to find room */
 #define TT_PAD 8          /* zero bytes after the entries (8-byte reads) */
 #define TT_AHEAD 16       /* keys a batch hashes and prefetches ahead */
+#define TT_SWEEP_STEP 16  /* buckets an add sweeps while a sweep is under way */
 
 static inline uint64_t tt_load8(const uint8_t *p)
 {
@@ -652,23 +659,71 @@ static int tt_contains(const bk_ttl *f, bk_hash h, uint64_t t)
     return tt_contains_key(f, &k, tt_dnow(f, t));
 }
 
-/* Empty every entry whose slot ended before slot a; base = a. */
-static void tt_sweep(bk_ttl *f, uint64_t a)
+/* Empty the entries of buckets [from, to) whose slot ended before slot
+ * base + dend. */
+static void tt_sweep_range(bk_ttl *f, uint64_t from, uint64_t to, uint64_t dend)
 {
-    uint64_t dnow = a - f->base;
-    uint64_t n = f->buckets * TT_WAYS;
-    for (uint64_t x = 0; x < n; x++) {
+    if (f->swar) { /* a bucket's word at a time, one store per changed bucket */
+        uint64_t bucket_bits = (uint64_t)TT_WAYS * f->wbits;
+        for (uint64_t b = from; b < to; b++) {
+            uint64_t bit = b * bucket_bits;
+            uint8_t *p = f->cells + (bit >> 3);
+            unsigned shift = (unsigned)(bit & 7);
+            uint64_t word = tt_load8(p) >> shift, clear = 0;
+            for (uint32_t i = 0; i < TT_WAYS; i++) { /* no branch per entry */
+                uint64_t v = (word >> (i * f->wbits)) & f->wmask;
+                uint64_t dead = (uint64_t)((v != 0) & (tt_dist(f, v) < dend));
+                clear |= ((0 - dead) & f->wmask) << (i * f->wbits);
+                f->occupied -= dead;
+            }
+            if (clear != 0) tt_store8(p, tt_load8(p) & ~(clear << shift));
+        }
+        return;
+    }
+    for (uint64_t x = from * TT_WAYS; x < to * TT_WAYS; x++) {
         uint64_t v = tt_get(f, x);
-        if (v != 0 && tt_dist(f, v) < dnow) {
+        if (v != 0 && tt_dist(f, v) < dend) {
             tt_put(f, x, 0);
             f->occupied--;
         }
     }
-    f->base = a;
 }
 
-/* The clock is at slot a: sweep if an add at a could name a slot beyond
- * the ring. */
+/* Empty every entry whose slot ended before slot a; base = a. */
+static void tt_sweep(bk_ttl *f, uint64_t a)
+{
+    tt_sweep_range(f, 0, f->buckets, a - f->base);
+    f->base = a;
+    f->sweeping = 0;
+    f->full_sweeps++;
+}
+
+/* The sweep in steps: once a slot has ended (a > base), each add empties
+ * the ended entries of TT_SWEEP_STEP more buckets, slots before the one
+ * the sweep began at (sweep_to <= a); at the last bucket base moves to
+ * sweep_to. An add only ever writes entries of slots >= a >= sweep_to, so
+ * nothing the sweep has passed needs it again. A filter with enough adds
+ * per slot (m / 16 in s / 4 slots) never needs the whole pass below. */
+static void tt_sweep_step(bk_ttl *f, uint64_t a)
+{
+    if (!f->sweeping) {
+        if (a <= f->base) return;
+        f->sweeping = 1;
+        f->sweep_to = a;
+        f->sweep_pos = 0;
+    }
+    uint64_t to = f->buckets - f->sweep_pos > TT_SWEEP_STEP ? f->sweep_pos + TT_SWEEP_STEP
+                                                            : f->buckets;
+    tt_sweep_range(f, f->sweep_pos, to, f->sweep_to - f->base);
+    f->sweep_pos = to;
+    if (to == f->buckets) {
+        f->base = f->sweep_to;
+        f->sweeping = 0;
+    }
+}
+
+/* The clock is at slot a: the whole pass if an add at a could name a slot
+ * beyond the ring (the sweep in steps did not finish in time). */
 static inline void tt_advance(bk_ttl *f, uint64_t a)
 {
     if (a + f->slots > f->base + f->rmask) tt_sweep(f, a);
@@ -694,6 +749,7 @@ static int tt_place(bk_ttl *f, uint64_t b, uint64_t v, uint64_t dnow)
 static int tt_add(bk_ttl *f, bk_hash h, uint64_t j, uint64_t a)
 {
     tt_advance(f, a);
+    tt_sweep_step(f, a);
     tt_key k = tt_key_of(f, h);
     tt_prefetch(f, &k);
     uint64_t dnow = a - f->base, dj = j - f->base;
@@ -936,6 +992,7 @@ void bk_ttl_clear(bk_ttl *f)
     if (f->cells != NULL) {
         memset(f->cells, 0, f->cell_bytes);
         f->occupied = 0;
+        f->sweeping = 0;
         f->base = f->now / f->gran;
     }
     for (uint32_t i = 0; i < f->g; i++) {
@@ -1125,6 +1182,7 @@ int bk_ttl_get_stats_at(const bk_ttl *f, uint64_t now, bk_ttl_stats *out)
         out->expiry_bits = f->ebits;
         out->buckets = f->buckets;
         out->kicks = f->kicks;
+        out->full_sweeps = f->full_sweeps;
         out->live_items = tt_live(f, slot_now);
         out->live_segments = out->live_items > 0;
         out->fpr_now = tt_rate(f, out->live_items);

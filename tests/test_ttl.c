@@ -796,6 +796,39 @@ static void test_table_clock_jumps(void **state)
     bk_ttl_free(f);
 }
 
+/* Sweeps: a steady stream of adds empties ended entries in steps and
+ * never makes the whole pass; a jump of the clock past the ring makes it
+ * once. Every live key is found throughout. */
+static void test_table_sweeps(void **state)
+{
+    (void)state;
+    bk_ttl *f;
+    const uint64_t n = 20000, M = 1200; /* gran 100, R - S = 4 */
+    assert_int_equal(bk_ttl_create_table(&f, n, 0.01, M, 12, 0, 10), BK_OK);
+    bk_ttl_stats st;
+    assert_int_equal(bk_ttl_get_stats(f, &st), BK_OK);
+    /* n / 2 held: n / 2 / (M + gran) keys per time unit, TTL M */
+    const uint64_t per_tick = n / 2 / (M + 100);
+    uint64_t id = 0;
+    for (uint64_t t = 0; t < 10 * M; t++)
+        for (uint64_t j = 0; j < per_tick; j++) add_key(f, id++, TAG_IN, M, t);
+    uint64_t missed = 0;
+    for (uint64_t i = id - per_tick * (M - 1); i < id; i += 3)
+        missed += !has_key(f, i, TAG_IN, 10 * M - 1);
+    assert_true(missed == 0);
+    assert_int_equal(bk_ttl_get_stats(f, &st), BK_OK);
+    print_message("sweeps: %llu keys over 10 max TTLs, %llu whole passes, %llu live\n",
+                  (unsigned long long)id, (unsigned long long)st.full_sweeps,
+                  (unsigned long long)st.live_items);
+    assert_true(st.full_sweeps == 0);
+    assert_true(st.live_items <= n / 2 + per_tick * 100);
+    /* the clock 20 slots on, then one add: one whole pass */
+    add_key(f, 0, TAG_OUT, 10, 12 * M);
+    assert_int_equal(bk_ttl_get_stats(f, &st), BK_OK);
+    assert_true(st.full_sweeps == 1 && st.live_items == 1);
+    bk_ttl_free(f);
+}
+
 /* Files, clone and clear of the table; its damaged images refused. */
 static bk_ttl *make_table_sample(void)
 {
@@ -941,6 +974,7 @@ int main(void)
         cmocka_unit_test(test_table_memory_rate),
         cmocka_unit_test(test_table_full),
         cmocka_unit_test(test_table_clock_jumps),
+        cmocka_unit_test(test_table_sweeps),
         cmocka_unit_test(test_table_files),
         cmocka_unit_test(test_worst_spread),
         cmocka_unit_test(test_even_spread_memory),
