@@ -7,7 +7,7 @@
  * table layout (the default; --g N: the generations layout, N
  * generations). It is filled by a stream: key i added at time
  * i * M / n with TTL M (--mixed: a TTL drawn uniformly from 1..M, keys
- * added twice as fast so that about n are held), then looked up at time M,
+ * added about twice as fast so that about n are held), then looked up at time M,
  * when every generation is live: a lookup tests g segments or so (the
  * table: two buckets). An add the table refuses (BK_EFULL: more held than
  * it has room for, --mixed holds a little over n) is counted and shown. The
@@ -150,9 +150,16 @@ int main(int argc, char **argv)
     }
     bk_blocked_set_single_writer(bf, 1);
 
-    /* the stream: key i at time i * M / n (--mixed: twice as fast, TTLs
-     * uniform in 1..M: about n held at time M) */
-    uint64_t total = mixed ? 2 * n : n, rng = 42, key, refused = 0;
+    /* the stream: key i at time i * M / n (--mixed: TTLs uniform in 1..M,
+     * keys about twice as fast: a key is held until its slot ends, up to
+     * gran after its expiry, so the held count peaks at about r (M / 2 +
+     * gran) for r keys per unit of time just before a slot ends:
+     * 2 n M / (M + 2 gran) keys in all peak at about n) */
+    uint64_t gran = bk_ttl_granularity(tf);
+    uint64_t total = mixed ? (uint64_t)(2.0 * (double)n * (double)MAX_TTL /
+                                        (double)(MAX_TTL + 2 * gran))
+                           : n;
+    uint64_t rng = 42, key, refused = 0;
     double t0 = now_ns();
     for (uint64_t i = 0; i < total; i++) {
         uint64_t t = i * MAX_TTL / total;
