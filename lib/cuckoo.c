@@ -167,23 +167,6 @@ static const uint32_t AUTO_WIDTHS[] = {8, 12, 16, 17, 18, 19, 20, 21, 22, 23,
  * Internals: packed slots
  *==========================================================================*/
 
-static inline uint64_t load_le64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof(v));
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
-}
-
-static inline void store_le64(unsigned char *p, uint64_t v)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    memcpy(p, &v, sizeof(v));
-}
 
 static inline uint64_t buckets_of(const bk_cuckoo *f) { return f->mask + 1; }
 static inline uint64_t fp_mask_of(const bk_cuckoo *f) { return (UINT64_C(1) << f->f) - 1; }
@@ -208,7 +191,7 @@ static inline size_t table_bytes(const bk_cuckoo *f)
 /* An n-bit field (n <= 32) at bit offset pos of the table. */
 static inline uint32_t get_bits(const bk_cuckoo *f, uint64_t pos, uint32_t n)
 {
-    return (uint32_t)((load_le64(f->table + (pos >> 3)) >> (pos & 7)) &
+    return (uint32_t)((bk__loadu_le64(f->table + (pos >> 3)) >> (pos & 7)) &
                       ((UINT64_C(1) << n) - 1));
 }
 
@@ -217,7 +200,7 @@ static inline void set_bits(bk_cuckoo *f, uint64_t pos, uint32_t n, uint32_t v)
     unsigned char *p = f->table + (pos >> 3);
     unsigned shift = (unsigned)(pos & 7);
     uint64_t m = ((UINT64_C(1) << n) - 1) << shift;
-    store_le64(p, (load_le64(p) & ~m) | ((uint64_t)v << shift));
+    bk__storeu_le64(p, (bk__loadu_le64(p) & ~m) | ((uint64_t)v << shift));
 }
 
 /* The pair code of a bucket and back: code = y (y + 1) / 2 + x, x <= y. */

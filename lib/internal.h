@@ -157,6 +157,27 @@ static inline uint64_t bk__get_le64(const unsigned char *p)
     return v;
 }
 
+/* The same for hot paths: 8 bytes at any address in one load or store
+ * (payloads of packed entries: cuckoo.c, ttl.c), byte-swapped only on a
+ * big-endian host. */
+static inline uint64_t bk__loadu_le64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof(v));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+static inline void bk__storeu_le64(unsigned char *p, uint64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    memcpy(p, &v, sizeof(v));
+}
+
 static inline void bk__put_le_f64(unsigned char *p, double d)
 {
     uint64_t v;

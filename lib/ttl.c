@@ -509,29 +509,12 @@ static int alloc_segments(bk_ttl *f, uint32_t i, uint32_t nseg)
 #define TT_AHEAD 16       /* keys a batch hashes and prefetches ahead */
 #define TT_SWEEP_STEP 16  /* buckets an add sweeps while a sweep is under way */
 
-static inline uint64_t tt_load8(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof(v));
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
-}
-
-static inline void tt_store8(uint8_t *p, uint64_t v)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    memcpy(p, &v, sizeof(v));
-}
 
 /* Entry x (bucket x / 4, way x % 4). */
 static inline uint64_t tt_get(const bk_ttl *f, uint64_t x)
 {
     uint64_t bit = x * f->wbits;
-    return (tt_load8(f->cells + (bit >> 3)) >> (bit & 7)) & f->wmask;
+    return (bk__loadu_le64(f->cells + (bit >> 3)) >> (bit & 7)) & f->wmask;
 }
 
 static inline void tt_put(bk_ttl *f, uint64_t x, uint64_t v)
@@ -539,7 +522,7 @@ static inline void tt_put(bk_ttl *f, uint64_t x, uint64_t v)
     uint64_t bit = x * f->wbits;
     uint8_t *p = f->cells + (bit >> 3);
     unsigned shift = (unsigned)(bit & 7);
-    tt_store8(p, (tt_load8(p) & ~(f->wmask << shift)) | (v << shift));
+    bk__storeu_le64(p, (bk__loadu_le64(p) & ~(f->wmask << shift)) | (v << shift));
 }
 
 /* Slots after base of an entry's expiry slot (valid for a non-empty one). */
@@ -597,7 +580,7 @@ __attribute__((always_inline)) static inline uint64_t tt_dnow(const bk_ttl *f, u
 __attribute__((always_inline)) static inline uint64_t tt_word(const bk_ttl *f, uint64_t b)
 {
     uint64_t bit = b * TT_WAYS * f->wbits;
-    return tt_load8(f->cells + (bit >> 3)) >> (bit & 7);
+    return bk__loadu_le64(f->cells + (bit >> 3)) >> (bit & 7);
 }
 
 /* Nonzero when some entry of the word may have fingerprint fp: the
@@ -669,14 +652,14 @@ static void tt_sweep_range(bk_ttl *f, uint64_t from, uint64_t to, uint64_t dend)
             uint64_t bit = b * bucket_bits;
             uint8_t *p = f->cells + (bit >> 3);
             unsigned shift = (unsigned)(bit & 7);
-            uint64_t word = tt_load8(p) >> shift, clear = 0;
+            uint64_t word = bk__loadu_le64(p) >> shift, clear = 0;
             for (uint32_t i = 0; i < TT_WAYS; i++) { /* no branch per entry */
                 uint64_t v = (word >> (i * f->wbits)) & f->wmask;
                 uint64_t dead = (uint64_t)((v != 0) & (tt_dist(f, v) < dend));
                 clear |= ((0 - dead) & f->wmask) << (i * f->wbits);
                 f->occupied -= dead;
             }
-            if (clear != 0) tt_store8(p, tt_load8(p) & ~(clear << shift));
+            if (clear != 0) bk__storeu_le64(p, bk__loadu_le64(p) & ~(clear << shift));
         }
         return;
     }

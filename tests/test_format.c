@@ -200,14 +200,12 @@ static bk_filter *make_window(void)
     return bk_window_as_filter(f);
 }
 
-/* A TTL filter: 5 generations, longest TTL 400 ms (granularity 100),
- * made at 5000 for SAMPLE_KEYS live keys (segments of 500); half the
- * sample keys with the longest TTL at once (two segments in their
- * generation), the rest with TTLs of 1..400 over 90 ms. */
-static bk_filter *make_ttl(void)
+/* The sample keys into a TTL filter made at 5000 with longest TTL 400:
+ * half with the longest TTL at once, the rest with TTLs of 1..400 over
+ * 90 ms; then, looked up at its clock, every sample key must still be
+ * live: the ones whose TTL has run out are re-added with the longest. */
+static bk_filter *fill_ttl(bk_ttl *f)
 {
-    bk_ttl *f;
-    assert_int_equal(bk_ttl_create(&f, SAMPLE_KEYS, 0.01, 400, 5, 5000, 48), BK_OK);
     char key[TU_KEY_LEN];
     for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
         tu_key(key, i, 1);
@@ -215,8 +213,6 @@ static bk_filter *make_ttl(void)
         uint64_t now = i < SAMPLE_KEYS / 2 ? 5000 : 5000 + i * 90 / SAMPLE_KEYS;
         assert_true(bk_ttl_add(f, key, sizeof(key), ttl, now) >= 0);
     }
-    /* looked up at its clock, every sample key is still live: the ones
-     * whose TTL has run out are re-added with the longest */
     for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
         tu_key(key, i, 1);
         if (!bk_ttl_contains(f, key, sizeof(key), bk_ttl_now(f)))
@@ -225,26 +221,22 @@ static bk_filter *make_ttl(void)
     return bk_ttl_as_filter(f);
 }
 
-/* A TTL filter of the table layout: 8 slots, longest TTL 400 ms
- * (granularity 50), made at 5000 for SAMPLE_KEYS live keys; the sample
- * keys' TTLs and times as make_ttl's, then re-added alike. */
+/* A TTL filter: 5 generations, longest TTL 400 ms (granularity 100), for
+ * SAMPLE_KEYS live keys (segments of 500; the longest TTLs at once put two
+ * segments in their generation). */
+static bk_filter *make_ttl(void)
+{
+    bk_ttl *f;
+    assert_int_equal(bk_ttl_create(&f, SAMPLE_KEYS, 0.01, 400, 5, 5000, 48), BK_OK);
+    return fill_ttl(f);
+}
+
+/* The table layout: 8 slots (granularity 50). */
 static bk_filter *make_ttl_table(void)
 {
     bk_ttl *f;
     assert_int_equal(bk_ttl_create_table(&f, SAMPLE_KEYS, 0.01, 400, 8, 5000, 49), BK_OK);
-    char key[TU_KEY_LEN];
-    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
-        tu_key(key, i, 1);
-        uint64_t ttl = i < SAMPLE_KEYS / 2 ? 400 : 1 + (i * 7919) % 400;
-        uint64_t now = i < SAMPLE_KEYS / 2 ? 5000 : 5000 + i * 90 / SAMPLE_KEYS;
-        assert_true(bk_ttl_add(f, key, sizeof(key), ttl, now) >= 0);
-    }
-    for (uint64_t i = 0; i < SAMPLE_KEYS; i++) {
-        tu_key(key, i, 1);
-        if (!bk_ttl_contains(f, key, sizeof(key), bk_ttl_now(f)))
-            assert_true(bk_ttl_add(f, key, sizeof(key), 400, bk_ttl_now(f)) >= 0);
-    }
-    return bk_ttl_as_filter(f);
+    return fill_ttl(f);
 }
 
 static const sample samples[] = {
