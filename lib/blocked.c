@@ -1830,23 +1830,37 @@ static uint64_t fill_line_scalar(uint64_t *line, uint32_t x, uint32_t k)
 
 #if BK_BLOCKED_X86 && !BK_BLOCKED_TSAN
 /* With AVX2: the key's mask as the plain add builds it, the missing bits
- * counted with POPCNT (every AVX2 CPU has it). ThreadSanitizer builds take
- * the scalar way, as they read lines through atomics only. */
-__attribute__((target("avx2,popcnt")))
+ * counted in registers. ThreadSanitizer builds take the scalar way, as
+ * they read lines through atomics only. */
+__attribute__((target("avx2")))
 static uint64_t fill_line_avx2(uint64_t *line, uint32_t x, uint32_t k)
 {
     __m256i mask_lo, mask_hi;
     mask_avx2(x, k, &mask_lo, &mask_hi);
     __m256i *half = (__m256i *)(void *)line;
     __m256i old_lo = _mm256_load_si256(&half[0]), old_hi = _mm256_load_si256(&half[1]);
-    uint64_t miss[BLOCK_WORDS];
-    _mm256_storeu_si256((__m256i *)(void *)&miss[0], _mm256_andnot_si256(old_lo, mask_lo));
-    _mm256_storeu_si256((__m256i *)(void *)&miss[4], _mm256_andnot_si256(old_hi, mask_hi));
+    __m256i miss_lo = _mm256_andnot_si256(old_lo, mask_lo);
+    __m256i miss_hi = _mm256_andnot_si256(old_hi, mask_hi);
     _mm256_store_si256(&half[0], _mm256_or_si256(old_lo, mask_lo));
     _mm256_store_si256(&half[1], _mm256_or_si256(old_hi, mask_hi));
-    uint64_t n = 0;
-    for (int w = 0; w < BLOCK_WORDS; w++) n += (uint64_t)__builtin_popcountll(miss[w]);
-    return n;
+    /* the missing bits counted in registers (a nibble table per byte, then
+     * the bytes summed): read back from memory, the vector stores of the
+     * words would not forward to their 64-bit loads on some cores, and
+     * consecutive adds would wait for each other */
+    const __m256i table = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4,
+                                           0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    __m256i bytes = _mm256_setzero_si256();
+    __m256i halves[2] = {miss_lo, miss_hi};
+    for (int i = 0; i < 2; i++) {
+        __m256i lo = _mm256_and_si256(halves[i], nibble);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(halves[i], 4), nibble);
+        bytes = _mm256_add_epi8(bytes, _mm256_add_epi8(_mm256_shuffle_epi8(table, lo),
+                                                       _mm256_shuffle_epi8(table, hi)));
+    }
+    __m256i sums = _mm256_sad_epu8(bytes, _mm256_setzero_si256());
+    __m128i pair = _mm_add_epi64(_mm256_castsi256_si128(sums), _mm256_extracti128_si256(sums, 1));
+    return (uint64_t)_mm_cvtsi128_si64(_mm_add_epi64(pair, _mm_unpackhi_epi64(pair, pair)));
 }
 #endif
 

@@ -458,6 +458,31 @@ static inline int update_plain_avx512(const bk_counting *f, bk_hash h, int delta
     _mm512_store_si512((void *)line, _mm512_sub_epi64(old, change));
     return 1;
 }
+
+/* The single writer's +1 of update_plain_avx512 that also says how many of
+ * the k counters were zero (what auto-clear counts: fill_add). The zero
+ * counters are found as all_nonzero_avx512 finds them, from the line read
+ * once, and counted on a mask register. Returns 0 (nothing done) when the
+ * general draw must decide. */
+__attribute__((target("avx512f,avx512cd")))
+static inline int add_counted_avx512(const bk_counting *f, bk_hash h, uint32_t *was_zero)
+{
+    __m512i off;
+    if (!offsets_avx512(f, h, &off)) return 0;
+    uint64_t *line = block_of(f, h);
+    __m512i touched = lowbits_avx512(off, f->k);
+    __m512i old = _mm512_load_si512((const void *)line);
+    __m512i words = _mm512_permutexvar_epi64(_mm512_srli_epi64(off, 6), old);
+    __m512i field = _mm512_and_si512(
+        _mm512_srlv_epi64(words, _mm512_and_si512(off, _mm512_set1_epi64(63))),
+        _mm512_set1_epi64((long long)f->width->max));
+    __mmask8 zero = _mm512_mask_testn_epi64_mask((__mmask8)((1u << f->k) - 1), field, field);
+    __m512i change = _mm512_andnot_si512(fold_fields_avx512(f->width, old, 1), touched);
+    _mm512_store_si512((void *)line, _mm512_add_epi64(old, change));
+    *was_zero = (uint32_t)__builtin_popcount((unsigned)zero);
+    return 1;
+}
+#define BK_COUNTING_ADD_COUNTED 1
 #endif
 #endif /* BK_COUNTING_X86 */
 
@@ -1206,6 +1231,14 @@ static uint64_t fill_count_set(const void *vf)
 static int fill_add(void *vf, bk_hash h, uint64_t *newly_set)
 {
     bk_counting *f = vf;
+#ifdef BK_COUNTING_ADD_COUNTED
+    uint32_t zero;
+    if (use_simd(f) && add_counted_avx512(f, h, &zero)) {
+        f->items += zero != 0;
+        *newly_set = zero;
+        return zero != 0;
+    }
+#endif
     key_counters kc;
     draw(f, h, &kc);
     uint64_t n = update_plain(f, &kc, +1);
