@@ -33,11 +33,15 @@
  * may grow the chain, and growth must be checked against the host's memory
  * budget (bk_scalable_set_max_bytes is exclusive) and reported (resized).
  * Adds that find the key already there first try the shared path
- * (add_shared, below): bk_scalable_add_nogrow on a chain,
- * bk_growable_add_nogrow on a growable filter, both safe with each other
- * and with lookups; what they refuse (a new stage, a doubling, a stashed
- * entry) goes through the exclusive path. Whole-value reads (DUMP, merge
- * sources) open WHOLE, so no shared add runs while they copy.
+ * (add_shared, below), opened ADD: bk_scalable_add_nogrow on a chain,
+ * bk_growable_add_nogrow on a growable filter; what they refuse (a new
+ * stage, a doubling, a stashed entry) goes through the exclusive path.
+ * Both hosts hold the key alone for ADD and put the filters they store
+ * in the library's single-writer mode (bkc_value_single_writer), so these
+ * adds use plain stores and the growable filter takes no lock of its own;
+ * in the concurrent mode they would also be safe with each other and with
+ * lookups. Whole-value reads (DUMP, merge sources) open WHOLE, so no
+ * shared add runs while they copy.
  *
  * Memory: a new filter is sized with bk_scalable_estimate_bytes
  * before anything is allocated and refused when it does not fit; growth is
@@ -701,9 +705,8 @@ fail:
     return NULL;
 }
 
-/* The shared path of an add: an existing BF key is opened BKC_OPEN_ADD, so
- * the adds and lookups of many clients run at once (the chain's lock-free
- * adds; the growable filter's adds take turns inside it for a few stores);
+/* The shared path of an add: an existing BF key is opened BKC_OPEN_ADD
+ * (which the hosts hold alone: see Locking above), and the nogrow adds run;
  * it stops at the first item that would need a new stage, a doubling or
  * the stash (growth is checked against the memory budget, under the
  * exclusive lock).

@@ -249,9 +249,10 @@ typedef struct bk_filter_config {
                                   (ttl: generations; cfg.window is the
                                   longest TTL) */
     int window_by_count;       /* window: expire by insertions, not time */
-    int single_writer;         /* blocked, counting: 1 for the single-writer
-                                  mode (see "Write modes" under the blocked
-                                  filter); other families ignore it */
+    int single_writer;         /* blocked, counting, scalable, growable: 1
+                                  for the single-writer mode (see "Write
+                                  modes" under the blocked filter); other
+                                  families ignore it */
     int blocked_split;         /* blocked: 1 for the split layout
                                   (bk_blocked_create_split) */
     double auto_clear;         /* bloom, blocked, counting: a fill ratio in
@@ -877,8 +878,10 @@ BK_API const char *bk_blocked_simd_name(int level);
  * Thread-safe: calls in flight finish on either path. */
 BK_API int bk_blocked_set_simd_level(int level);
 
-/* Write modes (blocked and counting filters; bk_filter_set_single_writer,
- * bk_filter_config.single_writer, bk_filter_info.single_writer):
+/* Write modes (blocked, counting, scalable and growable filters, the
+ * growable filter's in its own terms at bk_growable_set_single_writer;
+ * bk_filter_set_single_writer, bk_filter_config.single_writer,
+ * bk_filter_info.single_writer):
  *   concurrent (the default): adds change memory with atomic operations
  *     (an atomic OR per 64-bit word that misses bits; nothing when the
  *     line already holds the key), so any number of threads may add and
@@ -896,8 +899,9 @@ BK_API int bk_blocked_set_simd_level(int level);
  *     add on several threads keeps the concurrent mode;
  *   - bloomkit-server runs BF adds under the key's exclusive lock, and
  *     the Redis module runs one command at a time: both set single-writer
- *     on the filters their keys hold (scalable chains too: bk_scalable_
- *     set_single_writer);
+ *     on the filters their keys hold (scalable chains and growable
+ *     filters too: bk_scalable_set_single_writer,
+ *     bk_growable_set_single_writer);
  *   - a library caller that serialises all use of a filter with its own
  *     lock (or uses it from one thread): single-writer. */
 
@@ -1811,11 +1815,13 @@ BK_API bk_scalable *bk_filter_as_scalable(bk_filter *f);
  * first layout (16-bit entries) load, converted.
  *
  * Threads: lookups, statistics and bk_growable_add_nogrow may all run at
- * once. bk_growable_add (and the batch add), merges, saving, copying,
- * clearing and freeing need the filter to themselves: bloomkit-server adds
- * with bk_growable_add_nogrow under a key's shared lock and takes the
- * exclusive one only for what that call refuses (a new key of a list, a
- * full block, a doubling).
+ * once (in the concurrent mode, the default; see
+ * bk_growable_set_single_writer). bk_growable_add (and the batch add),
+ * merges, saving, copying, clearing and freeing need the filter to
+ * themselves. bloomkit-server and the Redis module hold a key alone while
+ * they add to it, put the filter in the single-writer mode, and try
+ * bk_growable_add_nogrow first, bk_growable_add only for what it refuses
+ * (a new key of a list, a full block, a doubling).
  *==========================================================================*/
 
 /* The lowest rate a growable filter takes: its first level full
@@ -1859,7 +1865,8 @@ BK_API int bk_growable_set_max_bytes(bk_growable *f, size_t max_bytes);
 BK_API int bk_growable_add(bk_growable *f, const void *key, size_t len);
 
 /* As bk_growable_add, but safe to call from many threads at once (and
- * with lookups), and it only adds to a block with room: a new key of a
+ * with lookups) in the concurrent mode (the default; see
+ * bk_growable_set_single_writer), and it only adds to a block with room: a new key of a
  * list, of a full block, or one that needs a doubling gets BK_EFULL and
  * nothing changes; add it with bk_growable_add when no other call runs. Adders take turns for the few
  * stores of one add (a spin lock); keys already present are answered
@@ -1867,6 +1874,24 @@ BK_API int bk_growable_add(bk_growable *f, const void *key, size_t len);
  * bk_growable_add would. */
 BK_API int bk_growable_add_nogrow(bk_growable *f, const void *key, size_t len);
 BK_API int bk_growable_add_nogrow_hash(bk_growable *f, uint64_t h);
+
+/* The write mode of bk_growable_add_nogrow (and its batch):
+ *   concurrent (0, the default): as described there, adds take turns
+ *     under a spin lock, look the key up again under it, and publish the
+ *     block so that lookups running meanwhile start over;
+ *   single-writer (1): the caller guarantees that while an add runs no
+ *     other add, remove or lookup of f runs (one thread owns f, or adds
+ *     hold an exclusive lock that lookups also respect): adds then look the
+ *     key up once, take no lock, and write with plain stores.
+ * Answers, counts and stored bytes are the same in both modes. Other adds
+ * (bk_growable_add, inserts) need the filter to themselves in either. Not
+ * kept by clone, load or map (a new filter starts concurrent), nor stored
+ * in files. Returns BK_OK or BK_EINVAL (f NULL). Not thread-safe: call
+ * before sharing f. */
+BK_API int bk_growable_set_single_writer(bk_growable *f, int single_writer);
+
+/* 1 in the single-writer mode, 0 in the concurrent one (and for NULL). */
+BK_API int bk_growable_single_writer(const bk_growable *f);
 
 /* 1 if the key may be present, 0 if it is certainly absent. */
 BK_API int bk_growable_contains(const bk_growable *f, const void *key, size_t len);
@@ -1937,8 +1962,9 @@ BK_API double bk_growable_fpr_now(const bk_growable *f);
 /* The generic handle (see "Any filter"): family BK_FAMILY_GROWABLE,
  * "growable". Saved and loaded like any filter (docs/FORMAT.md; a loaded
  * filter copies its payload, also from a mapping, since a doubling
- * replaces the table); no remove or write modes; adds through the handle
- * are not thread-safe either. bk_filter_merge (union) takes two growable
+ * replaces the table); no remove; bk_filter_set_single_writer sets
+ * bk_growable_set_single_writer's mode; adds through the handle
+ * (bk_growable_add) are not thread-safe in either mode. bk_filter_merge (union) takes two growable
  * filters of one seed whatever their sizes: the smaller is doubled to the
  * larger's level (the destination itself, or the source's entries as
  * they are read), then every entry of the source that the destination

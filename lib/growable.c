@@ -71,6 +71,14 @@
  *   reads word 0, then the block, then word 0 again, and starts over when
  *   it saw the bit or a change (a sequence lock: an add always changes
  *   word 0). Everything else needs the filter to itself.
+ *   In the single-writer mode (bk_growable_set_single_writer; off in a new,
+ *   loaded or cloned filter, as in the blocked filter) the caller promises
+ *   that no other add, remove or lookup runs beside an add (the server and
+ *   the module hold the key alone): bk_growable_add_nogrow then looks the
+ *   key up once, takes no lock and writes the block in place with plain
+ *   stores, no WRITING bit. The block's bytes and the counts end as in the
+ *   concurrent mode. Lookups are the same in both modes: in this one they
+ *   never meet a block being written, so they never start over.
  */
 #include <sched.h>  /* sched_yield */
 #include <stdio.h>  /* snprintf */
@@ -248,7 +256,10 @@ struct bk_growable {
     uint8_t level;
     uint8_t blocks;      /* 1: a block table, 0: a list */
     uint8_t adding;      /* 1 while a bk_growable_add_nogrow stores */
-    uint8_t std_seed;    /* seed BK_DEFAULT_SEED: hash with std_keys */
+    /* two flags in the handle's last free byte (a handle of 80 bytes:
+     * what a one-key filter costs, 96 with its list) */
+    unsigned std_seed : 1;      /* seed BK_DEFAULT_SEED: hash with std_keys */
+    unsigned single_writer : 1; /* bk_growable_set_single_writer: adds alone */
     union {
         uint32_t list_n; /* a list's entries */
         uint32_t nb;     /* a table's blocks (kept here: no load before the block's) */
@@ -1622,13 +1633,32 @@ static int block_add_published(bk_growable *f, uint64_t h)
     return 1;
 }
 
+/* Entry of h into its block when nothing else runs (the single-writer
+ * mode): block_with on the block itself, plain loads and stores, no
+ * WRITING bit. The block ends as block_add_published leaves it. */
+static inline int block_add_plain(bk_growable *f, uint64_t h)
+{
+    const gfmt *F = f->p->fmt;
+    uint64_t r, b = block_of(h, f->nb, &r);
+    unsigned fp, mini = mini_in_block(r, F->M, &fp);
+    return block_with(blocks_of(f) + b * BLOCK_WORDS, F->S, mini, entry_new(fp));
+}
+
 /* add_h without doubling, spilling or stashing (see Threads); the counts
  * change as in add_h, so a filter filled this way doubles after the same
- * number of keys as one filled by add_h. */
+ * number of keys as one filled by add_h. In the single-writer mode no
+ * other add or lookup runs: no lock, no second lookup, plain stores. */
 static int add_nogrow_h(bk_growable *f, uint64_t h)
 {
     if (contains_h(f, h)) return 0;
     if (!f->blocks) return BK_EFULL;
+    if (f->single_writer) {
+        if (f->items + 1 > keys_at(f->p->fmt, f->level) || !block_add_plain(f, h))
+            return BK_EFULL;
+        f->items++;
+        f->weight++;
+        return 1;
+    }
     int rc;
     adders_lock(f);
     if (contains_h(f, h)) {
@@ -1846,6 +1876,15 @@ int bk_growable_set_max_bytes(bk_growable *f, size_t max_bytes)
     f->max_bytes = max_bytes;
     return BK_OK;
 }
+
+int bk_growable_set_single_writer(bk_growable *f, int single_writer)
+{
+    if (f == NULL) return BK_EINVAL;
+    f->single_writer = single_writer != 0;
+    return BK_OK;
+}
+
+int bk_growable_single_writer(const bk_growable *f) { return f != NULL && f->single_writer; }
 
 int bk_growable_add_hash(bk_growable *f, uint64_t h)
 {
@@ -2259,6 +2298,7 @@ static void info_common(const bk_growable *f, bk_filter_info *out)
     out->fill = (double)items / lanes_of(f);
     out->bytes = total_bytes(f);
     out->parts = 1;
+    out->single_writer = f->single_writer;
 }
 
 /* info: the fill counts the lanes in use (pairs take two). */
@@ -2293,6 +2333,11 @@ static int ops_summary(const void *vf, bk_filter_info *out)
 static int ops_create(const bk_filter_config *cfg, void **out)
 {
     return bk_growable_create((bk_growable **)out, cfg->capacity, cfg->fpr, cfg->seed);
+}
+
+static void ops_set_single_writer(void *f, int single_writer)
+{
+    bk_growable_set_single_writer(f, single_writer);
 }
 
 /* A copy of f's list or table. */
@@ -2331,6 +2376,7 @@ static int ops_clone(const void *vf, void **out)
     *f = *src;
     bk__object_init(&f->obj, ops_of(src->p));
     f->adding = 0;
+    f->single_writer = 0; /* a copy starts concurrent, as every family's */
     f->t = storage_copy(src);
     if (f->t == NULL) {
         bk__free(f);
@@ -2873,6 +2919,7 @@ static int64_t ops_insert_batch(void *f, const void *const *keys, const size_t *
     .contains = ops_contains, .contains_batch = ops_contains_batch, .lockfree_add = 0,         \
     .seed = ops_seed, .destroy = ops_destroy, .info = ops_info, .summary = ops_summary,         \
     .allocations = ops_allocations, .create = ops_create, .clone = ops_clone,                   \
+    .set_single_writer = ops_set_single_writer,                                                 \
     .clear = ops_clear, .merge = ops_merge, .incompatibility = ops_incompatibility,             \
     .nparts = ops_nparts, .describe = ops_describe, .restore = ops_restore,
 

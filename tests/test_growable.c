@@ -1091,11 +1091,202 @@ static void test_add_nogrow_batch(void **state)
     bk_growable_free(small);
 }
 
+/* The single-writer mode (bk_growable_set_single_writer): the same keys
+ * through bk_growable_add_nogrow, with bk_growable_add for what it refuses
+ * (as bloomkit-server runs them), answer alike in both modes, count alike
+ * and leave the same filter, byte for byte, through many doublings. */
+static void test_single_writer_as_concurrent(void **state)
+{
+    (void)state;
+    bk_growable *a, *b;
+    assert_int_equal(bk_growable_create(&a, 100, 0.01, 8), BK_OK);
+    assert_int_equal(bk_growable_create(&b, 100, 0.01, 8), BK_OK);
+    assert_int_equal(bk_growable_set_single_writer(b, 1), BK_OK);
+    char k[TU_KEY_LEN];
+    uint64_t refused = 0, nogrow_added = 0;
+    for (uint64_t i = 0; i < 60000; i++) {
+        key_of(k, i % 50000, 1); /* the last 10000 again: answered 0 */
+        int want = bk_growable_add_nogrow(a, k, sizeof(k));
+        int got = bk_growable_add_nogrow(b, k, sizeof(k));
+        assert_int_equal(got, want);
+        if (got == 1) nogrow_added++;
+        if (got == BK_EFULL) {
+            refused++;
+            want = bk_growable_add(a, k, sizeof(k));
+            got = bk_growable_add(b, k, sizeof(k));
+            assert_int_equal(got, want);
+        }
+        assert_int_equal(bk_growable_items(b), bk_growable_items(a));
+    }
+    print_message("%u doublings, %llu keys added by add_nogrow, %llu refused\n",
+                  bk_growable_doublings(b), (unsigned long long)nogrow_added,
+                  (unsigned long long)refused);
+    assert_true(bk_growable_doublings(b) >= 8);
+    assert_true(nogrow_added > 30000); /* most keys took the single-writer path */
+    assert_int_equal(bk_growable_single_writer(b), 1); /* kept through doublings */
+    assert_int_equal(bk_growable_single_writer(a), 0);
+    assert_int_equal(bk_growable_doublings(b), bk_growable_doublings(a));
+    assert_true(bk_growable_fpr_now(b) == bk_growable_fpr_now(a));
+    assert_all_present(b, 50000);
+    tu_same_image(bk_growable_as_filter(a), bk_growable_as_filter(b));
+    bk_growable_free(a);
+    bk_growable_free(b);
+}
+
+/* The batch of nogrow adds in the single-writer mode, in chunks as the
+ * server's shared path sends them, each refused key added alone: the same
+ * answers, stops and bytes as in the concurrent mode. */
+static void test_single_writer_batch(void **state)
+{
+    (void)state;
+    enum { N = 40000, CHUNK = 64 };
+    static char text[N][16];
+    static const void *keys[N];
+    static size_t lens[N];
+    static int ra[CHUNK], rb[CHUNK];
+    for (int i = 0; i < N; i++) {
+        lens[i] = (size_t)snprintf(text[i], sizeof text[i], "sw-%d", i % 7 == 6 ? i / 3 : i);
+        keys[i] = text[i];
+    }
+    bk_growable *a, *b;
+    assert_int_equal(bk_growable_create(&a, 100, 0.01, 3), BK_OK);
+    assert_int_equal(bk_growable_create(&b, 100, 0.01, 3), BK_OK);
+    assert_int_equal(bk_growable_set_single_writer(b, 1), BK_OK);
+    size_t i = 0, batched = 0;
+    while (i < N) {
+        size_t m = N - i < CHUNK ? N - i : CHUNK;
+        int64_t da = bk_growable_add_nogrow_batch(a, keys + i, lens + i, m, ra);
+        int64_t db = bk_growable_add_nogrow_batch(b, keys + i, lens + i, m, rb);
+        assert_int_equal(db, da);
+        assert_true(da >= 0);
+        assert_memory_equal(rb, ra, (size_t)da * sizeof(int));
+        i += (size_t)da;
+        batched += (size_t)da;
+        if ((size_t)da < m) { /* the exclusive path, one key */
+            assert_int_equal(bk_growable_add(b, keys[i], lens[i]),
+                             bk_growable_add(a, keys[i], lens[i]));
+            i++;
+        }
+        assert_int_equal(bk_growable_items(b), bk_growable_items(a));
+    }
+    assert_true(batched > N / 2);
+    assert_true(bk_growable_doublings(b) >= 8);
+    tu_same_image(bk_growable_as_filter(a), bk_growable_as_filter(b));
+    bk_growable_free(a);
+    bk_growable_free(b);
+}
+
+/* A full block in the single-writer mode: add_nogrow refuses the entry
+ * only a spill could take and changes nothing, as in the concurrent mode. */
+static void test_single_writer_full_block(void **state)
+{
+    (void)state;
+    uint64_t h[38];
+    bk_growable *f = with_mini0(h, 38), *g = with_mini0(h, 38);
+    assert_int_equal(bk_growable_set_single_writer(f, 1), BK_OK);
+    for (int i = 0; i < 37; i++) {
+        assert_int_equal(bk_growable_add_nogrow_hash(f, h[i]), 1);
+        assert_int_equal(bk_growable_add_nogrow_hash(g, h[i]), 1);
+    }
+    assert_int_equal(bk_growable_add_nogrow_hash(f, h[0]), 0);
+    assert_int_equal(bk_growable_items(f), 37);
+    double rate = bk_growable_fpr_now(f);
+    assert_int_equal(bk_growable_add_nogrow_hash(f, h[37]), BK_EFULL);
+    assert_int_equal(bk_growable_items(f), 37);
+    assert_true(bk_growable_fpr_now(f) == rate);
+    assert_int_equal(bk_growable_contains_hash(f, h[37]), 0);
+    tu_same_image(bk_growable_as_filter(f), bk_growable_as_filter(g));
+    assert_int_equal(bk_growable_add_hash(f, h[37]), 1); /* spilled */
+    assert_int_equal(bk_growable_add_nogrow_hash(f, h[37]), 0);
+    for (int i = 0; i < 38; i++) assert_int_equal(bk_growable_contains_hash(f, h[i]), 1);
+    bk_growable_free(f);
+    bk_growable_free(g);
+
+    /* a list refuses every new key in this mode too */
+    assert_int_equal(bk_growable_create(&f, 100, 0.01, 5), BK_OK);
+    assert_int_equal(bk_growable_set_single_writer(f, 1), BK_OK);
+    assert_int_equal(bk_growable_add_nogrow_hash(f, 12345), BK_EFULL);
+    assert_int_equal(bk_growable_items(f), 0);
+    assert_int_equal(bk_growable_add_hash(f, 12345), 1);
+    assert_int_equal(bk_growable_add_nogrow_hash(f, 12345), 0);
+    bk_growable_free(f);
+}
+
+/* The setter and getter, NULL, the generic handle (bk_filter_set_single_
+ * writer, bk_filter_config.single_writer, bk_filter_info), and what keeps
+ * the mode: doublings and clear do; a clone or a loaded copy starts
+ * concurrent, as the blocked filter's do. */
+static void test_single_writer_mode(void **state)
+{
+    (void)state;
+    bk_growable *f;
+    assert_int_equal(bk_growable_set_single_writer(NULL, 1), BK_EINVAL);
+    assert_int_equal(bk_growable_single_writer(NULL), 0);
+    assert_int_equal(bk_growable_create(&f, 20000, 0.01, 5), BK_OK);
+    assert_int_equal(bk_growable_single_writer(f), 0); /* the default */
+    assert_int_equal(bk_growable_set_single_writer(f, 7), BK_OK);
+    assert_int_equal(bk_growable_single_writer(f), 1);
+    assert_int_equal(bk_growable_set_single_writer(f, 0), BK_OK);
+    assert_int_equal(bk_growable_single_writer(f), 0);
+
+    /* through the generic handle */
+    bk_filter *gf = bk_growable_as_filter(f);
+    bk_filter_info info;
+    assert_int_equal(bk_filter_set_single_writer(gf, 1), BK_OK);
+    assert_int_equal(bk_growable_single_writer(f), 1);
+    assert_int_equal(bk_filter_get_info(gf, &info), BK_OK);
+    assert_int_equal(info.single_writer, 1);
+    assert_int_equal(info.lockfree_add, 0);
+    assert_int_equal(bk_filter_get_summary(gf, &info), BK_OK);
+    assert_int_equal(info.single_writer, 1);
+    add_keys(f, 5000);
+    assert_int_equal(bk_filter_set_single_writer(gf, 0), BK_OK);
+    assert_int_equal(bk_growable_single_writer(f), 0);
+    assert_int_equal(bk_filter_get_info(gf, &info), BK_OK);
+    assert_int_equal(info.single_writer, 0);
+    assert_int_equal(bk_filter_set_single_writer(gf, 1), BK_OK);
+
+    /* a clone and a loaded copy: the same filter, concurrent */
+    bk_filter *c, *g;
+    assert_int_equal(bk_filter_clone(&c, gf), BK_OK);
+    assert_int_equal(bk_growable_single_writer(bk_filter_as_growable(c)), 0);
+    assert_int_equal(bk_growable_single_writer(f), 1);
+    tu_same_image(gf, c);
+    size_t len;
+    unsigned char *buf = tu_serialize(gf, &len);
+    assert_int_equal(bk_filter_deserialize(&g, buf, len), BK_OK);
+    assert_int_equal(bk_growable_single_writer(bk_filter_as_growable(g)), 0);
+    tu_same_image(gf, g);
+    free(buf);
+    bk_filter_free(g);
+    bk_filter_free(c);
+    /* clear keeps it */
+    assert_int_equal(bk_filter_clear(gf), BK_OK);
+    assert_int_equal(bk_growable_single_writer(f), 1);
+    bk_growable_free(f);
+
+    /* made in the mode by bk_filter_create, a multiset too */
+    bk_filter_config cfg = tu_config(BK_FAMILY_GROWABLE, 100, 0.01);
+    cfg.single_writer = 1;
+    assert_int_equal(bk_filter_create(&gf, &cfg), BK_OK);
+    assert_int_equal(bk_growable_single_writer(bk_filter_as_growable(gf)), 1);
+    bk_filter_free(gf);
+    assert_int_equal(bk_growable_create_multiset(&f, 100, 0.01, 5), BK_OK);
+    assert_int_equal(bk_filter_set_single_writer(bk_growable_as_filter(f), 1), BK_OK);
+    assert_int_equal(bk_growable_single_writer(f), 1);
+    bk_growable_free(f);
+    assert_int_equal(bk_filter_set_single_writer(NULL, 1), BK_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_errors),
         cmocka_unit_test(test_add_nogrow_batch),
+        cmocka_unit_test(test_single_writer_as_concurrent),
+        cmocka_unit_test(test_single_writer_batch),
+        cmocka_unit_test(test_single_writer_full_block),
+        cmocka_unit_test(test_single_writer_mode),
         cmocka_unit_test(test_redisbloom_sizes_as_quoted),
         cmocka_unit_test(test_sizes_follow_the_keys),
         cmocka_unit_test(test_smaller_than_redisbloom),
