@@ -169,6 +169,8 @@ struct bk_ttl {
     int sweeping;         /* a sweep in steps is under way: */
     uint64_t sweep_to;    /* it empties the entries of slots before this */
     uint64_t sweep_pos;   /* the next bucket it looks at */
+    uint64_t gran_inv;    /* floor((2^64 - 1) / gran): a lookup's slot
+                             without a division */
     uint64_t now_slot;    /* now / gran, and the time that slot ends: */
     uint64_t now_slot_end; /* a lookup in the clock's slot divides nothing */
 };
@@ -570,10 +572,18 @@ static inline int tt_bucket_has(const bk_ttl *f, uint64_t b, uint64_t fp, uint64
     return hit;
 }
 
+/* floor(t / gran) by a multiply: the high half of t * gran_inv is
+ * floor(t / gran) or one less (t < 2^64), then one correction. */
+static inline uint64_t tt_slot_of(const bk_ttl *f, uint64_t t)
+{
+    uint64_t q = bk__fastrange64(t, f->gran_inv);
+    return q + ((q + 1) * f->gran <= t);
+}
+
 /* Slots from base to t's (base <= the clock's slot <= t's). */
 __attribute__((always_inline)) static inline uint64_t tt_dnow(const bk_ttl *f, uint64_t t)
 {
-    return (t < f->now_slot_end ? f->now_slot : t / f->gran) - f->base;
+    return (t < f->now_slot_end ? f->now_slot : tt_slot_of(f, t)) - f->base;
 }
 
 /* The 4 entries of bucket b in one word (f->swar). */
@@ -830,6 +840,7 @@ static int tt_shape(bk_ttl *f, uint64_t capacity, double fpr, uint64_t max_ttl, 
     f->max_ttl = max_ttl;
     f->slots = slots;
     f->gran = ceil_div(max_ttl, slots);
+    f->gran_inv = UINT64_MAX / f->gran;
     f->seg_capacity = capacity;
     f->seg_fpr = fpr;
     uint32_t x = 1;

@@ -796,6 +796,34 @@ static void test_table_clock_jumps(void **state)
     bk_ttl_free(f);
 }
 
+/* Slot arithmetic at the ends of the clock's range: a lookup beyond the
+ * clock's slot finds its slot by a multiply (ttl.c, tt_slot_of), exact for
+ * every granularity and time. */
+static void test_table_far_clock(void **state)
+{
+    (void)state;
+    static const uint64_t grans[] = {1, 3, 7, 1000, 999983};
+    for (size_t g = 0; g < sizeof(grans) / sizeof(grans[0]); g++) {
+        const uint64_t gran = grans[g], M = 12 * gran;
+        for (uint64_t base = 0; base < (UINT64_C(1) << 62); base += (UINT64_C(1) << 60) + 12345) {
+            bk_ttl *f;
+            assert_int_equal(bk_ttl_create_table(&f, 100, 0.01, M, 12, base, 3), BK_OK);
+            assert_true(bk_ttl_granularity(f) == gran);
+            /* expiry e = base + d: found at e - 1, gone at the slot's end */
+            for (uint64_t d = 1; d <= M; d += (M + 6) / 7) {
+                char key[24];
+                snprintf(key, sizeof(key), "k%llu", (unsigned long long)d);
+                assert_true(bk_ttl_add(f, key, strlen(key), d, base) >= 0);
+                uint64_t e = base + d, end = ((e - 1) / gran + 1) * gran;
+                assert_int_equal(bk_ttl_contains(f, key, strlen(key), e - 1), 1);
+                assert_int_equal(bk_ttl_contains(f, key, strlen(key), end - 1), 1);
+                assert_int_equal(bk_ttl_contains(f, key, strlen(key), end), 0);
+            }
+            bk_ttl_free(f);
+        }
+    }
+}
+
 /* Sweeps: a steady stream of adds empties ended entries in steps and
  * never makes the whole pass; a jump of the clock past the ring makes it
  * once. Every live key is found throughout. */
@@ -975,6 +1003,7 @@ int main(void)
         cmocka_unit_test(test_table_full),
         cmocka_unit_test(test_table_clock_jumps),
         cmocka_unit_test(test_table_sweeps),
+        cmocka_unit_test(test_table_far_clock),
         cmocka_unit_test(test_table_files),
         cmocka_unit_test(test_worst_spread),
         cmocka_unit_test(test_even_spread_memory),
