@@ -2785,8 +2785,11 @@ static int legacy_restore(const bk__image *img, void **out)
         p->m != (UINT64_C(1) << p->param) || p->length != p->m * 64)
         return BK_ECORRUPT;
     if (s != NULL && (s->m == 0 || s->width != 64 || s->length != s->m * 8)) return BK_ECORRUPT;
-    if (img->capacity == 0 || !(img->fpr >= BK_GROWABLE_MIN_FPR && img->fpr < 1.0) ||
-        img->items > p->m * 31 * 3 / 4)
+    /* a table of m blocks of 31 lanes was never made for more keys than it
+     * has lanes: a larger capacity would size the converted table from the
+     * header alone (fuzz_deserialize: 107 GB asked by an 8.8 KB file) */
+    if (img->capacity == 0 || img->capacity > p->m * 31 ||
+        !(img->fpr >= BK_GROWABLE_MIN_FPR && img->fpr < 1.0) || img->items > p->m * 31 * 3 / 4)
         return BK_ECORRUPT;
     uint32_t q = (uint32_t)p->param;
     const unsigned char *d = p->data;
