@@ -159,6 +159,9 @@ struct bk_ttl {
     uint64_t wmask;       /* 2^wbits - 1 */
     uint64_t base;        /* every stored expiry slot is in [base, base + R) */
     uint64_t occupied;    /* entries holding a key, live or ended */
+    uint64_t *per_slot;   /* R counts: entries holding a key whose stored
+                             slot is r (mod R), live or ended; live ones
+                             are summed from them (tt_live) */
     /* a bucket's 4 entries in one 64-bit word (when 4 w + 7 <= 64): */
     int swar;             /* set when they fit */
     uint64_t lanes;       /* bit 0 of each entry */
@@ -499,7 +502,14 @@ static int alloc_segments(bk_ttl *f, uint32_t i, uint32_t nseg)
  *   bound in the statistics). 1% takes f = 10, x = 4 at S = 12: 14 bits
  *   an entry, 14.7 bits a key at capacity (a blocked filter at 1%: 9.9).
  *
- * Memory: fixed at creation, ceil(4 m w / 8) + 8 bytes and the handle.
+ * Live count: per_slot counts the entries of each ring position (adds,
+ *   moves and sweeps keep it), so the live entries at slot a are the
+ *   counts of the positions from a on: R additions, not a pass over the
+ *   table (TF.INFO on 1e7 items took 10-20 ms with the pass). A load
+ *   builds the counts in the pass that checks every entry anyway.
+ *
+ * Memory: fixed at creation, ceil(4 m w / 8) + 8 bytes, 8 R bytes of
+ *   counts and the handle.
  *   The image holds the same bytes (the 8 zero bytes too), so a loaded or
  *   mapped filter uses them in place.
  *==========================================================================*/
@@ -525,6 +535,12 @@ static inline void tt_put(bk_ttl *f, uint64_t x, uint64_t v)
     uint8_t *p = f->cells + (bit >> 3);
     unsigned shift = (unsigned)(bit & 7);
     bk__storeu_le64(p, (bk__loadu_le64(p) & ~(f->wmask << shift)) | (v << shift));
+}
+
+/* The ring position of an entry's expiry slot (per_slot's index). */
+static inline uint64_t tt_ring(const bk_ttl *f, uint64_t v)
+{
+    return (v >> f->fbits) & f->rmask;
 }
 
 /* Slots after base of an entry's expiry slot (valid for a non-empty one). */
@@ -668,6 +684,7 @@ static void tt_sweep_range(bk_ttl *f, uint64_t from, uint64_t to, uint64_t dend)
                 uint64_t dead = (uint64_t)((v != 0) & (tt_dist(f, v) < dend));
                 clear |= ((0 - dead) & f->wmask) << (i * f->wbits);
                 f->occupied -= dead;
+                f->per_slot[tt_ring(f, v)] -= dead;
             }
             if (clear != 0) bk__storeu_le64(p, bk__loadu_le64(p) & ~(clear << shift));
         }
@@ -678,6 +695,7 @@ static void tt_sweep_range(bk_ttl *f, uint64_t from, uint64_t to, uint64_t dend)
         if (v != 0 && tt_dist(f, v) < dend) {
             tt_put(f, x, 0);
             f->occupied--;
+            f->per_slot[tt_ring(f, v)]--;
         }
     }
 }
@@ -733,6 +751,8 @@ static int tt_place(bk_ttl *f, uint64_t b, uint64_t v, uint64_t dnow)
         if (old != 0 && tt_dist(f, old) >= dnow) continue;
         tt_put(f, x, v);
         f->occupied += old == 0;
+        if (old != 0) f->per_slot[tt_ring(f, old)]--;
+        f->per_slot[tt_ring(f, v)]++;
         return 1;
     }
     return 0;
@@ -761,6 +781,8 @@ static int tt_add(bk_ttl *f, bk_hash h, uint64_t j, uint64_t a)
         }
     }
     if (shorter != UINT64_MAX) {
+        f->per_slot[tt_ring(f, tt_get(f, shorter))]--;
+        f->per_slot[tt_ring(f, mine)]++;
         tt_put(f, shorter, mine);
         return 0;
     }
@@ -780,6 +802,10 @@ static int tt_add(bk_ttl *f, bk_hash h, uint64_t j, uint64_t a)
         hand = was[n];
         b = tt_alt(f, b, hand & f->fpmask);
         if (tt_place(f, b, hand, dnow)) {
+            /* tt_place counted hand, which was held already: the entry
+             * the table gained is mine */
+            f->per_slot[tt_ring(f, hand)]--;
+            f->per_slot[tt_ring(f, mine)]++;
             f->kicks += (uint64_t)n + 1;
             f->added++;
             return 1;
@@ -789,12 +815,22 @@ static int tt_add(bk_ttl *f, bk_hash h, uint64_t j, uint64_t a)
     return BK_EFULL;
 }
 
-/* Live entries at slot a (a pass). */
+/* Live entries at slot a (a >= base): those of the ring's slots from a
+ * on, R counts at most. */
 static uint64_t tt_live(const bk_ttl *f, uint64_t a)
 {
     uint64_t dnow = a - f->base, live = 0;
-    uint64_t n = f->buckets * TT_WAYS;
-    for (uint64_t x = 0; x < n; x++) {
+    for (uint64_t r = 0; r <= f->rmask; r++)
+        if (((r - f->base) & f->rmask) >= dnow) live += f->per_slot[r];
+    return live;
+}
+
+/* The same by a pass over every entry (tests check tt_live with it). */
+BK_HIDDEN uint64_t bk__ttl_live_scan(const bk_ttl *f, uint64_t now)
+{
+    uint64_t a = effective_time(f, now) / f->gran;
+    uint64_t dnow = a - f->base, live = 0, n = f->buckets * TT_WAYS;
+    for (uint64_t x = 0; f->cells != NULL && x < n; x++) {
         uint64_t v = tt_get(f, x);
         live += v != 0 && tt_dist(f, v) >= dnow;
     }
@@ -887,13 +923,18 @@ static int tt_alloc(bk_ttl **out, uint64_t capacity, double fpr, uint64_t max_tt
         if (f->cells == NULL) rc = BK_ENOMEM;
         else bk__advise_huge(f->cells, f->cell_bytes);
     }
+    if (rc == BK_OK) {
+        f->per_slot = bk__calloc(f->rmask + 1, sizeof(*f->per_slot));
+        if (f->per_slot == NULL) rc = BK_ENOMEM;
+    }
     if (rc != BK_OK) {
+        if (f->owns_cells) bk__free_aligned(f->cells);
         bk__object_release(&f->obj);
         bk__free(f);
         return rc;
     }
     f->nsegments = 1;
-    f->bytes = sizeof(*f) + f->cell_bytes + TT_PAD;
+    f->bytes = sizeof(*f) + f->cell_bytes + TT_PAD + (f->rmask + 1) * sizeof(*f->per_slot);
     *out = f;
     return BK_OK;
 }
@@ -967,13 +1008,14 @@ size_t bk_ttl_table_size(uint64_t capacity, double fpr, uint32_t slots)
     if (capacity == 0 || bk__check_fpr(fpr) != BK_OK || slots > BK_TTL_MAX_SLOTS ||
         tt_shape(&probe, capacity, fpr, 1, slots) != BK_OK)
         return 0;
-    return sizeof(probe) + probe.cell_bytes + TT_PAD;
+    return sizeof(probe) + probe.cell_bytes + TT_PAD + (probe.rmask + 1) * sizeof(uint64_t);
 }
 
 void bk_ttl_free(bk_ttl *f)
 {
     if (f == NULL) return;
     if (f->owns_cells) bk__free_aligned(f->cells);
+    bk__free(f->per_slot);
     free_generations(f);
     bk__free(f->table);
     bk__object_release(&f->obj);
@@ -985,6 +1027,7 @@ void bk_ttl_clear(bk_ttl *f)
     if (f == NULL) return;
     if (f->cells != NULL) {
         memset(f->cells, 0, f->cell_bytes);
+        memset(f->per_slot, 0, (f->rmask + 1) * sizeof(*f->per_slot));
         f->occupied = 0;
         f->sweeping = 0;
         f->base = f->now / f->gran;
@@ -1372,6 +1415,7 @@ static int tt_restore(const bk__image *img, void **out)
             return BK_ECORRUPT;
         }
         occupied++;
+        f->per_slot[tt_ring(f, v)]++;
     }
     if (occupied != p->items) {
         bk_ttl_free(f);
@@ -1505,6 +1549,7 @@ static void ops_allocations(const void *vf, bk__visit_fn visit, void *ctx)
     if (f->cells != NULL) {
         if (f->owns_cells)
             visit(ctx, bk__aligned_raw(f->cells), bk__aligned_asked(f->cell_bytes + TT_PAD));
+        visit(ctx, f->per_slot, (f->rmask + 1) * sizeof(*f->per_slot));
         return;
     }
     visit(ctx, f->gens, f->g * sizeof(*f->gens));

@@ -14,6 +14,8 @@
  *     (a correct filter fails with probability ~3e-7; seeds are fixed);
  *   - the worst spread (capacity keys with one TTL at once: one generation
  *     of g - 1 full segments) and the even spread keep the rate at p;
+ *   - the table's live count (TF.INFO's) equals a pass over its entries
+ *     through adds, moves near full, sweeps, clock jumps, loads, clear;
  *   - batches equal single calls; save, load, map, clone and clear;
  *     damaged images are refused; every allocation failure is BK_ENOMEM
  *     and leaks nothing.
@@ -34,6 +36,23 @@ static int add_key(bk_ttl *f, uint64_t i, uint64_t tag, uint64_t ttl, uint64_t n
 }
 
 TU_HAS_KEY_AT(has_key, bk_ttl, bk_ttl_contains)
+
+uint64_t bk__ttl_live_scan(const bk_ttl *f, uint64_t now); /* lib/ttl.c, hidden: tests only */
+
+/* The table's live count (kept by adds, moves and sweeps, summed per
+ * slot) against a pass over every entry, at the filter's clock. */
+static uint64_t check_live(const bk_ttl *f)
+{
+    bk_ttl_stats st;
+    assert_int_equal(bk_ttl_get_stats(f, &st), BK_OK);
+    if (st.layout == BK_TTL_LAYOUT_TABLE) {
+        uint64_t scan = bk__ttl_live_scan(f, 0);
+        if (st.live_items != scan)
+            fail_msg("live count %llu, a pass finds %llu", (unsigned long long)st.live_items,
+                     (unsigned long long)scan);
+    }
+    return st.live_items;
+}
 
 /*--------------------------------------------------------------------------*/
 
@@ -231,6 +250,7 @@ static void check_stream(uint32_t g, uint32_t slots, uint64_t M, uint64_t capaci
             absent_checked++;
         }
         bk_ttl_stats st;
+        check_live(f);
         assert_int_equal(bk_ttl_get_stats(f, &st), BK_OK);
         bound_sum += st.fpr_bound;
         assert_true(st.fpr_now <= st.fpr_bound * (1 + 1e-9) + 1e-15);
@@ -744,6 +764,7 @@ static void test_table_full(void **state)
                   (unsigned long long)accepted, 100.0 * (double)accepted / (4.0 * (double)st.buckets),
                   (unsigned long long)(4 * st.buckets));
     assert_true(accepted >= 1000 && st.live_items == accepted);
+    assert_true(check_live(f) == accepted && st.kicks > 0);
     assert_true(st.fpr_bound > 0.01); /* past capacity: p * live / n */
     for (uint64_t j = 0; j < i; j++) assert_int_equal(has_key(f, j, TAG_IN, 1199), 1);
     assert_int_equal(has_key(f, i, TAG_IN, 1199), 0); /* the refused key */
@@ -755,6 +776,7 @@ static void test_table_full(void **state)
     for (uint64_t j = 0; j < 1000; j++) fresh += (uint64_t)add_key(f, j, TAG_OUT, 50, 1200);
     assert_true(fresh > 980);
     for (uint64_t j = 0; j < 1000; j++) assert_int_equal(has_key(f, j, TAG_OUT, 1249), 1);
+    assert_true(check_live(f) == fresh);
     bk_ttl_free(f);
 }
 
@@ -766,6 +788,7 @@ static void test_table_clock_jumps(void **state)
     bk_ttl *f;
     assert_int_equal(bk_ttl_create_table(&f, 2000, 0.01, 1200, 12, 0, 9), BK_OK);
     for (uint64_t i = 0; i < 1000; i++) add_key(f, i, TAG_IN, 1 + i % 1200, 0);
+    check_live(f);
     /* lookups at every slot up to several rings (R = 16) later: a key is
      * found before its expiry; past its slot's end, found only as a false
      * positive */
@@ -793,6 +816,7 @@ static void test_table_clock_jumps(void **state)
     for (uint64_t i = 0; i < 1000; i++) fresh += (uint64_t)add_key(f, i, TAG_IN, 700, 50000);
     assert_true(fresh > 980);
     for (uint64_t i = 0; i < 1000; i++) assert_int_equal(has_key(f, i, TAG_IN, 50699), 1);
+    assert_true(check_live(f) == fresh);
     bk_ttl_free(f);
 }
 
@@ -838,8 +862,10 @@ static void test_table_sweeps(void **state)
     /* n / 2 held: n / 2 / (M + gran) keys per time unit, TTL M */
     const uint64_t per_tick = n / 2 / (M + 100);
     uint64_t id = 0;
-    for (uint64_t t = 0; t < 10 * M; t++)
+    for (uint64_t t = 0; t < 10 * M; t++) {
         for (uint64_t j = 0; j < per_tick; j++) add_key(f, id++, TAG_IN, M, t);
+        if (t % 97 == 0) check_live(f); /* sweeps in steps under way */
+    }
     uint64_t missed = 0;
     for (uint64_t i = id - per_tick * (M - 1); i < id; i += 3)
         missed += !has_key(f, i, TAG_IN, 10 * M - 1);
@@ -853,7 +879,7 @@ static void test_table_sweeps(void **state)
     /* the clock 20 slots on, then one add: one whole pass */
     add_key(f, 0, TAG_OUT, 10, 12 * M);
     assert_int_equal(bk_ttl_get_stats(f, &st), BK_OK);
-    assert_true(st.full_sweeps == 1 && st.live_items == 1);
+    assert_true(st.full_sweeps == 1 && st.live_items == 1 && check_live(f) == 1);
     bk_ttl_free(f);
 }
 
@@ -879,6 +905,7 @@ static void test_table_files(void **state)
     bk_ttl *c = bk_filter_as_ttl(copy);
     assert_int_equal(bk_ttl_layout(c), BK_TTL_LAYOUT_TABLE);
     assert_true(bk_ttl_now(c) == bk_ttl_now(f));
+    assert_true(check_live(c) == check_live(f) && check_live(f) > 0);
     for (uint64_t t = 100400; t < 101000; t += 7)
         for (uint64_t i = 0; i < 900; i += 3)
             assert_int_equal(has_key(c, i, TAG_IN, t), has_key(f, i, TAG_IN, t));
@@ -887,6 +914,7 @@ static void test_table_files(void **state)
         assert_int_equal(add_key(c, i, TAG_IN, 1 + i % 400, 100400 + i),
                          add_key(f, i, TAG_IN, 1 + i % 400, 100400 + i));
     tu_same_image(g, copy);
+    assert_true(check_live(c) == check_live(f));
     bk_filter_free(copy);
     bk_filter *cl = NULL;
     assert_int_equal(bk_filter_clone(&cl, g), BK_OK);
@@ -901,6 +929,8 @@ static void test_table_files(void **state)
     assert_int_equal(bk_ttl_get_stats(f, &st), BK_OK);
     assert_true(st.live_items == 0 && st.added == 0 && bk_ttl_now(f) == clock);
     for (uint64_t i = 0; i < 3000; i++) assert_int_equal(has_key(f, i, TAG_IN, clock), 0);
+    for (uint64_t i = 0; i < 500; i++) add_key(f, i, TAG_OUT, 1 + i % 400, clock + i);
+    check_live(f); /* counts start again from zero after a clear */
     bk_ttl_free(f);
 
     f = make_table_sample();
