@@ -84,7 +84,7 @@ enum cli_opt {
     OPT_SKIP_EMPTY, OPT_JOBS, OPT_INVERT, OPT_COUNT, OPT_TOTAL, OPT_JSON,
     OPT_FORCE, OPT_SAVE, OPT_NODES, OPT_SHARDS, OPT_CLUSTER_TYPE,
     OPT_STRICT, OPT_NO_DECOMPRESS, OPT_SPLIT, OPT_AUTO_CLEAR, OPT_ROTATE,
-    OPT_MAX_TTL, OPT_TTL,
+    OPT_MAX_TTL, OPT_TTL, OPT_SLOTS,
     OPT__COUNT
 };
 
@@ -97,7 +97,8 @@ enum cli_opt {
      OPTBIT(OPT_MAX_KICKS) | OPTBIT(OPT_EXPANSION) | OPTBIT(OPT_NONSCALING) |  \
      OPTBIT(OPT_WINDOW) | OPTBIT(OPT_GENERATIONS) |                            \
      OPTBIT(OPT_WINDOW_BY_COUNT) | OPTBIT(OPT_SPLIT) | OPTBIT(OPT_FORCE) |     \
-     OPTBIT(OPT_AUTO_CLEAR) | OPTBIT(OPT_ROTATE) | OPTBIT(OPT_MAX_TTL))
+     OPTBIT(OPT_AUTO_CLEAR) | OPTBIT(OPT_ROTATE) | OPTBIT(OPT_MAX_TTL) |      \
+     OPTBIT(OPT_SLOTS))
 /* The key-input flags of add, check, dedup and remove. */
 #define OPTS_INPUT                                                             \
     (OPTBIT(OPT_NUL) | OPTBIT(OPT_FIELD) | OPTBIT(OPT_DELIMITER) |             \
@@ -118,6 +119,7 @@ typedef struct cli_options {
     const char *window_arg;    /* --window as given (clock.c parses it) */
     uint64_t ttl_ms;           /* add/dedup --ttl D into a ttl filter; 0:
                                   the filter's max TTL */
+    uint32_t slots;            /* --slots S of a ttl table, 0: the default */
     const char *save;          /* dedup --save FILE */
     const char *nodes;         /* cluster --nodes HOST:PORT,... */
     uint32_t shards;           /* cluster --shards S, 0: not given */
@@ -168,7 +170,7 @@ int cli_parse_duration(const char *cmd, const char *option, const char *s, uint6
 
 /* bk_filter_create, except that a time window's or a TTL filter's clock
  * starts now (a TTL filter's max TTL is config.window). */
-int cli_window_create(const bk_filter_config *c, bk_filter **out);
+int cli_window_create(const bk_filter_config *c, uint32_t slots, bk_filter **out);
 
 /* Move a time window's or a TTL filter's clock to now (nothing for other
  * filters). */

@@ -96,12 +96,15 @@ static bk_window *time_window(bk_filter *f)
     return w != NULL && bk_window_mode(w) == BK_WINDOW_TIME ? w : NULL;
 }
 
-int cli_window_create(const bk_filter_config *c, bk_filter **out)
+int cli_window_create(const bk_filter_config *c, uint32_t slots, bk_filter **out)
 {
     if (c->family == BK_FAMILY_TTL) {
         bk_ttl *t;
-        int rc = bk_ttl_create(&t, c->capacity, c->fpr, c->window, c->generations,
-                               cli_now_ms(), c->seed);
+        int rc = c->generations != 0
+                     ? bk_ttl_create(&t, c->capacity, c->fpr, c->window, c->generations,
+                                     cli_now_ms(), c->seed)
+                     : bk_ttl_create_table(&t, c->capacity, c->fpr, c->window, slots,
+                                           cli_now_ms(), c->seed);
         if (rc == BK_OK) *out = bk_ttl_as_filter(t);
         return rc;
     }

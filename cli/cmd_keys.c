@@ -31,7 +31,7 @@
 static int create_filter(const char *path, const cli_options *o,
                          bk_filter **out)
 {
-    int rc = cli_window_create(&o->config, out); /* a window's clock: now */
+    int rc = cli_window_create(&o->config, o->slots, out); /* a window's clock: now */
     if (rc == BK_EFPR && o->config.family == BK_FAMILY_GROWABLE && o->config.fpr > 0.0 &&
         o->config.fpr < BK_GROWABLE_MIN_FPR)
         cli_error("%s: cannot create a growable filter: --error %g is below the lowest "

@@ -47,7 +47,10 @@
     "                               fixed size, granularity max TTL / 12;\n"  \
     "                               --generations N: N generations instead\n" \
     "                               (grow past capacity; granularity max\n"   \
-    "                               TTL / (N - 1))\n"
+    "                               TTL / (N - 1))\n"                          \
+    "      --slots S                ttl table: granularity max TTL / S (1 to\n" \
+    "                               64, default 12); more slots cost bits:\n" \
+    "                               4 expiry bits an entry at 12, 7 at 64\n"
 
 #define INPUT_OPTIONS                                                          \
     "  -0, --null           keys end in NUL instead of newline (find -print0)\n" \

@@ -63,6 +63,7 @@ static const optdef optdefs[] = {
     {OPT_ROTATE, "rotate", 0, 0},
     {OPT_MAX_TTL, "max-ttl", 0, 1},
     {OPT_TTL, "ttl", 0, 1},
+    {OPT_SLOTS, "slots", 0, 1},
 };
 #define NOPTDEFS (sizeof(optdefs) / sizeof(optdefs[0]))
 
@@ -84,6 +85,7 @@ static const struct {
     {OPT_WINDOW_BY_COUNT, BK_FAMILY_WINDOW},
     {OPT_MAX_TTL, BK_FAMILY_TTL},
     {OPT_GENERATIONS, BK_FAMILY_TTL},
+    {OPT_SLOTS, BK_FAMILY_TTL},
 };
 #define NFAMILY_OPTIONS (sizeof(family_options) / sizeof(family_options[0]))
 
@@ -300,6 +302,7 @@ static int set_option(const char *cmd, const optdef *d, const char *shown,
     case OPT_MAX_KICKS: c->max_kicks = (uint32_t)u; break;
     case OPT_EXPANSION: c->expansion = (uint32_t)u; break;
     case OPT_GENERATIONS: c->generations = (uint32_t)u; break;
+    case OPT_SLOTS: o->slots = (uint32_t)u; max = BK_TTL_MAX_SLOTS; break;
     case OPT_FIELD: o->field = (uint32_t)u; break;
     case OPT_JOBS: o->jobs = (unsigned)u; max = 1024; positive = 0; break;
     case OPT_SHARDS: o->shards = (uint32_t)u; max = 16384; break;
@@ -431,6 +434,11 @@ int cli_check_sizing(const char *cmd, const cli_options *o)
         !(o->given & OPTBIT(OPT_WINDOW))) {
         cli_error("%s: --type window needs --window DURATION (e.g. --window "
                   "10m), or --window-by-count --window N", cmd);
+        return -1;
+    }
+    if ((o->given & OPTBIT(OPT_SLOTS)) && (o->given & OPTBIT(OPT_GENERATIONS))) {
+        cli_error("%s: --slots (the table's granularity, max TTL / S) and --generations "
+                  "(the generations layout) cannot be given together", cmd);
         return -1;
     }
     if ((o->given & OPTBIT(OPT_ROTATE)) && !(o->given & OPTBIT(OPT_AUTO_CLEAR))) {
