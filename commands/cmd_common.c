@@ -45,12 +45,15 @@ bkc_value *bkc__made(bkc_ctx *c, int rc, bkc_kind kind, bk_filter *f)
     return NULL;
 }
 
-int bkc__arg_generations(bkc_ctx *c, int argc, const bkc_str *argv, int from, long long min,
-                         long long max, long long *g)
+int bkc__arg_int_options(bkc_ctx *c, int argc, const bkc_str *argv, int from,
+                         bkc__int_option *opts, size_t n)
 {
-    char msg[64];
+    char msg[96];
     for (int i = from; i < argc; i += 2) {
-        if (!bkc_streq(argv[i], "GENERATIONS")) {
+        bkc__int_option *o = NULL;
+        for (size_t j = 0; j < n && o == NULL; j++)
+            if (bkc_streq(argv[i], opts[j].name)) o = &opts[j];
+        if (o == NULL) {
             bkc__err(c, BKC_ERR_UNKNOWN_ARG);
             return 0;
         }
@@ -58,11 +61,15 @@ int bkc__arg_generations(bkc_ctx *c, int argc, const bkc_str *argv, int from, lo
             bkc__arity_error(c, argv);
             return 0;
         }
-        if (!bkc_parse_ll(argv[i + 1], g) || *g < min || *g > max) {
-            snprintf(msg, sizeof(msg), "ERR generations must be between %lld and %lld", min, max);
+        long long v;
+        if (!bkc_parse_ll(argv[i + 1], &v) || v < o->lo || v > o->hi) {
+            snprintf(msg, sizeof(msg), "ERR %s must be between %lld and %lld", o->label, o->lo,
+                     o->hi);
             bkc__err(c, msg);
             return 0;
         }
+        *o->value = v;
+        o->given = 1;
     }
     return 1;
 }

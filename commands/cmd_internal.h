@@ -225,10 +225,20 @@ int bkc__fits_create(bkc_ctx *c, uint64_t bytes);
 /* Whether a new filter of `bytes` (UINT64_MAX: too large to make at all)
  * may be made now: 1, or 0 after replying (cmd_common.c). */
 int bkc__may_make(bkc_ctx *c, uint64_t bytes);
-/* The `[GENERATIONS g]` options from argv[from] on (WF.RESERVE,
- * TF.RESERVE): *g in [min, max], or 0 after replying. */
-int bkc__arg_generations(bkc_ctx *c, int argc, const bkc_str *argv, int from, long long min,
-                         long long max, long long *g);
+/* A whole-number option of a command: `NAME value`, the value in
+ * [lo, hi] (else "ERR <label> must be between lo and hi"). */
+typedef struct bkc__int_option {
+    const char *name;  /* as sent, any case: "GENERATIONS" */
+    const char *label; /* in the range error: "generations" */
+    long long lo, hi;
+    long long *value;  /* set when given (left as it is otherwise) */
+    int given;         /* set to 1 when given */
+} bkc__int_option;
+/* argv[from ..] as `NAME value` pairs of the options opts[0 .. n) (WF.RESERVE's
+ * GENERATIONS, TF.RESERVE's GENERATIONS and SLOTS): 1, or 0 after replying
+ * (an unknown name, a missing value, a value out of range). */
+int bkc__arg_int_options(bkc_ctx *c, int argc, const bkc_str *argv, int from,
+                         bkc__int_option *opts, size_t n);
 /* The value of a filter the library made with result rc, or NULL after
  * replying rc's error (BK_ESIZE: BKC_ERR_TOO_LARGE). */
 bkc_value *bkc__made(bkc_ctx *c, int rc, bkc_kind kind, bk_filter *f);

@@ -87,33 +87,14 @@ static bkc_value *tf_create(bkc_ctx *c, uint64_t capacity, double error, uint64_
 static int arg_layout(bkc_ctx *c, int argc, const bkc_str *argv, int from, long long *g,
                       long long *slots)
 {
-    char msg[64];
-    int seen_g = 0, seen_s = 0;
     *g = 0;
     *slots = BK_TTL_DEFAULT_SLOTS;
-    for (int i = from; i < argc; i += 2) {
-        int is_g = bkc_streq(argv[i], "GENERATIONS");
-        if (!is_g && !bkc_streq(argv[i], "SLOTS")) {
-            bkc__err(c, BKC_ERR_UNKNOWN_ARG);
-            return 0;
-        }
-        if (i + 1 >= argc) {
-            bkc__arity_error(c, argv);
-            return 0;
-        }
-        long long lo = is_g ? BK_TTL_MIN_GENERATIONS : 1;
-        long long hi = is_g ? BK_TTL_MAX_GENERATIONS : BK_TTL_MAX_SLOTS;
-        long long *v = is_g ? g : slots;
-        if (!bkc_parse_ll(argv[i + 1], v) || *v < lo || *v > hi) {
-            snprintf(msg, sizeof(msg), "ERR %s must be between %lld and %lld",
-                     is_g ? "generations" : "slots", lo, hi);
-            bkc__err(c, msg);
-            return 0;
-        }
-        seen_g |= is_g;
-        seen_s |= !is_g;
-    }
-    if (seen_g && seen_s) {
+    bkc__int_option opts[] = {
+        {"GENERATIONS", "generations", BK_TTL_MIN_GENERATIONS, BK_TTL_MAX_GENERATIONS, g, 0},
+        {"SLOTS", "slots", 1, BK_TTL_MAX_SLOTS, slots, 0},
+    };
+    if (!bkc__arg_int_options(c, argc, argv, from, opts, 2)) return 0;
+    if (opts[0].given && opts[1].given) {
         bkc__err(c, ERR_LAYOUTS);
         return 0;
     }

@@ -73,9 +73,9 @@ void bkc_cmd_wf_reserve(bkc_ctx *c, int argc, const bkc_str *argv)
         return;
     }
     window = (uint64_t)w;
-    if (!bkc__arg_generations(c, argc, argv, 5, BK_WINDOW_MIN_GENERATIONS,
-                              BK_WINDOW_MAX_GENERATIONS, &g))
-        return;
+    bkc__int_option gen = {"GENERATIONS", "generations", BK_WINDOW_MIN_GENERATIONS,
+                           BK_WINDOW_MAX_GENERATIONS, &g, 0};
+    if (!bkc__arg_int_options(c, argc, argv, 5, &gen, 1)) return;
     bkc_key *k;
     if (bkc__open_new(c, argv[1], BKC_KIND_WINDOW, 0, &k))
         bkc__store_new(c, argc, argv, k, wf_create(c, capacity, error, window, (uint32_t)g));
