@@ -429,57 +429,76 @@ static inline __m512i fold_fields_avx512(const width_info *w, __m512i v, int all
     return _mm512_and_si512(x, _mm512_set1_epi64((long long)w->low_bits));
 }
 
-/* The single writer's +1 (delta > 0) or -1 of a key's counters, the same
- * change as update_plain, with the offsets kept in registers and the line
- * changed by one add or subtract. A remove first checks that every counter
- * is nonzero. Returns 0 (nothing done) when the general draw must decide;
- * else sets *result: for +1 whether a counter was zero before, for -1 1
- * when the key was removed and 0 when a counter was zero (BK_ENOTFOUND). */
+/* The single writer's +1 of a key's counters, the same change as
+ * update_plain, with the offsets kept in registers and the line changed by
+ * one add. *was_zero: with count 0, whether any of the k counters was zero
+ * before (folded from the line: the plain add's answer); with count 1, how
+ * many were (what auto-clear counts: fill_add), found as all_nonzero_avx512
+ * finds them and counted on a mask register. count is a constant at each
+ * call, so each caller gets only its own test. Returns 0 (nothing done)
+ * when the general draw must decide. */
 #if !BK_COUNTING_TSAN /* TSan builds keep to the scalar update */
+__attribute__((target("avx512f,avx512cd"), always_inline))
+static inline int add_plain_avx512(const bk_counting *f, bk_hash h, int count,
+                                   uint32_t *was_zero)
+{
+    __m512i off;
+    if (!offsets_avx512(f, h, &off)) return 0;
+    uint64_t *line = block_of(f, h);
+    __m512i touched = lowbits_avx512(off, f->k);
+    __m512i old = _mm512_load_si512((const void *)line);
+    if (count) {
+        __m512i words = _mm512_permutexvar_epi64(_mm512_srli_epi64(off, 6), old);
+        __m512i field = _mm512_and_si512(
+            _mm512_srlv_epi64(words, _mm512_and_si512(off, _mm512_set1_epi64(63))),
+            _mm512_set1_epi64((long long)f->width->max));
+        __mmask8 zero =
+            _mm512_mask_testn_epi64_mask((__mmask8)((1u << f->k) - 1), field, field);
+        *was_zero = (uint32_t)__builtin_popcount((unsigned)zero);
+    } else {
+        __m512i zero = _mm512_andnot_si512(fold_fields_avx512(f->width, old, 0), touched);
+        *was_zero = _mm512_test_epi64_mask(zero, zero) != 0;
+    }
+    __m512i change = _mm512_andnot_si512(fold_fields_avx512(f->width, old, 1), touched);
+    _mm512_store_si512((void *)line, _mm512_add_epi64(old, change));
+    return 1;
+}
+
+__attribute__((target("avx512f,avx512cd")))
+static inline int add_counted_avx512(const bk_counting *f, bk_hash h, uint32_t *was_zero)
+{
+    return add_plain_avx512(f, h, 1, was_zero);
+}
+
+/* The single writer's +1 (delta > 0: add_plain_avx512) or -1 of a key's
+ * counters. A remove first checks that every counter is nonzero, then
+ * changes the line by one subtract. Returns 0 (nothing done) when the
+ * general draw must decide; else sets *result: for +1 whether a counter
+ * was zero before, for -1 1 when the key was removed and 0 when a counter
+ * was zero (BK_ENOTFOUND). */
 __attribute__((target("avx512f,avx512cd")))
 static inline int update_plain_avx512(const bk_counting *f, bk_hash h, int delta,
                                       int *result)
 {
+    if (delta > 0) {
+        uint32_t any_zero;
+        if (!add_plain_avx512(f, h, 0, &any_zero)) return 0;
+        *result = (int)any_zero;
+        return 1;
+    }
     __m512i off;
     if (!offsets_avx512(f, h, &off)) return 0;
     uint64_t *line = block_of(f, h);
     __m512i touched = lowbits_avx512(off, f->k);
     __m512i old = _mm512_load_si512((const void *)line);
     __m512i zero = _mm512_andnot_si512(fold_fields_avx512(f->width, old, 0), touched);
-    int any_zero = _mm512_test_epi64_mask(zero, zero) != 0;
-    __m512i change = _mm512_andnot_si512(fold_fields_avx512(f->width, old, 1), touched);
-    if (delta > 0) {
-        _mm512_store_si512((void *)line, _mm512_add_epi64(old, change));
-        *result = any_zero;
+    if (_mm512_test_epi64_mask(zero, zero) != 0) {
+        *result = 0;
         return 1;
     }
-    *result = !any_zero;
-    if (any_zero) return 1;
-    _mm512_store_si512((void *)line, _mm512_sub_epi64(old, change));
-    return 1;
-}
-
-/* The single writer's +1 of update_plain_avx512 that also says how many of
- * the k counters were zero (what auto-clear counts: fill_add). The zero
- * counters are found as all_nonzero_avx512 finds them, from the line read
- * once, and counted on a mask register. Returns 0 (nothing done) when the
- * general draw must decide. */
-__attribute__((target("avx512f,avx512cd")))
-static inline int add_counted_avx512(const bk_counting *f, bk_hash h, uint32_t *was_zero)
-{
-    __m512i off;
-    if (!offsets_avx512(f, h, &off)) return 0;
-    uint64_t *line = block_of(f, h);
-    __m512i touched = lowbits_avx512(off, f->k);
-    __m512i old = _mm512_load_si512((const void *)line);
-    __m512i words = _mm512_permutexvar_epi64(_mm512_srli_epi64(off, 6), old);
-    __m512i field = _mm512_and_si512(
-        _mm512_srlv_epi64(words, _mm512_and_si512(off, _mm512_set1_epi64(63))),
-        _mm512_set1_epi64((long long)f->width->max));
-    __mmask8 zero = _mm512_mask_testn_epi64_mask((__mmask8)((1u << f->k) - 1), field, field);
     __m512i change = _mm512_andnot_si512(fold_fields_avx512(f->width, old, 1), touched);
-    _mm512_store_si512((void *)line, _mm512_add_epi64(old, change));
-    *was_zero = (uint32_t)__builtin_popcount((unsigned)zero);
+    _mm512_store_si512((void *)line, _mm512_sub_epi64(old, change));
+    *result = 1;
     return 1;
 }
 #define BK_COUNTING_ADD_COUNTED 1
