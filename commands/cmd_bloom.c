@@ -723,9 +723,19 @@ static long add_shared(bkc_ctx *c, int argc, const bkc_str *argv, bkc_str name,
     if (st == BKC__FAILED) return -1;
     size_t i = 0;
     /* (RedisBloom's layout and auto-clear filters: exclusive) */
-    if (st == BKC__FOUND && bf_of(v).r == NULL && bf_of(v).a == NULL) {
-        bf_filter f = bf_of(v);
-        while (i < n) {   /* in chunks, prefetched ahead */
+    bf_filter f = st == BKC__FOUND ? bf_of(v) : (bf_filter){0};
+    if (f.s != NULL || f.g != NULL) {
+        if (n == 1) {   /* BF.ADD: the single add, no batch to set up */
+            const void *key = items[0].ptr ? items[0].ptr : "";
+            int r = f.s ? bk_scalable_add_nogrow(f.s, key, items[0].len)
+                        : bk_growable_add_nogrow(f.g, key, items[0].len);
+            if (r >= 0) {
+                results[0] = r;
+                i = 1;
+                if (r == 1) *changed = 1;
+            }
+        }
+        while (i < n && n > 1) {   /* in chunks, prefetched ahead */
             enum { CHUNK = 64 };
             const void *keys[CHUNK];
             size_t lens[CHUNK], m = n - i < CHUNK ? n - i : CHUNK;

@@ -213,6 +213,8 @@ struct bkc_key {
     RedisModuleCtx *ctx;
     RedisModuleKey *key;     /* NULL: opened for reading and missing */
     RedisModuleString *made; /* a name we created (freed at close), or NULL */
+    int kind;                /* host_kind's answer, -1 until asked (and
+                                again after host_set) */
 };
 
 /* The RedisModuleString of a name: the argument itself when the name is
@@ -253,17 +255,23 @@ static bkc_key *host_open(void *host, bkc_str name, bkc_open_mode mode)
                     ? REDISMODULE_READ
                     : REDISMODULE_READ | REDISMODULE_WRITE;
     k->ctx = h->ctx;
+    k->kind = -1;
     k->key = RedisModule_OpenKey(h->ctx, s, rmode);
     return k;
 }
 
+/* Asked by every open and again by host_value: found once per key handle
+ * (the command layer changes a key's value only through host_set). */
 static bkc_kind host_kind(bkc_key *k)
 {
-    if (k->key == NULL) return BKC_KIND_NONE;
-    int t = RedisModule_KeyType(k->key);
-    if (t == REDISMODULE_KEYTYPE_EMPTY) return BKC_KIND_NONE;
-    if (t != REDISMODULE_KEYTYPE_MODULE) return BKC_KIND_OTHER;
-    return kind_of_type(RedisModule_ModuleTypeGetType(k->key));
+    if (k->kind >= 0) return (bkc_kind)k->kind;
+    bkc_kind kind;
+    int t = k->key == NULL ? REDISMODULE_KEYTYPE_EMPTY : RedisModule_KeyType(k->key);
+    if (t == REDISMODULE_KEYTYPE_EMPTY) kind = BKC_KIND_NONE;
+    else if (t != REDISMODULE_KEYTYPE_MODULE) kind = BKC_KIND_OTHER;
+    else kind = kind_of_type(RedisModule_ModuleTypeGetType(k->key));
+    k->kind = (int)kind;
+    return kind;
 }
 
 static bkc_value *host_value(bkc_key *k)
@@ -280,6 +288,7 @@ static bkc_value *host_value(bkc_key *k)
  * (the same answers) until it is next stored or loaded. */
 static int host_set(bkc_key *k, bkc_value *v)
 {
+    k->kind = -1;
     if (k->key == NULL) { /* opened for reading: the command layer never sets then */
         bkc_value_free(v);
         return BK_EINVAL;
