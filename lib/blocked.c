@@ -1864,12 +1864,43 @@ static uint64_t fill_line_avx2(uint64_t *line, uint32_t x, uint32_t k)
 }
 #endif
 
+#if BK_BLOCKED_X86 && !BK_BLOCKED_TSAN
+/* With AVX-512 and its 64-bit popcount: the plain add's mask and masked
+ * store (only the words that change are written), the missing bits
+ * counted in one instruction and a sum of the 8 lanes. */
+__attribute__((target("avx512f,avx512vpopcntdq")))
+static uint64_t fill_line_avx512(uint64_t *line, uint32_t x, uint32_t k)
+{
+    __m512i mask = mask_avx512(x, k);
+    __m512i old = _mm512_load_si512((const void *)line);
+    __m512i miss = _mm512_andnot_si512(old, mask);
+    _mm512_mask_store_epi32((void *)line, _mm512_test_epi32_mask(miss, miss),
+                            _mm512_or_si512(old, mask));
+    return (uint64_t)_mm512_reduce_add_epi64(_mm512_popcnt_epi64(miss));
+}
+
+static int have_vpopcntdq(void)
+{
+    static int level = -1; /* benign race: every thread computes the same */
+    int v = __atomic_load_n(&level, __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx512vpopcntdq") ? 1 : 0;
+        __atomic_store_n(&level, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+#endif
+
 static int fill_add(void *vf, bk_hash h, uint64_t *newly_set)
 {
     bk_blocked *f = vf;
     uint64_t *line = line_of(f, h), n;
 #if BK_BLOCKED_X86 && !BK_BLOCKED_TSAN
-    if (current_impl()->level >= BK_SIMD_AVX2) n = fill_line_avx2(line, (uint32_t)h.hi, f->k);
+    int level = current_impl()->level;
+    if (level >= BK_SIMD_AVX512 && have_vpopcntdq())
+        n = fill_line_avx512(line, (uint32_t)h.hi, f->k);
+    else if (level >= BK_SIMD_AVX2) n = fill_line_avx2(line, (uint32_t)h.hi, f->k);
     else
 #endif
         n = fill_line_scalar(line, (uint32_t)h.hi, f->k);
