@@ -260,8 +260,15 @@ enum { CF_ADDED = 1, CF_PRESENT = 0, CF_NOROOM = -1 };
 /* Add one item (nx: only when absent). Returns CF_ADDED, CF_PRESENT or
  * CF_NOROOM with *err set (ERR_FULL or a memory error). *attempted is set
  * once an add reached a stage. */
+/* An item's hash made ahead (a run's prefetch), with the seed it took:
+ * used only by a cuckoo filter of that seed. */
+typedef struct cf_hashed {
+    bk_hash h;
+    uint64_t seed;
+} cf_hashed;
+
 static int cf_add_one(bkc_ctx *c, bkc_key *k, bkc_value *v, bkc_str item, int nx,
-                      const char **err, int *attempted)
+                      const char **err, int *attempted, const cf_hashed *ahead)
 {
     *err = NULL;
     if (nx && cf_contains(v, item)) return CF_PRESENT;
@@ -299,7 +306,10 @@ static int cf_add_one(bkc_ctx *c, bkc_key *k, bkc_value *v, bkc_str item, int nx
     }
     for (;;) {
         *attempted = 1;
-        int rc = bk_filter_add(v->filters[0], item.ptr, item.len);
+        bk_cuckoo *cf = ahead ? bk_filter_as_cuckoo(v->filters[0]) : NULL;
+        int rc = cf != NULL && bk_cuckoo_seed(cf) == ahead->seed
+                     ? bk_cuckoo_add_hash(cf, ahead->h)
+                     : bk_filter_add(v->filters[0], item.ptr, item.len);
         if (rc >= 0) return CF_ADDED;
         if (rc != BK_EFULL && rc != BK_ECOPIES) {
             *err = rc == BK_ENOMEM ? BKC_ERR_OOM : ERR_FULL;
@@ -572,12 +582,13 @@ static void wrote_created(bkc_ctx *c, int argc, const bkc_str *sent, const bkc_v
 /* One CF.ADD / CF.ADDNX of an open key: its reply and its log record. */
 /* Add one item and answer it; 1 when the add was attempted (the filter
  * may have changed: the caller logs it). */
-static int add_answer(bkc_ctx *c, bkc_key *k, bkc_value *v, bkc_str item, int nx)
+static int add_answer(bkc_ctx *c, bkc_key *k, bkc_value *v, bkc_str item, int nx,
+                      const cf_hashed *ahead)
 {
     int attempted = 0;
     const char *err;
     size_t before = cap_begin(c, v);
-    int r = cf_add_one(c, k, v, item, nx, &err, &attempted);
+    int r = cf_add_one(c, k, v, item, nx, &err, &attempted, ahead);
     cap_end(c, k, v, before);
     if (r == CF_NOROOM) bkc__err(c, err);
     else bkc__bool(c, r);
@@ -587,7 +598,7 @@ static int add_answer(bkc_ctx *c, bkc_key *k, bkc_value *v, bkc_str item, int nx
 static void add_item(bkc_ctx *c, bkc_key *k, bkc_value *v, const bkc_str *argv, int nx,
                      int created)
 {
-    int attempted = add_answer(c, k, v, argv[2], nx);
+    int attempted = add_answer(c, k, v, argv[2], nx, NULL);
     if (created) wrote_created(c, 3, argv, v, nx, argv + 2, 1);
     else if (attempted) bkc__wrote(c, 3, argv);
 }
@@ -649,19 +660,31 @@ void bkc_cf_add_many(bkc_ctx *c, const bkc_str *const *argvs, size_t n, int nx)
      * the item AHEAD places on are hinted instead, overlapping the misses. */
     enum { AHEAD = 6 };
     bk_cuckoo *cf = growable_of(v) ? NULL : bk_filter_as_cuckoo(v->filters[0]);
-    uint64_t seed = cf ? bk_cuckoo_seed(cf) : 0;
-    for (size_t i = 0; cf && i < AHEAD && i < n; i++)
-        bk_cuckoo_prefetch_hash(cf, bk_hash_key(argvs[i][2].ptr ? argvs[i][2].ptr : "",
-                                                argvs[i][2].len, seed));
+    cf_hashed ring[AHEAD];   /* the hashes made for the prefetch, used by the add */
+    for (size_t i = 0; cf && i < AHEAD && i < n; i++) {
+        ring[i].seed = bk_cuckoo_seed(cf);
+        ring[i].h = bk_hash_key(argvs[i][2].ptr ? argvs[i][2].ptr : "", argvs[i][2].len,
+                                ring[i].seed);
+        bk_cuckoo_prefetch_hash(cf, ring[i].h);
+    }
     run_log log = {.argv = {{nx ? "CF.INSERTNX" : "CF.INSERT", nx ? 11u : 9u},
                             argvs[0][1], {"NOCREATE", 8}, {"ITEMS", 5}}};
     for (size_t i = 0; i < n; i++) {
-        if (cf && i + AHEAD < n) {
-            const bkc_str *it = &argvs[i + AHEAD][2];
-            bk_cuckoo_prefetch_hash(cf, bk_hash_key(it->ptr ? it->ptr : "", it->len, seed));
+        cf_hashed mine;
+        const cf_hashed *ahead = NULL;
+        if (cf) {   /* this item's hash, then the one AHEAD items on */
+            mine = ring[i % AHEAD];
+            ahead = &mine;
+            if (i + AHEAD < n) {
+                const bkc_str *it = &argvs[i + AHEAD][2];
+                cf_hashed *next = &ring[i % AHEAD];
+                next->seed = bk_cuckoo_seed(cf);
+                next->h = bk_hash_key(it->ptr ? it->ptr : "", it->len, next->seed);
+                bk_cuckoo_prefetch_hash(cf, next->h);
+            }
         }
         if (created && i == 0) add_item(c, k, v, argvs[0], nx, 1);   /* logs the creation */
-        else if (add_answer(c, k, v, argvs[i][2], nx)) run_log_add(c, &log, argvs[i]);
+        else if (add_answer(c, k, v, argvs[i][2], nx, ahead)) run_log_add(c, &log, argvs[i]);
         if (cf && bk_filter_as_cuckoo(v->filters[0]) != cf) cf = NULL;   /* replaced */
     }
     run_log_flush(c, &log);   /* under the key's lock, as every record */
@@ -727,7 +750,8 @@ static void insert(bkc_ctx *c, int argc, const bkc_str *argv, int nx)
     }
     const char *err;
     size_t before = cap_begin(c, v);
-    for (size_t j = 0; j < n; j++) res[j] = cf_add_one(c, k, v, argv[i + (int)j], nx, &err, &attempted);
+    for (size_t j = 0; j < n; j++)
+        res[j] = cf_add_one(c, k, v, argv[i + (int)j], nx, &err, &attempted, NULL);
     cap_end(c, k, v, before);
     bkc__array(c, n);
     /* RESP3: CF.INSERT's elements are booleans (-1, no room, stays an
