@@ -388,6 +388,20 @@ static void test_add_nogrow_as_add(void **state)
     bk_growable_free(b);
 }
 
+/* f holds h[0 .. 37), all in one block: add_nogrow answers 0 for a key
+ * it holds, and refuses h[37] (only a spill could take it) changing
+ * nothing. */
+static void refuses_full_block(bk_growable *f, const uint64_t *h)
+{
+    assert_int_equal(bk_growable_add_nogrow_hash(f, h[0]), 0);
+    assert_int_equal(bk_growable_items(f), 37);
+    double rate = bk_growable_fpr_now(f);
+    assert_int_equal(bk_growable_add_nogrow_hash(f, h[37]), BK_EFULL);
+    assert_int_equal(bk_growable_items(f), 37);
+    assert_true(bk_growable_fpr_now(f) == rate);
+    assert_int_equal(bk_growable_contains_hash(f, h[37]), 0);
+}
+
 /* add_nogrow fills a block, then refuses the entry only a spill could
  * take, changing nothing; bk_growable_add spills it, after which
  * add_nogrow finds it. A list refuses every new key. */
@@ -397,13 +411,7 @@ static void test_add_nogrow_refuses_a_full_block(void **state)
     uint64_t h[38];
     bk_growable *f = with_mini0(h, 38);
     for (int i = 0; i < 37; i++) assert_int_equal(bk_growable_add_nogrow_hash(f, h[i]), 1);
-    assert_int_equal(bk_growable_add_nogrow_hash(f, h[0]), 0);
-    assert_int_equal(bk_growable_items(f), 37);
-    double rate = bk_growable_fpr_now(f);
-    assert_int_equal(bk_growable_add_nogrow_hash(f, h[37]), BK_EFULL);
-    assert_int_equal(bk_growable_items(f), 37);
-    assert_true(bk_growable_fpr_now(f) == rate);
-    assert_int_equal(bk_growable_contains_hash(f, h[37]), 0);
+    refuses_full_block(f, h);
     assert_int_equal(bk_growable_add_hash(f, h[37]), 1);
     assert_int_equal(bk_growable_add_nogrow_hash(f, h[37]), 0);
     for (int i = 0; i < 38; i++) assert_int_equal(bk_growable_contains_hash(f, h[i]), 1);
@@ -1188,13 +1196,7 @@ static void test_single_writer_full_block(void **state)
         assert_int_equal(bk_growable_add_nogrow_hash(f, h[i]), 1);
         assert_int_equal(bk_growable_add_nogrow_hash(g, h[i]), 1);
     }
-    assert_int_equal(bk_growable_add_nogrow_hash(f, h[0]), 0);
-    assert_int_equal(bk_growable_items(f), 37);
-    double rate = bk_growable_fpr_now(f);
-    assert_int_equal(bk_growable_add_nogrow_hash(f, h[37]), BK_EFULL);
-    assert_int_equal(bk_growable_items(f), 37);
-    assert_true(bk_growable_fpr_now(f) == rate);
-    assert_int_equal(bk_growable_contains_hash(f, h[37]), 0);
+    refuses_full_block(f, h);
     tu_same_image(bk_growable_as_filter(f), bk_growable_as_filter(g));
     assert_int_equal(bk_growable_add_hash(f, h[37]), 1); /* spilled */
     assert_int_equal(bk_growable_add_nogrow_hash(f, h[37]), 0);
