@@ -11,7 +11,9 @@
  *   for the counting filter) as its adds set them: each family's fill ops
  *   (filter.h) add a key with plain stores and say how many units they set,
  *   and a counting filter's removes say how many they cleared. No add ever
- *   passes over the filter.
+ *   passes over the filter. In clear mode bk_filter_add makes one call into
+ *   the family, which hashes, adds and counts (fill add_key: the blocked
+ *   and counting filters), so the option costs about an add's compare.
  *
  * When it clears
  *   clear_at = ceil(ratio x units). An add that finds units_set >= clear_at
@@ -66,10 +68,12 @@ struct bk_autoclear {
     int mode;
     uint64_t units;            /* per generation */
     uint64_t clear_at;         /* ceil(ratio x units) */
-    uint64_t set;              /* units set in cur */
+    bk__fill_counts now;       /* cur's units set and items (as the
+                                  generation counts them) */
+    uint64_t prev_items;       /* prev's items when it was cur */
     uint64_t clears;
-    uint64_t items[2];         /* item counts of cur and prev (as the
-                                  generations count them) */
+    /* the family's hash-and-add in clear mode; NULL: hash, then add */
+    int (*add_key)(void *f, const void *key, size_t len, bk__fill_counts *c);
     uint64_t capacity;         /* of one generation */
     double fpr;
     size_t gen_bytes;          /* what one generation reports it holds */
@@ -97,11 +101,11 @@ static void clear_or_rotate(bk_autoclear *f)
         void *t = f->prev;
         f->prev = f->cur;
         f->cur = t;
-        f->items[1] = f->items[0];
+        f->prev_items = f->now.items;
     }
     f->in->clear(f->cur);
-    f->items[0] = 0;
-    f->set = 0;
+    f->now.items = 0;
+    f->now.set = 0;
     f->clears++;
 }
 
@@ -125,10 +129,11 @@ static int make(bk_autoclear **out, const bk__family_ops *in, void *cur, void *p
     f->mode = mode;
     f->units = in->fill->units(cur);
     f->clear_at = clear_at_of(ratio, f->units);
-    f->set = set;
+    f->now.set = set;
     f->clears = clears;
-    f->items[0] = info[0].items;
-    f->items[1] = info[1].items;
+    f->now.items = info[0].items;
+    f->prev_items = info[1].items;
+    f->add_key = prev == NULL ? in->fill->add_key : NULL;
     f->capacity = info[0].capacity;
     f->fpr = info[0].target_fpr;
     f->gen_bytes = info[0].bytes;
@@ -196,14 +201,31 @@ static size_t bytes_of(const bk_autoclear *f)
 
 static int add_hash(bk_autoclear *f, bk_hash h)
 {
-    if (f->set >= f->clear_at) clear_or_rotate(f);
+    if (f->now.set >= f->clear_at) clear_or_rotate(f);
     uint64_t n = 0;
     int rc = f->in->fill->add(f->cur, h, &n);
     if (rc < 0) return rc;
-    f->set += n;
-    f->items[0] += (uint64_t)rc;
+    f->now.set += n;
+    f->now.items += (uint64_t)rc;
     if (rc == 1 && f->prev != NULL && f->in->contains(f->prev, h)) rc = 0;
     return rc;
+}
+
+/* An add of a key: in clear mode, when the family hashes and adds in one
+ * call, one call into it (not one for the hash and one for the add). */
+__attribute__((noinline))
+static int add_key_slow(bk_autoclear *f, const void *key, size_t len)
+{
+    if (f->add_key == NULL) return add_hash(f, hash_of(f, key, len));
+    clear_or_rotate(f);
+    return f->add_key(f->cur, key, len, &f->now);
+}
+
+static int add_key(void *vf, const void *key, size_t len)
+{
+    bk_autoclear *f = vf;
+    if (f->add_key == NULL || f->now.set >= f->clear_at) return add_key_slow(f, key, len);
+    return f->add_key(f->cur, key, len, &f->now); /* no stack frame: a jump */
 }
 
 static int contains_hash(const bk_autoclear *f, bk_hash h)
@@ -217,20 +239,20 @@ static int remove_hash(bk_autoclear *f, bk_hash h)
     uint64_t n = 0;
     int rc = f->in->fill->remove(f->cur, h, &n);
     if (rc == BK_OK) {
-        f->set -= n <= f->set ? n : f->set;
-        f->items[0] -= f->items[0] > 0;
+        f->now.set -= n <= f->now.set ? n : f->now.set;
+        f->now.items -= f->now.items > 0;
         return BK_OK;
     }
     if (rc != BK_ENOTFOUND || f->prev == NULL) return rc;
     rc = f->in->fill->remove(f->prev, h, &n);
-    if (rc == BK_OK) f->items[1] -= f->items[1] > 0;
+    if (rc == BK_OK) f->prev_items -= f->prev_items > 0;
     return rc;
 }
 
 int bk_autoclear_add(bk_autoclear *f, const void *key, size_t len)
 {
     if (f == NULL || (key == NULL && len > 0)) return BK_EINVAL;
-    return add_hash(f, hash_of(f, key, len));
+    return add_key(f, key, len);
 }
 
 int bk_autoclear_contains(const bk_autoclear *f, const void *key, size_t len)
@@ -254,11 +276,11 @@ int bk_autoclear_get_stats(const bk_autoclear *f, bk_autoclear_stats *out)
     out->inner = f->in->family;
     out->clears = f->clears;
     out->units = f->units;
-    out->units_set = f->set;
+    out->units_set = f->now.set;
     out->clear_at = f->clear_at;
-    out->fill = f->units ? (double)f->set / (double)f->units : 0.0;
-    out->items = f->items[0];
-    out->previous_items = f->items[1];
+    out->fill = f->units ? (double)f->now.set / (double)f->units : 0.0;
+    out->items = f->now.items;
+    out->previous_items = f->prev_items;
     out->capacity = f->capacity;
     out->target_fpr = f->fpr;
     out->fill_at_capacity = f->capacity ? f->in->fill->fill_at(f->cur, f->capacity) : 0.0;
@@ -309,8 +331,8 @@ static int info_of(const bk_autoclear *f, bk_filter_info *out, int summary)
 {
     int rc = summary && f->in->summary ? f->in->summary(f->cur, out) : f->in->info(f->cur, out);
     if (rc != BK_OK) return rc;
-    out->items = f->items[0] + f->items[1];
-    out->fill = f->units ? (double)f->set / (double)f->units : 0.0;
+    out->items = f->now.items + f->prev_items;
+    out->fill = f->units ? (double)f->now.set / (double)f->units : 0.0;
     out->bytes = bytes_of(f);
     out->parts = f->prev ? 2 : 1;
     out->can_remove = f->in->fill->remove != NULL;
@@ -343,7 +365,7 @@ static int ops_clone(const void *vf, void **out)
     int rc = f->in->clone(f->cur, &cur);
     if (rc == BK_OK && f->prev != NULL) rc = f->in->clone(f->prev, &prev);
     if (rc == BK_OK)
-        rc = make((bk_autoclear **)out, f->in, cur, prev, f->ratio, f->mode, f->set, f->clears);
+        rc = make((bk_autoclear **)out, f->in, cur, prev, f->ratio, f->mode, f->now.set, f->clears);
     if (rc != BK_OK) {
         if (cur != NULL) f->in->destroy(cur);
         if (prev != NULL) f->in->destroy(prev);
@@ -356,8 +378,8 @@ static void ops_clear(void *vf)
     bk_autoclear *f = vf;
     f->in->clear(f->cur);
     if (f->prev != NULL) f->in->clear(f->prev);
-    f->set = 0;
-    f->items[0] = f->items[1] = 0;
+    f->now.set = 0;
+    f->now.items = f->prev_items = 0;
 }
 
 static uint32_t ops_nparts(const void *f)
@@ -397,7 +419,7 @@ static int ops_describe(const void *vf, bk__image *img)
     img->param[0] = bits;
     img->param[1] = f->clears;
     img->param[2] = (uint64_t)f->mode | (uint64_t)f->in->family << MODE_BITS;
-    img->param[3] = f->set;
+    img->param[3] = f->now.set;
     return BK_OK;
 }
 
@@ -476,7 +498,7 @@ static const bk__family_ops autoclear_ops = {
     .family = BK_FAMILY_AUTOCLEAR,
     .name = "autoclear",
     BK__OPS_STANDARD,
-    .hash = ops_hash, .remove = ops_remove, .count = ops_count, .lockfree_add = 0,
+    .hash = ops_hash, .add_key = add_key, .remove = ops_remove, .count = ops_count, .lockfree_add = 0,
     .summary = ops_summary, .clone = ops_clone, .clear = ops_clear,
 };
 

@@ -1867,16 +1867,19 @@ static uint64_t fill_line_avx2(uint64_t *line, uint32_t x, uint32_t k)
 #if BK_BLOCKED_X86 && !BK_BLOCKED_TSAN
 /* With AVX-512 and its 64-bit popcount: the plain add's mask and masked
  * store (only the words that change are written), the missing bits
- * counted in one instruction and a sum of the 8 lanes. */
+ * counted in one instruction and the 8 counts summed by one SAD. */
 __attribute__((target("avx512f,avx512vpopcntdq")))
-static uint64_t fill_line_avx512(uint64_t *line, uint32_t x, uint32_t k)
+static inline uint64_t fill_line_avx512(uint64_t *line, uint32_t x, uint32_t k)
 {
     __m512i mask = mask_avx512(x, k);
     __m512i old = _mm512_load_si512((const void *)line);
     __m512i miss = _mm512_andnot_si512(old, mask);
     _mm512_mask_store_epi32((void *)line, _mm512_test_epi32_mask(miss, miss),
                             _mm512_or_si512(old, mask));
-    return (uint64_t)_mm512_reduce_add_epi64(_mm512_popcnt_epi64(miss));
+    /* the 8 counts (at most 64 each) as bytes: a shorter chain than a sum
+     * of 8 lanes, and the next add's clear test waits on it */
+    __m128i counts = _mm512_cvtepi64_epi8(_mm512_popcnt_epi64(miss));
+    return (uint64_t)_mm_cvtsi128_si64(_mm_sad_epu8(counts, _mm_setzero_si128()));
 }
 
 static int have_vpopcntdq(void)
@@ -1892,9 +1895,9 @@ static int have_vpopcntdq(void)
 }
 #endif
 
-static int fill_add(void *vf, bk_hash h, uint64_t *newly_set)
+__attribute__((always_inline)) static inline int fill_add_inline(bk_blocked *f, bk_hash h,
+                                                                 uint64_t *newly_set)
 {
-    bk_blocked *f = vf;
     uint64_t *line = line_of(f, h), n;
 #if BK_BLOCKED_X86 && !BK_BLOCKED_TSAN
     int level = current_impl()->level;
@@ -1909,6 +1912,51 @@ static int fill_add(void *vf, bk_hash h, uint64_t *newly_set)
     return n != 0;
 }
 
+static int fill_add(void *f, bk_hash h, uint64_t *newly_set)
+{
+    return fill_add_inline(f, h, newly_set);
+}
+
+/* The hash and the fill add in one call (auto-clear's bk_filter_add). The
+ * AVX-512 one is compiled whole for its target, so that the line's work
+ * is inlined; the other apart, so that the choice takes no stack frame. */
+__attribute__((noinline))
+static int fill_add_key_generic(void *vf, const void *key, size_t len, bk__fill_counts *c)
+{
+    bk_blocked *f = vf;
+    uint64_t n;
+    int rc = fill_add_inline(f, hash_of(f, key, len), &n);
+    c->set += n;
+    c->items += (uint64_t)rc;
+    return rc;
+}
+
+#if BK_BLOCKED_X86 && !BK_BLOCKED_TSAN
+__attribute__((target("avx512f,avx512vpopcntdq")))
+static int fill_add_key_avx512(bk_blocked *f, const void *key, size_t len, bk__fill_counts *c)
+{
+    bk_hash h = hash_of(f, key, len);
+    uint64_t n = fill_line_avx512(line_of(f, h), (uint32_t)h.hi, f->k);
+    uint64_t fresh = n != 0;
+    f->items += fresh;
+    c->items += fresh;
+    /* two scalar adds, not one vector add of both counts (a longer chain
+     * for the next add's clear test to wait on) */
+    __asm__ volatile("" ::: "memory");
+    c->set += n;
+    return (int)fresh;
+}
+#endif
+
+static int fill_add_key(void *vf, const void *key, size_t len, bk__fill_counts *c)
+{
+#if BK_BLOCKED_X86 && !BK_BLOCKED_TSAN
+    if (current_impl()->level >= BK_SIMD_AVX512 && have_vpopcntdq())
+        return fill_add_key_avx512(vf, key, len, c);
+#endif
+    return fill_add_key_generic(vf, key, len, c);
+}
+
 /* A bit is touched by a key when the key picks its block (1 / b) and one of
  * its k in-block positions lands on it (1 - (1 - 1/512)^k). */
 static double fill_at(const void *vf, uint64_t n)
@@ -1918,7 +1966,8 @@ static double fill_at(const void *vf, uint64_t n)
     return -expm1((double)n * log1p(-touch));
 }
 
-static const bk__fill_ops blocked_fill = {fill_units, fill_count_set, fill_at, fill_add, NULL};
+static const bk__fill_ops blocked_fill = {fill_units, fill_count_set, fill_at, fill_add, NULL,
+                                          fill_add_key};
 
 static const bk__family_ops blocked_ops = {
     .family = BK_FAMILY_BLOCKED,

@@ -1247,9 +1247,9 @@ static uint64_t fill_count_set(const void *vf)
     return t;
 }
 
-static int fill_add(void *vf, bk_hash h, uint64_t *newly_set)
+__attribute__((always_inline)) static inline int fill_add_inline(bk_counting *f, bk_hash h,
+                                                                 uint64_t *newly_set)
 {
-    bk_counting *f = vf;
 #ifdef BK_COUNTING_ADD_COUNTED
     uint32_t zero;
     if (use_simd(f) && add_counted_avx512(f, h, &zero)) {
@@ -1264,6 +1264,22 @@ static int fill_add(void *vf, bk_hash h, uint64_t *newly_set)
     f->items += n != 0;
     *newly_set = n;
     return n != 0;
+}
+
+static int fill_add(void *f, bk_hash h, uint64_t *newly_set)
+{
+    return fill_add_inline(f, h, newly_set);
+}
+
+/* The hash and the fill add in one call (auto-clear's bk_filter_add). */
+static int fill_add_key(void *vf, const void *key, size_t len, bk__fill_counts *c)
+{
+    bk_counting *f = vf;
+    uint64_t n;
+    int rc = fill_add_inline(f, bk__hash_keyed(&f->keys, key, len), &n);
+    c->set += n;
+    c->items += (uint64_t)rc;
+    return rc;
 }
 
 static int fill_remove(void *vf, bk_hash h, uint64_t *newly_clear)
@@ -1289,7 +1305,7 @@ static double fill_at(const void *vf, uint64_t n)
 }
 
 static const bk__fill_ops counting_fill = {fill_units, fill_count_set, fill_at, fill_add,
-                                           fill_remove};
+                                           fill_remove, fill_add_key};
 
 static const bk__family_ops counting_ops = {
     .family = BK_FAMILY_COUNTING,

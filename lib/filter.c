@@ -108,12 +108,20 @@ static inline bk_hash key_hash(const bk__object *o, const bk_filter *f,
     return bk_hash_key(key, len, o->ops->seed(f));
 }
 
+/* Apart, so that a family's one-call add takes no stack frame here. */
+__attribute__((noinline))
+static int add_hashed(const bk__object *o, bk_filter *f, const void *key, size_t len)
+{
+    return o->ops->add(f, key_hash(o, f, key, len));
+}
+
 int bk_filter_add(bk_filter *f, const void *key, size_t len)
 {
     if (f == NULL) return BK_EINVAL;
     const bk__object *o = OBJ(f);
     if (o->read_only) return BK_EREADONLY;
-    return o->ops->add(f, key_hash(o, f, key, len));
+    if (o->ops->add_key != NULL) return o->ops->add_key(f, key, len);
+    return add_hashed(o, f, key, len);
 }
 
 int bk_filter_contains(const bk_filter *f, const void *key, size_t len)

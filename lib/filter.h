@@ -80,6 +80,12 @@ typedef struct bk__family_ops bk__family_ops;
  * up to date by adds and removes that say how many units they set or
  * cleared. These write with plain stores: the auto-clear filter is the
  * only writer of what it wraps. */
+/* An auto-clear generation's counts, kept by its adds. */
+typedef struct bk__fill_counts {
+    uint64_t set;   /* units set */
+    uint64_t items; /* adds that answered new */
+} bk__fill_counts;
+
 typedef struct bk__fill_ops {
     uint64_t (*units)(const void *f);
     uint64_t (*count_set)(const void *f);                  /* a pass */
@@ -88,6 +94,10 @@ typedef struct bk__fill_ops {
     int (*add)(void *f, bk_hash h, uint64_t *newly_set);   /* 1, 0 or an error */
     /* BK_OK, BK_ENOTFOUND (nothing changed); NULL: cannot delete */
     int (*remove)(void *f, bk_hash h, uint64_t *newly_clear);
+    /* add of a key not yet hashed, the family's hash and add in one call:
+     * adds the units it set to c->set and, when the key was new, 1 to
+     * c->items (NULL: the caller hashes and calls add) */
+    int (*add_key)(void *f, const void *key, size_t len, bk__fill_counts *c);
 } bk__fill_ops;
 
 /* What an allocations op calls for each block: ptr as the allocator
@@ -117,6 +127,8 @@ struct bk__family_ops {
     bk_hash (*hash)(const void *f, const void *key, size_t len);
     /* key operations on a key hashed as above */
     int (*add)(void *f, bk_hash h);             /* 1, 0 or an error */
+    /* bk_filter_add's whole add of a key in one call (NULL: hash, add) */
+    int (*add_key)(void *f, const void *key, size_t len);
     int (*contains)(const void *f, bk_hash h);  /* 1 or 0 */
     int (*remove)(void *f, bk_hash h);          /* NULL: cannot delete */
     int64_t (*count)(const void *f, bk_hash h); /* NULL: use contains */
