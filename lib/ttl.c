@@ -122,6 +122,12 @@ typedef struct generation {
     int used;         /* holds a key (its first segment is not empty) */
 } generation;
 
+/* Two 64-bit lanes, each a bucket's word: the table's lookup tests both at
+ * once (one SSE2 instruction per step on x86-64; any GCC or Clang target).
+ * tt_pair_u: the same in memory kept at 8-byte alignment. */
+typedef uint64_t tt_pair __attribute__((vector_size(16)));
+typedef uint64_t tt_pair_u __attribute__((vector_size(16), aligned(8)));
+
 struct bk_ttl {
     bk__object obj;       /* first: a bk_ttl is also a bk_filter */
     generation *gens;     /* g generations, a ring by slot number mod g */
@@ -168,10 +174,13 @@ struct bk_ttl {
     uint64_t lanes;       /* bit 0 of each entry */
     uint64_t fp_lanes;    /* the fingerprint bits of each entry */
     uint64_t fp_tops;     /* the top fingerprint bit of each entry */
-    uint64_t fp_low;      /* fp_lanes but the tops */
-    uint64_t slot_lanes;  /* R - 1 at each entry's expiry bits, as shifted
+    /* the lookup's constants, in both lanes of a pair (tt_pair_has): */
+    tt_pair_u v_fp_lanes; /* fp_lanes */
+    tt_pair_u v_fp_tops;  /* fp_tops */
+    tt_pair_u v_fp_low;   /* fp_lanes but the tops */
+    tt_pair_u v_slots;    /* R - 1 at each entry's expiry bits, as shifted
                              down by fbits */
-    uint64_t guard_lanes; /* R at the same places */
+    tt_pair_u v_guards;   /* R at the same places */
     uint64_t kicks;       /* entries moved to make room since creation */
     uint64_t full_sweeps; /* whole passes since the filter was made or loaded */
     int sweeping;         /* a sweep in steps is under way: */
@@ -597,7 +606,7 @@ __attribute__((always_inline)) static inline void tt_prefetch(const bk_ttl *f, c
 
 /* Whether a bucket holds fp live at slot base + dnow, entry by entry (the
  * layouts whose bucket does not fit in one word). */
-static inline int tt_bucket_has(const bk_ttl *f, uint64_t b, uint64_t fp, uint64_t dnow)
+__attribute__((noinline)) static int tt_bucket_has(const bk_ttl *f, uint64_t b, uint64_t fp, uint64_t dnow)
 {
     int hit = 0;
     for (uint64_t x = b * TT_WAYS; x < (b + 1) * TT_WAYS; x++) {
@@ -628,10 +637,6 @@ __attribute__((always_inline)) static inline uint64_t tt_word(const bk_ttl *f, u
     return bk__loadu_le64(f->cells + (bit >> 3)) >> (bit & 7);
 }
 
-/* Two 64-bit lanes, each a bucket's word: the test below runs on both at
- * once (one SSE2 instruction per step on x86-64; any GCC or Clang target). */
-typedef uint64_t tt_pair __attribute__((vector_size(16)));
-
 /* Whether bucket word w1 or w2 holds fp live at slot base + dnow (dnow <
  * R), every entry at once and with no branch: a lookup's work after its
  * two loads is a few vector steps, so that many lookups can wait on their
@@ -651,11 +656,12 @@ __attribute__((always_inline)) static inline int tt_pair_has(const bk_ttl *f, ui
 {
     uint64_t fpl = fp * f->lanes, dl = dnow * f->lanes;
     uint64_t off = ((0 - f->base) & f->rmask) * f->lanes;
-    tt_pair w = {w1, w2};
-    tt_pair x = (w ^ fpl) & f->fp_lanes;
-    tt_pair zero = ~(((x & f->fp_low) + f->fp_low) | x) & f->fp_tops;
-    tt_pair d = (((w >> f->fbits) & f->slot_lanes) + off) & f->slot_lanes;
-    tt_pair live = ((d | f->guard_lanes) - dl) & f->guard_lanes;
+    tt_pair w = {w1, w2}, lanes = f->v_fp_lanes, tops = f->v_fp_tops, low = f->v_fp_low;
+    tt_pair slots = f->v_slots, guards = f->v_guards;
+    tt_pair x = (w ^ fpl) & lanes;
+    tt_pair zero = ~(((x & low) + low) | x) & tops;
+    tt_pair d = (((w >> f->fbits) & slots) + off) & slots;
+    tt_pair live = ((d | guards) - dl) & guards;
     tt_pair hit = (zero << (f->ebits + 1)) & (live << f->fbits);
     return (hit[0] | hit[1]) != 0;
 }
@@ -912,9 +918,12 @@ static int tt_shape(bk_ttl *f, uint64_t capacity, double fpr, uint64_t max_ttl, 
         f->fp_lanes |= f->fpmask << (i * f->wbits);
         f->fp_tops |= (UINT64_C(1) << (fb - 1)) << (i * f->wbits);
     }
-    f->fp_low = f->fp_lanes & ~f->fp_tops;
-    f->slot_lanes = f->rmask * f->lanes;
-    f->guard_lanes = (f->rmask + 1) * f->lanes;
+    f->v_fp_lanes = (tt_pair_u){f->fp_lanes, f->fp_lanes};
+    f->v_fp_tops = (tt_pair_u){f->fp_tops, f->fp_tops};
+    f->v_fp_low = f->v_fp_lanes & ~f->v_fp_tops;
+    uint64_t in_slots = f->rmask * f->lanes, in_guards = (f->rmask + 1) * f->lanes;
+    f->v_slots = (tt_pair_u){in_slots, in_slots};
+    f->v_guards = (tt_pair_u){in_guards, in_guards};
     if (capacity > (UINT64_C(1) << 56)) return BK_ESIZE;
     /* m = ceil(n / (4 * 0.95)) = ceil(20 n / 76) */
     f->buckets = ceil_div(capacity * 20, 76);
