@@ -2359,8 +2359,10 @@ BK_API bk_window *bk_filter_as_window(bk_filter *f);
  * (f = 10, x = 4 at 1% and S = 12: 14.7 bits a key at capacity, about
  * 1.5x one blocked filter at the same rate). A lookup reads 2 buckets,
  * prefetched together. The memory is fixed at creation: an add that
- * finds no room among live keys (about capacity / 0.95 of them live; a
- * walk of up to 500 moves) answers BK_EFULL and adds nothing. Keys whose
+ * finds no room among live keys (moving entries to their other bucket
+ * along the shortest chain a search of up to 2048 buckets finds: first
+ * at about 1.02 x capacity live keys, measured from 1e5 to 1e8) answers
+ * BK_EFULL and adds nothing. Keys whose
  * slot ended free their entries for new keys at once; adds empty them in
  * steps of 16 buckets, or, when too few adds came for that, one pass over
  * the table at most every S / 4 slots (by an add or bk_ttl_advance). Rates down to about 8 / 2^(32 - x) (BK_EFPR below).

@@ -261,7 +261,7 @@ static const sample samples[] = {
     {"morris-v1.bkf", make_morris},
     {"autoclear-v1.bkf", make_autoclear},
     {"ttl-v1.bkf", make_ttl},
-    {"ttl-table-v1.bkf", make_ttl_table},
+    {"ttl-table-v1.bkf", make_ttl_table}, /* see moves_free */
 };
 #define NSAMPLES (sizeof(samples) / sizeof(samples[0]))
 
@@ -563,6 +563,13 @@ static void test_round_trip_beyond_2_32_bits(void **state)
  * Golden files
  *--------------------------------------------------------------------------*/
 
+/* Golden files that pin the format but not where the family's search for
+ * room put each entry (test_golden_files). */
+static int moves_free(const char *name)
+{
+    return strcmp(name, "ttl-table-v1.bkf") == 0;
+}
+
 static void test_golden_files(void **state)
 {
     (void)state;
@@ -572,10 +579,30 @@ static void test_golden_files(void **state)
         bk_filter *f = samples[s].make();
         size_t glen, len;
         unsigned char *buf = tu_serialize(f, &len);
-        unsigned char *golden = tu_golden(path, buf, len, &glen);
-        /* ... and reads them back to the same answers */
+        unsigned char *golden;
         bk_filter *g;
-        assert_int_equal(bk_filter_load(&g, path), BK_OK);
+        if (moves_free(samples[s].name)) {
+            /* The TTL table's adds moved entries by a random walk when its
+             * file was written, and by a shortest-chain search since: the
+             * same entries, some in their other bucket. The format is
+             * pinned by the file saving back to its own bytes; the
+             * answers are the same, false positives included (an absent
+             * key matches an entry exactly when both have the same
+             * fingerprint and the same pair of buckets, whichever of the
+             * two holds it). */
+            golden = tu_read_file(path, &glen);
+            if (golden == NULL) fail_msg("missing golden file %s", path);
+            assert_int_equal(bk_filter_load(&g, path), BK_OK);
+            size_t again_len;
+            unsigned char *again = tu_serialize(g, &again_len);
+            assert_true(again_len == glen && glen == len);
+            assert_memory_equal(again, golden, glen);
+            free(again);
+        } else {
+            golden = tu_golden(path, buf, len, &glen);
+            /* ... and reads them back to the same answers */
+            assert_int_equal(bk_filter_load(&g, path), BK_OK);
+        }
         assert_same_answers(f, g);
         bk_filter_free(g);
         free(buf);
