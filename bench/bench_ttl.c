@@ -24,8 +24,12 @@
  * Every cell is the fastest of --repeat runs, in ns per key. Ratios are
  * what to read: the machine is shared.
  *
+ * --fill: instead, how far past capacity the table takes new keys: keys
+ * added (all live) until the first BK_EFULL; their count against n and
+ * against the table's entries, the entries moved, and the time.
+ *
  *   bench_ttl [--n 1e7] [--g 17] [--p 0.01] [--lookups 2e6] [--repeat 3]
- *             [--mixed]
+ *             [--mixed] [--fill]
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -118,8 +122,39 @@ static double best_of(run_fn fn, void *f, const probe *pr, uint64_t now, int bat
 static void usage(void)
 {
     fprintf(stderr, "usage: bench_ttl [--n N] [--g G] [--p P] [--lookups L] [--repeat R] "
-                    "[--mixed]\n");
+                    "[--mixed] [--fill]\n");
     exit(2);
+}
+
+/* --fill: new keys, all live, into a table of capacity n until it first
+ * answers BK_EFULL. */
+static int fill_until_full(uint64_t n, double p)
+{
+    bk_ttl *tf;
+    int rc = bk_ttl_create_table(&tf, n, p, MAX_TTL, 0, 0, 1);
+    if (rc != BK_OK) {
+        fprintf(stderr, "bench_ttl: create: %s\n", bk_strerror(rc));
+        return 1;
+    }
+    uint64_t key, added = 0;
+    double t0 = now_ns();
+    for (uint64_t i = 0;; i++) {
+        key_of(i, &key);
+        rc = bk_ttl_add(tf, &key, 8, MAX_TTL, 0);
+        if (rc < 0) break;
+        added += (uint64_t)rc;
+    }
+    double s = (now_ns() - t0) / 1e9;
+    bk_ttl_stats st;
+    bk_ttl_get_stats(tf, &st);
+    printf("| capacity | new keys at the first refusal | x capacity | of the entries | moves | s |\n");
+    printf("|---|---|---|---|---|---|\n");
+    printf("| %llu | %llu | %.4f | %.2f%% | %llu | %.1f |\n", (unsigned long long)n,
+           (unsigned long long)added, (double)added / (double)n,
+           100.0 * (double)added / (4.0 * (double)st.buckets), (unsigned long long)st.kicks, s);
+    if (rc != BK_EFULL) fprintf(stderr, "bench_ttl: add: %s\n", bk_strerror(rc));
+    bk_ttl_free(tf);
+    return rc == BK_EFULL ? 0 : 1;
 }
 
 int main(int argc, char **argv)
@@ -127,9 +162,10 @@ int main(int argc, char **argv)
     uint64_t n = 10000000, lookups = 2000000;
     uint32_t g = 0; /* the table */
     double p = 0.01;
-    int repeat = 3, mixed = 0;
+    int repeat = 3, mixed = 0, fill = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--mixed")) { mixed = 1; continue; }
+        if (!strcmp(argv[i], "--fill")) { fill = 1; continue; }
         if (i + 1 >= argc) usage();
         if (!strcmp(argv[i], "--n")) n = (uint64_t)strtod(argv[++i], NULL);
         else if (!strcmp(argv[i], "--g")) g = (uint32_t)strtoul(argv[++i], NULL, 10);
@@ -139,6 +175,7 @@ int main(int argc, char **argv)
         else usage();
     }
     if (n < 100 || lookups < 1 || repeat < 1) usage();
+    if (fill) return fill_until_full(n, p);
 
     bk_ttl *tf;
     bk_blocked *bf;
