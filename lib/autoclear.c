@@ -13,7 +13,9 @@
  *   and a counting filter's removes say how many they cleared. No add ever
  *   passes over the filter. In clear mode bk_filter_add makes one call into
  *   the family, which hashes, adds and counts (fill add_key: the blocked
- *   and counting filters), so the option costs about an add's compare.
+ *   and counting filters), so the option costs about an add's compare; in
+ *   rotate mode one call that also fetches and tests the key's line in the
+ *   previous generation (fill add_key_rotate).
  *
  * When it clears
  *   clear_at = ceil(ratio x units). An add that finds units_set >= clear_at
@@ -74,6 +76,9 @@ struct bk_autoclear {
     uint64_t clears;
     /* the family's hash-and-add in clear mode; NULL: hash, then add */
     int (*add_key)(void *f, const void *key, size_t len, bk__fill_counts *c);
+    /* the same in rotate mode, with the test of prev */
+    int (*add_key_rotate)(void *f, const void *prev, const void *key, size_t len,
+                          bk__fill_counts *c);
     uint64_t capacity;         /* of one generation */
     double fpr;
     size_t gen_bytes;          /* what one generation reports it holds */
@@ -134,6 +139,7 @@ static int make(bk_autoclear **out, const bk__family_ops *in, void *cur, void *p
     f->now.items = info[0].items;
     f->prev_items = info[1].items;
     f->add_key = prev == NULL ? in->fill->add_key : NULL;
+    f->add_key_rotate = prev != NULL ? in->fill->add_key_rotate : NULL;
     f->capacity = info[0].capacity;
     f->fpr = info[0].target_fpr;
     f->gen_bytes = info[0].bytes;
@@ -211,11 +217,16 @@ static int add_hash(bk_autoclear *f, bk_hash h)
     return rc;
 }
 
-/* An add of a key: in clear mode, when the family hashes and adds in one
- * call, one call into it (not one for the hash and one for the add). */
+/* An add of a key: when the family hashes and adds in one call, one call
+ * into it (not one for the hash, one for the add and, in rotate mode, one
+ * for the lookup in the previous generation). */
 __attribute__((noinline))
 static int add_key_slow(bk_autoclear *f, const void *key, size_t len)
 {
+    if (f->add_key_rotate != NULL) {
+        if (f->now.set >= f->clear_at) clear_or_rotate(f);
+        return f->add_key_rotate(f->cur, f->prev, key, len, &f->now);
+    }
     if (f->add_key == NULL) return add_hash(f, hash_of(f, key, len));
     clear_or_rotate(f);
     return f->add_key(f->cur, key, len, &f->now);

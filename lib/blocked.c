@@ -1957,6 +1957,56 @@ static int fill_add_key(void *vf, const void *key, size_t len, bk__fill_counts *
     return fill_add_key_generic(vf, key, len, c);
 }
 
+/* Rotate mode's add (auto-clear): the key into f, its line in prev (the
+ * same block: the same shape and seed) fetched alongside, and tested when
+ * the key was new in f. With AVX-512 the one mask serves both lines, and
+ * nothing branches on the answer. */
+__attribute__((noinline))
+static int fill_add_key_rotate_generic(bk_blocked *f, const bk_blocked *prev, const void *key,
+                                       size_t len, bk__fill_counts *c)
+{
+    bk_hash h = hash_of(f, key, len);
+    const uint64_t *was = prev->words + block_of(f, h) * BLOCK_WORDS;
+    BK_PREFETCH_READ(was);
+    uint64_t n;
+    int rc = fill_add_inline(f, h, &n);
+    c->set += n;
+    c->items += (uint64_t)rc;
+    if (rc == 1 && impl_for(prev)->contains(was, (uint32_t)h.hi, prev->k)) rc = 0;
+    return rc;
+}
+
+#if BK_BLOCKED_X86 && !BK_BLOCKED_TSAN
+__attribute__((target("avx512f,avx512vpopcntdq")))
+static int fill_add_key_rotate_avx512(bk_blocked *f, const bk_blocked *prev, const void *key,
+                                      size_t len, bk__fill_counts *c)
+{
+    bk_hash h = hash_of(f, key, len);
+    uint64_t at = block_of(f, h) * BLOCK_WORDS;
+    __m512i was = _mm512_load_si512((const void *)(prev->words + at));
+    __m512i mask = mask_avx512((uint32_t)h.hi, f->k);
+    uint64_t n = fill_line_avx512(f->words + at, (uint32_t)h.hi, f->k);
+    uint64_t fresh = n != 0;
+    uint64_t in_prev = _mm512_test_epi64_mask(_mm512_andnot_si512(was, mask),
+                                              _mm512_andnot_si512(was, mask)) == 0;
+    f->items += fresh;
+    c->items += fresh;
+    __asm__ volatile("" ::: "memory"); /* as fill_add_key_avx512 */
+    c->set += n;
+    return (int)(fresh & (in_prev ^ 1));
+}
+#endif
+
+static int fill_add_key_rotate(void *vf, const void *vprev, const void *key, size_t len,
+                               bk__fill_counts *c)
+{
+#if BK_BLOCKED_X86 && !BK_BLOCKED_TSAN
+    if (current_impl()->level >= BK_SIMD_AVX512 && have_vpopcntdq())
+        return fill_add_key_rotate_avx512(vf, vprev, key, len, c);
+#endif
+    return fill_add_key_rotate_generic(vf, vprev, key, len, c);
+}
+
 /* A bit is touched by a key when the key picks its block (1 / b) and one of
  * its k in-block positions lands on it (1 - (1 - 1/512)^k). */
 static double fill_at(const void *vf, uint64_t n)
@@ -1966,8 +2016,8 @@ static double fill_at(const void *vf, uint64_t n)
     return -expm1((double)n * log1p(-touch));
 }
 
-static const bk__fill_ops blocked_fill = {fill_units, fill_count_set, fill_at, fill_add, NULL,
-                                          fill_add_key};
+static const bk__fill_ops blocked_fill = {fill_units, fill_count_set, fill_at,    fill_add,
+                                          NULL,       fill_add_key,   fill_add_key_rotate};
 
 static const bk__family_ops blocked_ops = {
     .family = BK_FAMILY_BLOCKED,

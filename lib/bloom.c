@@ -479,7 +479,7 @@ static double fill_at(const void *vf, uint64_t n)
     return -expm1((double)n * (double)f->k * log1p(-1.0 / (double)f->m));
 }
 
-static const bk__fill_ops bloom_fill = {fill_units, fill_count_set, fill_at, fill_add, NULL, NULL};
+static const bk__fill_ops bloom_fill = {fill_units, fill_count_set, fill_at, fill_add, NULL, NULL, NULL};
 
 static const bk__family_ops bloom_ops = {
     .family = BK_FAMILY_BLOOM,

@@ -1282,6 +1282,24 @@ static int fill_add_key(void *vf, const void *key, size_t len, bk__fill_counts *
     return rc;
 }
 
+/* Rotate mode's add (auto-clear): the key into f, its block in prev (the
+ * same place: the same shape and seed) fetched alongside, and tested when
+ * the key was new in f. */
+static int fill_add_key_rotate(void *vf, const void *vprev, const void *key, size_t len,
+                               bk__fill_counts *c)
+{
+    bk_counting *f = vf;
+    const bk_counting *prev = vprev;
+    bk_hash h = bk__hash_keyed(&f->keys, key, len);
+    BK_PREFETCH_READ(block_of(prev, h));
+    uint64_t n;
+    int rc = fill_add_inline(f, h, &n);
+    c->set += n;
+    c->items += (uint64_t)rc;
+    if (rc == 1 && contains_one(prev, h)) rc = 0;
+    return rc;
+}
+
 static int fill_remove(void *vf, bk_hash h, uint64_t *newly_clear)
 {
     bk_counting *f = vf;
@@ -1304,8 +1322,9 @@ static double fill_at(const void *vf, uint64_t n)
     return -expm1((double)n * log1p(-touch));
 }
 
-static const bk__fill_ops counting_fill = {fill_units, fill_count_set, fill_at, fill_add,
-                                           fill_remove, fill_add_key};
+static const bk__fill_ops counting_fill = {fill_units,  fill_count_set, fill_at,
+                                           fill_add,    fill_remove,    fill_add_key,
+                                           fill_add_key_rotate};
 
 static const bk__family_ops counting_ops = {
     .family = BK_FAMILY_COUNTING,

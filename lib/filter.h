@@ -98,6 +98,12 @@ typedef struct bk__fill_ops {
      * adds the units it set to c->set and, when the key was new, 1 to
      * c->items (NULL: the caller hashes and calls add) */
     int (*add_key)(void *f, const void *key, size_t len, bk__fill_counts *c);
+    /* the same into f, answering 0 also when the key is in prev (a filter
+     * of f's shape and seed: the key's line is the same place in both, so
+     * both lines are fetched at once); NULL: as add_key (or add), then
+     * contains on prev */
+    int (*add_key_rotate)(void *f, const void *prev, const void *key, size_t len,
+                          bk__fill_counts *c);
 } bk__fill_ops;
 
 /* What an allocations op calls for each block: ptr as the allocator
