@@ -100,6 +100,13 @@
 #include "filter.h"
 #include "hash.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#  define BK_TTL_X86 1
+#  include <immintrin.h> /* BMI2 and AVX-512 intrinsics, used in target() functions */
+#else
+#  define BK_TTL_X86 0
+#endif
+
 /*==========================================================================
  * Types
  *==========================================================================*/
@@ -174,6 +181,9 @@ struct bk_ttl {
     uint64_t lanes;       /* bit 0 of each entry */
     uint64_t fp_lanes;    /* the fingerprint bits of each entry */
     uint64_t fp_tops;     /* the top fingerprint bit of each entry */
+    int vec16;            /* lookups by tt_pair_has_vec16 (swar, and a CPU
+                             with BMI2 and AVX-512BW) */
+    uint64_t dep_mask;    /* w ones in each 16-bit lane (its pdep mask) */
     /* the lookup's constants, in both lanes of a pair (tt_pair_has): */
     tt_pair_u v_fp_lanes; /* fp_lanes */
     tt_pair_u v_fp_tops;  /* fp_tops */
@@ -685,6 +695,72 @@ __attribute__((always_inline)) static inline int tt_contains_inline(const bk_ttl
     return tt_contains_key(f, &k, tt_dnow(f, t));
 }
 
+#if BK_TTL_X86
+/* The same test as tt_pair_has with BMI2 and AVX-512BW: each word's 4
+ * entries spread into 16-bit lanes by pdep, then the fingerprints and
+ * the expiry distances compared lane by lane into mask registers (no
+ * carries to guard): the test after the loads takes about 25
+ * instructions where tt_pair_has takes about 50, and lookups at 1e7 about
+ * 8% less time (HISTORY section 30). Only where AVX-512 is: pdep is slow
+ * microcode on the older AMD cores, which have no AVX-512. The single
+ * lookup and the batch are compiled whole for the target, hash
+ * included. */
+#define TT_VEC16_TARGET "bmi2,avx512f,avx512bw,avx512vl"
+
+__attribute__((target(TT_VEC16_TARGET), always_inline))
+static inline int tt_pair_has_vec16(const bk_ttl *f, uint64_t w1, uint64_t w2, uint64_t fp,
+                                    uint64_t dnow)
+{
+    __m128i v = _mm_set_epi64x((long long)_pdep_u64(w2, f->dep_mask),
+                               (long long)_pdep_u64(w1, f->dep_mask));
+    __m128i fps = _mm_and_si128(v, _mm_set1_epi16((short)f->fpmask));
+    __mmask8 same = _mm_cmpeq_epi16_mask(fps, _mm_set1_epi16((short)fp));
+    __m128i slot = _mm_srl_epi16(v, _mm_cvtsi32_si128((int)f->fbits));
+    __m128i d = _mm_and_si128(_mm_sub_epi16(slot, _mm_set1_epi16((short)f->base)),
+                              _mm_set1_epi16((short)f->rmask));
+    return _mm_mask_cmpge_epu16_mask(same, d, _mm_set1_epi16((short)dnow)) != 0;
+}
+
+__attribute__((target(TT_VEC16_TARGET), always_inline))
+static inline int tt_contains_key_vec16(const bk_ttl *f, const tt_key *k, uint64_t dnow)
+{
+    if (dnow > f->rmask) return 0; /* as tt_contains_key */
+    return tt_pair_has_vec16(f, tt_word(f, k->b1), tt_word(f, k->b2), k->fp, dnow);
+}
+
+/* A single lookup compiled whole for the target, hash included. */
+__attribute__((target(TT_VEC16_TARGET), noinline))
+static int tt_contains_vec16(const bk_ttl *f, const void *key, size_t len, uint64_t t)
+{
+    tt_key k = tt_key_of(f, bk__hash_keyed(&f->keys, key, len));
+    tt_prefetch(f, &k);
+    return tt_contains_key_vec16(f, &k, tt_dnow(f, t));
+}
+
+static int tt_cpu_vec16(void)
+{
+    static int level = -1; /* benign race: every thread computes the same */
+    int v = __atomic_load_n(&level, __ATOMIC_RELAXED);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("avx512f") &&
+            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+        __atomic_store_n(&level, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+#else
+static int tt_cpu_vec16(void) { return 0; }
+#endif
+
+/* Tests: 0 takes every table lookup through tt_pair_has, 1 back to what
+ * the CPU allows. Returns whether lookups now take tt_pair_has_vec16. */
+BK_HIDDEN int bk__ttl_set_vec16(bk_ttl *f, int on)
+{
+    f->vec16 = on && f->swar && tt_cpu_vec16();
+    return f->vec16;
+}
+
 static int tt_contains(const bk_ttl *f, bk_hash h, uint64_t t)
 {
     return tt_contains_inline(f, h, t);
@@ -922,9 +998,13 @@ static double tt_rate(const bk_ttl *f, uint64_t live)
 }
 
 /* Batch lookup at time t: keys hashed and their buckets prefetched
- * BATCH_AHEAD keys ahead. */
-static int64_t tt_contains_batch(const bk_ttl *f, const void *const *keys, const size_t *lens,
-                                 size_t n, uint64_t t, uint8_t *results)
+ * TT_AHEAD keys ahead; test: tt_contains_key or tt_contains_key_vec16
+ * (the caller compiled for its target). */
+typedef int (*tt_test_fn)(const bk_ttl *f, const tt_key *k, uint64_t dnow);
+
+__attribute__((always_inline)) static inline int64_t
+tt_contains_batch_with(const bk_ttl *f, const void *const *keys, const size_t *lens, size_t n,
+                       uint64_t t, uint8_t *results, tt_test_fn test)
 {
     tt_key ring[TT_AHEAD];
     uint64_t dnow = tt_dnow(f, t);
@@ -932,7 +1012,7 @@ static int64_t tt_contains_batch(const bk_ttl *f, const void *const *keys, const
     size_t ahead = n < TT_AHEAD ? n : TT_AHEAD;
     for (size_t i = 0; i < n + ahead; i++) {
         if (i >= ahead) {
-            int r = tt_contains_key(f, &ring[(i - ahead) % TT_AHEAD], dnow);
+            int r = test(f, &ring[(i - ahead) % TT_AHEAD], dnow);
             found += r;
             if (results != NULL) results[i - ahead] = (uint8_t)r;
         }
@@ -944,6 +1024,22 @@ static int64_t tt_contains_batch(const bk_ttl *f, const void *const *keys, const
     }
     return found;
 }
+
+static int64_t tt_contains_batch(const bk_ttl *f, const void *const *keys, const size_t *lens,
+                                 size_t n, uint64_t t, uint8_t *results)
+{
+    return tt_contains_batch_with(f, keys, lens, n, t, results, tt_contains_key);
+}
+
+#if BK_TTL_X86
+__attribute__((target(TT_VEC16_TARGET), noinline))
+static int64_t tt_contains_batch_vec16(const bk_ttl *f, const void *const *keys,
+                                       const size_t *lens, size_t n, uint64_t t,
+                                       uint8_t *results)
+{
+    return tt_contains_batch_with(f, keys, lens, n, t, results, tt_contains_key_vec16);
+}
+#endif
 
 /* The table's shape from n, p, M and S: gran, the entry's bits, m. */
 static int tt_shape(bk_ttl *f, uint64_t capacity, double fpr, uint64_t max_ttl, uint32_t slots)
@@ -974,6 +1070,7 @@ static int tt_shape(bk_ttl *f, uint64_t capacity, double fpr, uint64_t max_ttl, 
         f->fp_lanes |= f->fpmask << (i * f->wbits);
         f->fp_tops |= (UINT64_C(1) << (fb - 1)) << (i * f->wbits);
     }
+    f->dep_mask = f->swar ? f->wmask * UINT64_C(0x0001000100010001) : 0;
     f->v_fp_lanes = (tt_pair_u){f->fp_lanes, f->fp_lanes};
     f->v_fp_tops = (tt_pair_u){f->fp_tops, f->fp_tops};
     f->v_fp_low = f->v_fp_lanes & ~f->v_fp_tops;
@@ -1017,6 +1114,7 @@ static int tt_alloc(bk_ttl **out, uint64_t capacity, double fpr, uint64_t max_tt
         return rc;
     }
     f->nsegments = 1;
+    f->vec16 = f->swar && tt_cpu_vec16();
     f->bytes = sizeof(*f) + f->cell_bytes + TT_PAD + (f->rmask + 1) * sizeof(*f->per_slot);
     *out = f;
     return BK_OK;
@@ -1182,6 +1280,9 @@ int bk_ttl_add_until(bk_ttl *f, const void *key, size_t len, uint64_t expires_at
 int bk_ttl_contains(const bk_ttl *f, const void *key, size_t len, uint64_t now)
 {
     if (f == NULL) return 0;
+#if BK_TTL_X86
+    if (f->vec16) return tt_contains_vec16(f, key, len, effective_time(f, now));
+#endif
     bk_hash h = bk__hash_keyed(&f->keys, key, len);
     if (f->cells != NULL) return tt_contains_inline(f, h, effective_time(f, now));
     return contains_lines(f, h, effective_time(f, now), 0);
@@ -1229,6 +1330,9 @@ int64_t bk_ttl_contains_batch(const bk_ttl *f, const void *const *keys, const si
 {
     if (f == NULL || (n > 0 && (keys == NULL || lens == NULL))) return BK_EINVAL;
     uint64_t t = effective_time(f, now);
+#if BK_TTL_X86
+    if (f->vec16) return tt_contains_batch_vec16(f, keys, lens, n, t, results);
+#endif
     if (f->cells != NULL) return tt_contains_batch(f, keys, lens, n, t, results);
     uint64_t slot_now = t / f->gran;
     /* the live segments' bits, listed once for the batch */

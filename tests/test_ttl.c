@@ -38,6 +38,7 @@ static int add_key(bk_ttl *f, uint64_t i, uint64_t tag, uint64_t ttl, uint64_t n
 TU_HAS_KEY_AT(has_key, bk_ttl, bk_ttl_contains)
 
 uint64_t bk__ttl_live_scan(const bk_ttl *f, uint64_t now); /* lib/ttl.c, hidden: tests only */
+int bk__ttl_set_vec16(bk_ttl *f, int on);                   /* the same */
 
 /* The table's live count (kept by adds, moves and sweeps, summed per
  * slot) against a pass over every entry, at the filter's clock. */
@@ -1014,6 +1015,57 @@ static void test_table_files(void **state)
     bk_ttl_free(f);
 }
 
+/* The lookup with pdep and AVX-512BW (where the CPU has them) answers as
+ * the portable one: single and batched, keys added (live or ended) and
+ * never added, at every distance of the clock, for 13-bit entries (4
+ * slots: buckets at any bit) and the default 14-bit ones. */
+static void check_vec16_same(bk_ttl *f, uint64_t from, uint64_t to, uint64_t step)
+{
+    uint8_t ra[BATCH_N], rb[BATCH_N];
+    uint64_t hits = 0, checked = 0;
+    for (int tag = 0; tag < 2; tag++) {
+        batch_make(BATCH_N, tag ? TAG_OUT : TAG_IN);
+        for (uint64_t t = from; t < to; t += step) {
+            bk__ttl_set_vec16(f, 0);
+            int64_t na = bk_ttl_contains_batch(f, batch_ptrs, batch_lens, BATCH_N, t, ra);
+            int vec = bk__ttl_set_vec16(f, 1);
+            int64_t nb = bk_ttl_contains_batch(f, batch_ptrs, batch_lens, BATCH_N, t, rb);
+            assert_true(na == nb);
+            for (int i = 0; i < BATCH_N; i++) {
+                assert_int_equal(ra[i], rb[i]);
+                assert_int_equal(bk_ttl_contains(f, batch_ptrs[i], batch_lens[i], t), rb[i]);
+                bk__ttl_set_vec16(f, 0);
+                assert_int_equal(bk_ttl_contains(f, batch_ptrs[i], batch_lens[i], t), ra[i]);
+                bk__ttl_set_vec16(f, vec);
+            }
+            hits += (uint64_t)na;
+            checked += BATCH_N;
+        }
+    }
+    if (!bk__ttl_set_vec16(f, 1)) print_message("no BMI2 + AVX-512BW here: portable both ways\n");
+    print_message("%llu of %llu lookups found\n", (unsigned long long)hits,
+                  (unsigned long long)checked);
+    assert_true(hits < checked / 2);
+    if (from < 10000) assert_true(hits > checked / 100); /* both answers, often */
+}
+
+static void test_table_vec16(void **state)
+{
+    (void)state;
+    bk_ttl *f = make_table_sample(); /* 4 slots: 13-bit entries */
+    check_vec16_same(f, 100000, 102000, 41);
+    bk_ttl_free(f);
+    uint64_t rng = 3;
+    assert_int_equal(bk_ttl_create_table(&f, 3000, 0.01, 1200, 12, 0, 5), BK_OK);
+    for (uint64_t i = 0; i < 2900; i++) add_key(f, i, TAG_IN, 1 + tu_next(&rng) % 1200, i / 3);
+    bk_ttl_stats st;
+    assert_int_equal(bk_ttl_get_stats(f, &st), BK_OK);
+    assert_true(st.fingerprint_bits + st.expiry_bits == 14);
+    check_vec16_same(f, 960, 2500, 23);
+    check_vec16_same(f, 40000, 140000, 25000); /* the clock far past every slot */
+    bk_ttl_free(f);
+}
+
 /*--------------------------------------------------------------------------
  * Allocation failures
  *--------------------------------------------------------------------------*/
@@ -1068,6 +1120,7 @@ int main(void)
         cmocka_unit_test(test_table_memory_rate),
         cmocka_unit_test(test_table_full),
         cmocka_unit_test(test_table_reach),
+        cmocka_unit_test(test_table_vec16),
         cmocka_unit_test(test_table_clock_jumps),
         cmocka_unit_test(test_table_sweeps),
         cmocka_unit_test(test_table_far_clock),
