@@ -439,12 +439,9 @@ static inline __m512i fold_fields_avx512(const width_info *w, __m512i v, int all
  * when the general draw must decide. */
 #if !BK_COUNTING_TSAN /* TSan builds keep to the scalar update */
 __attribute__((target("avx512f,avx512cd"), always_inline))
-static inline int add_plain_avx512(const bk_counting *f, bk_hash h, int count,
-                                   uint32_t *was_zero)
+static inline void add_plain_off_avx512(const bk_counting *f, uint64_t *line, __m512i off,
+                                        int count, uint32_t *was_zero)
 {
-    __m512i off;
-    if (!offsets_avx512(f, h, &off)) return 0;
-    uint64_t *line = block_of(f, h);
     __m512i touched = lowbits_avx512(off, f->k);
     __m512i old = _mm512_load_si512((const void *)line);
     if (count) {
@@ -461,6 +458,15 @@ static inline int add_plain_avx512(const bk_counting *f, bk_hash h, int count,
     }
     __m512i change = _mm512_andnot_si512(fold_fields_avx512(f->width, old, 1), touched);
     _mm512_store_si512((void *)line, _mm512_add_epi64(old, change));
+}
+
+__attribute__((target("avx512f,avx512cd"), always_inline))
+static inline int add_plain_avx512(const bk_counting *f, bk_hash h, int count,
+                                   uint32_t *was_zero)
+{
+    __m512i off;
+    if (!offsets_avx512(f, h, &off)) return 0;
+    add_plain_off_avx512(f, block_of(f, h), off, count, was_zero);
     return 1;
 }
 
@@ -468,6 +474,20 @@ __attribute__((target("avx512f,avx512cd")))
 static inline int add_counted_avx512(const bk_counting *f, bk_hash h, uint32_t *was_zero)
 {
     return add_plain_avx512(f, h, 1, was_zero);
+}
+
+/* Rotate mode's add (auto-clear): add_counted_avx512 into f, and whether
+ * the key's counters are all nonzero in prev (f's shape: the same block
+ * and offsets), from the one draw. */
+__attribute__((target("avx512f,avx512cd")))
+static int add_rotate_avx512(const bk_counting *f, const bk_counting *prev, bk_hash h,
+                             uint32_t *was_zero, int *in_prev)
+{
+    __m512i off;
+    if (!offsets_avx512(f, h, &off)) return 0;
+    *in_prev = all_nonzero_avx512(prev, block_of(prev, h), off);
+    add_plain_off_avx512(f, block_of(f, h), off, 1, was_zero);
+    return 1;
 }
 
 /* The single writer's +1 (delta > 0: add_plain_avx512) or -1 of a key's
@@ -1284,13 +1304,24 @@ static int fill_add_key(void *vf, const void *key, size_t len, bk__fill_counts *
 
 /* Rotate mode's add (auto-clear): the key into f, its block in prev (the
  * same place: the same shape and seed) fetched alongside, and tested when
- * the key was new in f. */
+ * the key was new in f; with AVX-512 from the one draw of its counters. */
 static int fill_add_key_rotate(void *vf, const void *vprev, const void *key, size_t len,
                                bk__fill_counts *c)
 {
     bk_counting *f = vf;
     const bk_counting *prev = vprev;
     bk_hash h = bk__hash_keyed(&f->keys, key, len);
+#ifdef BK_COUNTING_ADD_COUNTED
+    uint32_t zero;
+    int in_prev;
+    if (use_simd(f) && add_rotate_avx512(f, prev, h, &zero, &in_prev)) {
+        uint64_t fresh = zero != 0;
+        f->items += fresh;
+        c->items += fresh;
+        c->set += zero;
+        return (int)fresh & !in_prev;
+    }
+#endif
     BK_PREFETCH_READ(block_of(prev, h));
     uint64_t n;
     int rc = fill_add_inline(f, h, &n);
