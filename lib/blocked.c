@@ -1882,17 +1882,7 @@ static inline uint64_t fill_line_avx512(uint64_t *line, uint32_t x, uint32_t k)
     return (uint64_t)_mm_cvtsi128_si64(_mm_sad_epu8(counts, _mm_setzero_si128()));
 }
 
-static int have_vpopcntdq(void)
-{
-    static int level = -1; /* benign race: every thread computes the same */
-    int v = __atomic_load_n(&level, __ATOMIC_RELAXED);
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx512vpopcntdq") ? 1 : 0;
-        __atomic_store_n(&level, v, __ATOMIC_RELAXED);
-    }
-    return v;
-}
+static inline int have_vpopcntdq(void) { return bk__cpu_has(BK_CPU_AVX512VPOPCNTDQ); }
 #endif
 
 __attribute__((always_inline)) static inline int fill_add_inline(bk_blocked *f, bk_hash h,

@@ -14,6 +14,27 @@
 #include "internal.h"
 
 /*==========================================================================
+ * CPU features (internal.h)
+ *==========================================================================*/
+
+int bk__cpu_bits = -1;
+
+int bk__cpu_find(void)
+{
+    int v = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    v |= __builtin_cpu_supports("avx512f") ? BK_CPU_AVX512F : 0;
+    v |= __builtin_cpu_supports("avx512bw") ? BK_CPU_AVX512BW : 0;
+    v |= __builtin_cpu_supports("avx512vl") ? BK_CPU_AVX512VL : 0;
+    v |= __builtin_cpu_supports("avx512vpopcntdq") ? BK_CPU_AVX512VPOPCNTDQ : 0;
+    v |= __builtin_cpu_supports("bmi2") ? BK_CPU_BMI2 : 0;
+#endif
+    __atomic_store_n(&bk__cpu_bits, v, __ATOMIC_RELAXED);
+    return v;
+}
+
+/*==========================================================================
  * Version
  *==========================================================================*/
 

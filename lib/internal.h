@@ -46,6 +46,32 @@
 #define BK_CACHE_LINE 64
 
 /*--------------------------------------------------------------------------
+ * CPU features that SIMD paths chosen per call need, found once
+ * (lib/common.c). Paths chosen once per process (an impl table) may ask
+ * __builtin_cpu_supports themselves.
+ *--------------------------------------------------------------------------*/
+
+enum {
+    BK_CPU_AVX512F = 1 << 0,
+    BK_CPU_AVX512BW = 1 << 1,
+    BK_CPU_AVX512VL = 1 << 2,
+    BK_CPU_AVX512VPOPCNTDQ = 1 << 3,
+    BK_CPU_BMI2 = 1 << 4,
+};
+
+BK_HIDDEN extern int bk__cpu_bits; /* the BK_CPU_* this CPU has; -1: not yet found */
+BK_HIDDEN int bk__cpu_find(void);  /* finds and keeps them; 0 off x86-64 */
+
+/* Whether this CPU has every feature in `all`. Thread-safe (the first
+ * calls may all find the bits: they find the same). */
+static inline int bk__cpu_has(int all)
+{
+    int v = __atomic_load_n(&bk__cpu_bits, __ATOMIC_RELAXED);
+    if (BK_UNLIKELY(v < 0)) v = bk__cpu_find();
+    return (v & all) == all;
+}
+
+/*--------------------------------------------------------------------------
  * Memory: every allocation goes through the allocator hook (lib/common.c).
  *--------------------------------------------------------------------------*/
 

@@ -441,17 +441,7 @@ static inline void build_mask(uint32_t x, uint32_t k, uint64_t mask[BLOCK_WORDS]
 }
 
 #if SCALABLE_AVX512
-static int have_avx512(void)
-{
-    static int level = -1; /* benign race: every thread computes the same */
-    int v = __atomic_load_n(&level, __ATOMIC_RELAXED);
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx512f") ? 1 : 0;
-        __atomic_store_n(&level, v, __ATOMIC_RELAXED);
-    }
-    return v;
-}
+static inline int have_avx512(void) { return bk__cpu_has(BK_CPU_AVX512F); }
 #endif
 
 static inline int line_has(const uint64_t *line, const uint64_t *mask)

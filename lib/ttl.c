@@ -739,15 +739,7 @@ static int tt_contains_vec16(const bk_ttl *f, const void *key, size_t len, uint6
 
 static int tt_cpu_vec16(void)
 {
-    static int level = -1; /* benign race: every thread computes the same */
-    int v = __atomic_load_n(&level, __ATOMIC_RELAXED);
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("avx512f") &&
-            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-        __atomic_store_n(&level, v, __ATOMIC_RELAXED);
-    }
-    return v;
+    return bk__cpu_has(BK_CPU_BMI2 | BK_CPU_AVX512F | BK_CPU_AVX512BW | BK_CPU_AVX512VL);
 }
 #else
 static int tt_cpu_vec16(void) { return 0; }
