@@ -206,6 +206,10 @@ static const bk__family_ops ttl_ops; /* at the end of this file */
 
 /* The table layout's key operations ("The table layout" below). */
 static int tt_contains(const bk_ttl *f, bk_hash h, uint64_t t);
+#if BK_TTL_X86
+__attribute__((target("bmi2,avx512f,avx512bw,avx512vl"), noinline))
+static int tt_contains_hash_vec16(const bk_ttl *f, bk_hash h, uint64_t t);
+#endif
 static int tt_add(bk_ttl *f, bk_hash h, uint64_t j, uint64_t a);
 static inline void tt_advance(bk_ttl *f, uint64_t a);
 
@@ -346,6 +350,9 @@ static int contains_lines(const bk_ttl *f, bk_hash h, uint64_t t, int prefetched
 
 static int contains_at(const bk_ttl *f, bk_hash h, uint64_t t)
 {
+#if BK_TTL_X86
+    if (f->vec16) return tt_contains_hash_vec16(f, h, t);
+#endif
     if (f->cells != NULL) return tt_contains(f, h, t);
     return contains_lines(f, h, t, 0);
 }
@@ -728,11 +735,20 @@ static inline int tt_contains_key_vec16(const bk_ttl *f, const tt_key *k, uint64
     return tt_pair_has_vec16(f, tt_word(f, k->b1), tt_word(f, k->b2), k->fp, dnow);
 }
 
-/* A single lookup compiled whole for the target, hash included. */
+/* A single lookup compiled whole for the target, hash included; and of a
+ * hash (the generic filter's contains, bk_ttl_contains_hash). */
 __attribute__((target(TT_VEC16_TARGET), noinline))
 static int tt_contains_vec16(const bk_ttl *f, const void *key, size_t len, uint64_t t)
 {
     tt_key k = tt_key_of(f, bk__hash_keyed(&f->keys, key, len));
+    tt_prefetch(f, &k);
+    return tt_contains_key_vec16(f, &k, tt_dnow(f, t));
+}
+
+__attribute__((target(TT_VEC16_TARGET), noinline))
+static int tt_contains_hash_vec16(const bk_ttl *f, bk_hash h, uint64_t t)
+{
+    tt_key k = tt_key_of(f, h);
     tt_prefetch(f, &k);
     return tt_contains_key_vec16(f, &k, tt_dnow(f, t));
 }

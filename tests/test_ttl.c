@@ -1032,10 +1032,13 @@ static void check_vec16_same(bk_ttl *f, uint64_t from, uint64_t to, uint64_t ste
             int64_t nb = bk_ttl_contains_batch(f, batch_ptrs, batch_lens, BATCH_N, t, rb);
             assert_true(na == nb);
             for (int i = 0; i < BATCH_N; i++) {
+                bk_hash h = bk_hash_key(batch_ptrs[i], batch_lens[i], bk_ttl_seed(f));
                 assert_int_equal(ra[i], rb[i]);
                 assert_int_equal(bk_ttl_contains(f, batch_ptrs[i], batch_lens[i], t), rb[i]);
+                assert_int_equal(bk_ttl_contains_hash(f, h, t), rb[i]);
                 bk__ttl_set_vec16(f, 0);
                 assert_int_equal(bk_ttl_contains(f, batch_ptrs[i], batch_lens[i], t), ra[i]);
+                assert_int_equal(bk_ttl_contains_hash(f, h, t), ra[i]);
                 bk__ttl_set_vec16(f, vec);
             }
             hits += (uint64_t)na;
