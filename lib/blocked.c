@@ -1977,8 +1977,8 @@ static int fill_add_key_rotate_avx512(bk_blocked *f, const bk_blocked *prev, con
     __m512i mask = mask_avx512((uint32_t)h.hi, f->k);
     uint64_t n = fill_line_avx512(f->words + at, (uint32_t)h.hi, f->k);
     uint64_t fresh = n != 0;
-    uint64_t in_prev = _mm512_test_epi64_mask(_mm512_andnot_si512(was, mask),
-                                              _mm512_andnot_si512(was, mask)) == 0;
+    __m512i missing = _mm512_andnot_si512(was, mask); /* of the key's bits, in prev */
+    uint64_t in_prev = _mm512_test_epi64_mask(missing, missing) == 0;
     f->items += fresh;
     c->items += fresh;
     __asm__ volatile("" ::: "memory"); /* as fill_add_key_avx512 */

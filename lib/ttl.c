@@ -103,6 +103,7 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #  define BK_TTL_X86 1
 #  include <immintrin.h> /* BMI2 and AVX-512 intrinsics, used in target() functions */
+#  define TT_VEC16_TARGET "bmi2,avx512f,avx512bw,avx512vl" /* tt_pair_has_vec16 */
 #else
 #  define BK_TTL_X86 0
 #endif
@@ -207,7 +208,7 @@ static const bk__family_ops ttl_ops; /* at the end of this file */
 /* The table layout's key operations ("The table layout" below). */
 static int tt_contains(const bk_ttl *f, bk_hash h, uint64_t t);
 #if BK_TTL_X86
-__attribute__((target("bmi2,avx512f,avx512bw,avx512vl"), noinline))
+__attribute__((target(TT_VEC16_TARGET), noinline))
 static int tt_contains_hash_vec16(const bk_ttl *f, bk_hash h, uint64_t t);
 #endif
 static int tt_add(bk_ttl *f, bk_hash h, uint64_t j, uint64_t a);
@@ -712,7 +713,6 @@ __attribute__((always_inline)) static inline int tt_contains_inline(const bk_ttl
  * microcode on the older AMD cores, which have no AVX-512. The single
  * lookup and the batch are compiled whole for the target, hash
  * included. */
-#define TT_VEC16_TARGET "bmi2,avx512f,avx512bw,avx512vl"
 
 __attribute__((target(TT_VEC16_TARGET), always_inline))
 static inline int tt_pair_has_vec16(const bk_ttl *f, uint64_t w1, uint64_t w2, uint64_t fp,
@@ -735,22 +735,26 @@ static inline int tt_contains_key_vec16(const bk_ttl *f, const tt_key *k, uint64
     return tt_pair_has_vec16(f, tt_word(f, k->b1), tt_word(f, k->b2), k->fp, dnow);
 }
 
+__attribute__((target(TT_VEC16_TARGET), always_inline))
+static inline int tt_contains_inline_vec16(const bk_ttl *f, bk_hash h, uint64_t t)
+{
+    tt_key k = tt_key_of(f, h);
+    tt_prefetch(f, &k);
+    return tt_contains_key_vec16(f, &k, tt_dnow(f, t));
+}
+
 /* A single lookup compiled whole for the target, hash included; and of a
  * hash (the generic filter's contains, bk_ttl_contains_hash). */
 __attribute__((target(TT_VEC16_TARGET), noinline))
 static int tt_contains_vec16(const bk_ttl *f, const void *key, size_t len, uint64_t t)
 {
-    tt_key k = tt_key_of(f, bk__hash_keyed(&f->keys, key, len));
-    tt_prefetch(f, &k);
-    return tt_contains_key_vec16(f, &k, tt_dnow(f, t));
+    return tt_contains_inline_vec16(f, bk__hash_keyed(&f->keys, key, len), t);
 }
 
 __attribute__((target(TT_VEC16_TARGET), noinline))
 static int tt_contains_hash_vec16(const bk_ttl *f, bk_hash h, uint64_t t)
 {
-    tt_key k = tt_key_of(f, h);
-    tt_prefetch(f, &k);
-    return tt_contains_key_vec16(f, &k, tt_dnow(f, t));
+    return tt_contains_inline_vec16(f, h, t);
 }
 
 static int tt_cpu_vec16(void)
