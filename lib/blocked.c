@@ -1865,13 +1865,14 @@ static uint64_t fill_line_avx2(uint64_t *line, uint32_t x, uint32_t k)
 #endif
 
 #if BK_BLOCKED_X86 && !BK_BLOCKED_TSAN
-/* With AVX-512 and its 64-bit popcount: the plain add's mask and masked
- * store (only the words that change are written), the missing bits
- * counted in one instruction and the 8 counts summed by one SAD. */
+/* With AVX-512 and its 64-bit popcount: the plain add's masked store
+ * (only the words that change are written), the missing bits counted in
+ * one instruction and the 8 counts summed by one SAD. Of a mask made
+ * once (the rotate add tests the previous line with it too: built twice,
+ * its loop was a tenth of that add). */
 __attribute__((target("avx512f,avx512vpopcntdq")))
-static inline uint64_t fill_line_avx512(uint64_t *line, uint32_t x, uint32_t k)
+static inline uint64_t fill_mask_avx512(uint64_t *line, __m512i mask)
 {
-    __m512i mask = mask_avx512(x, k);
     __m512i old = _mm512_load_si512((const void *)line);
     __m512i miss = _mm512_andnot_si512(old, mask);
     _mm512_mask_store_epi32((void *)line, _mm512_test_epi32_mask(miss, miss),
@@ -1880,6 +1881,12 @@ static inline uint64_t fill_line_avx512(uint64_t *line, uint32_t x, uint32_t k)
      * of 8 lanes, and the next add's clear test waits on it */
     __m128i counts = _mm512_cvtepi64_epi8(_mm512_popcnt_epi64(miss));
     return (uint64_t)_mm_cvtsi128_si64(_mm_sad_epu8(counts, _mm_setzero_si128()));
+}
+
+__attribute__((target("avx512f,avx512vpopcntdq")))
+static inline uint64_t fill_line_avx512(uint64_t *line, uint32_t x, uint32_t k)
+{
+    return fill_mask_avx512(line, mask_avx512(x, k));
 }
 
 static inline int have_vpopcntdq(void) { return bk__cpu_has(BK_CPU_AVX512VPOPCNTDQ); }
@@ -1975,7 +1982,7 @@ static int fill_add_key_rotate_avx512(bk_blocked *f, const bk_blocked *prev, con
     uint64_t at = block_of(f, h) * BLOCK_WORDS;
     __m512i was = _mm512_load_si512((const void *)(prev->words + at));
     __m512i mask = mask_avx512((uint32_t)h.hi, f->k);
-    uint64_t n = fill_line_avx512(f->words + at, (uint32_t)h.hi, f->k);
+    uint64_t n = fill_mask_avx512(f->words + at, mask); /* one mask for both lines */
     uint64_t fresh = n != 0;
     __m512i missing = _mm512_andnot_si512(was, mask); /* of the key's bits, in prev */
     uint64_t in_prev = _mm512_test_epi64_mask(missing, missing) == 0;
