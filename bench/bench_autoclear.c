@@ -31,6 +31,10 @@
  * from outside) would otherwise start each round colder (about 6% of
  * its add, measured).
  *
+ * --simd scalar|avx2|avx512: the blocked and counting filters' SIMD level
+ * (bk_blocked_set_simd_level; default the best this CPU has), to measure
+ * the paths of CPUs without AVX-512.
+ *
  * Output: two tables; ratios are what to read (the machine is shared).
  */
 #include <bloom.h> /* libbloom: the peer */
@@ -249,7 +253,7 @@ static void part2(uint64_t capacity, int repeat)
 int main(int argc, char **argv)
 {
     uint64_t n = 100000000, capacity = 1000000, absent = 100000;
-    int repeat = 5, only = 0;
+    int repeat = 5, only = 0, simd = bk_blocked_simd_best();
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--n") == 0 && i + 1 < argc) n = (uint64_t)atof(argv[++i]);
         else if (strcmp(argv[i], "--capacity") == 0 && i + 1 < argc)
@@ -258,9 +262,18 @@ int main(int argc, char **argv)
             absent = (uint64_t)atof(argv[++i]);
         else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) repeat = atoi(argv[++i]);
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = atoi(argv[++i]);
-        else {
+        else if (strcmp(argv[i], "--simd") == 0 && i + 1 < argc) {
+            const char *name = argv[++i];
+            for (simd = BK_SIMD_AVX512; simd >= 0; simd--)
+                if (strcmp(name, bk_blocked_simd_name(simd)) == 0) break;
+            if (simd < 0 || bk_blocked_set_simd_level(simd) < 0) {
+                fprintf(stderr, "bench_autoclear: --simd %s: not a level this CPU has "
+                                "(scalar, avx2, avx512)\n", name);
+                return 2;
+            }
+        } else {
             fprintf(stderr, "usage: bench_autoclear [--n 1e8] [--capacity 1e6] [--absent 1e5] "
-                            "[--repeat 5] [--only 1|2]\n");
+                            "[--repeat 5] [--only 1|2] [--simd scalar|avx2|avx512]\n");
             return 2;
         }
     }
@@ -268,6 +281,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_autoclear: need capacity >= 1, n >= capacity, absent >= 1\n");
         return 2;
     }
+    printf("SIMD level: %s\n", bk_blocked_simd_name(simd));
     if (only != 2) part1(n, capacity, absent);
     if (only != 1) part2(capacity, repeat);
     return 0;
