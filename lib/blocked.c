@@ -1829,9 +1829,11 @@ static uint64_t fill_line_scalar(uint64_t *line, uint32_t x, uint32_t k)
 }
 
 #if BK_BLOCKED_X86 && !BK_BLOCKED_TSAN
-/* With AVX2: the key's mask as the plain add builds it, the missing bits
- * counted in registers. ThreadSanitizer builds take the scalar way, as
- * they read lines through atomics only. */
+/* With AVX2: the key's mask (as the plain add builds it, made once by the
+ * caller: fill_line_avx2, or the rotate add, which tests the previous
+ * line with it too) set in the line, the missing bits counted in
+ * registers. ThreadSanitizer builds take the scalar way, as they read
+ * lines through atomics only. */
 __attribute__((target("avx2")))
 static inline uint64_t fill_mask_avx2(uint64_t *line, __m256i mask_lo, __m256i mask_hi)
 {
